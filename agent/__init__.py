@@ -1,0 +1,1 @@
+"""The orchestrator: what happens in which order (graph, nodes, sessions, journal, CLI)."""

@@ -1,0 +1,150 @@
+"""RuleBrain: deterministic, offline reasoning from evidence alone.
+
+It never looks at an option's name or id to decide anything: feasibility comes from probe results,
+safety from stress outcomes and invalid runs, the gain from the A/B statistics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from agent.brain import ProbeRunner
+from agent.models import Assessment, Campaign, Finding, Option, Plan, Probe
+from policies.decisions import parse_decision
+from policies.gates import Decision, Gate
+from tools.transport import CommandResult
+
+
+def _first_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1] if lines else ""
+
+
+def probe_failure(probe: Probe, result: CommandResult) -> str | None:
+    """Why a probe's expectation failed, in words an engineer would write down (None when it held)."""
+    expect = probe.expect
+    if result.timed_out:
+        return f"probe timed out after {probe.timeout:g}s"
+    if expect.exit is not None and result.exit_code != expect.exit:
+        said = _first_line(result.stderr_tail) or _first_line(result.stdout_tail)
+        return f"exit {result.exit_code}" + (f": {said}" if said else "")
+    if expect.stdout_contains is not None and expect.stdout_contains not in result.stdout_tail:
+        return f"output lacks {expect.stdout_contains!r}"
+    if expect.stdout_not_contains is not None and expect.stdout_not_contains in result.stdout_tail:
+        return f"output contains {expect.stdout_not_contains!r}"
+    return None
+
+
+class RuleBrain:
+    name = "rules/v1"
+
+    def plan(self, campaign: Campaign, findings: Sequence[Finding]) -> Plan:
+        # The engineer's numbering is the priority: expected gains are hypotheses, not evidence,
+        # so the rule brain does not reorder on them; measured outcomes and people reorder later.
+        infeasible = {f.option for f in findings if not f.feasible}
+        order = [o.id for o in campaign.options if o.id not in infeasible]
+        rationale = {
+            o.id: (
+                f"expected {o.expected_gain_pct:+g}% ({o.risk} risk)"
+                if o.expected_gain_pct is not None
+                else f"{o.risk} risk"
+            )
+            for o in campaign.options
+        }
+        return Plan(order=order, rationale=rationale)
+
+    def investigate(self, option: Option, run_probe: ProbeRunner) -> Finding:
+        blockers: list[str] = []
+        hazards: list[str] = []
+        sources: list[str] = []
+        for probe in option.probes:
+            for result in run_probe(probe):
+                sources.append(
+                    f"{result.host}: {result.command} → exit {result.exit_code} [artifact {result.artifact}]"
+                )
+                failure = probe_failure(probe, result)
+                if failure is None:
+                    continue
+                text = f"{probe.name}: {failure}" + (f" — {probe.message}" if probe.message else "")
+                (blockers if probe.on_fail == "blocker" else hazards).append(text)
+        checked = sum(1 for _ in option.probes)
+        confidence = 0.9 if blockers else (0.7 if checked else 0.4)
+        return Finding(
+            option=option.id,
+            feasible=not blockers,
+            blockers=blockers,
+            hazards=hazards,
+            confidence=confidence,
+            sources=sources,
+        )
+
+    def assess(self, option: Option, evidence: dict[str, Any]) -> Assessment:
+        ab = evidence["ab"]
+        stress = evidence.get("stress", [])
+        finding = evidence.get("finding") or {}
+        wedges = sum(1 for s in stress if s["outcome"] == "wedge")
+        errors = sum(1 for s in stress if s["outcome"] == "error")
+        failed = int(evidence.get("failed_candidate_runs", 0))
+        hazards = list(finding.get("hazards", []))
+        reasons: list[str] = []
+        for s in stress:
+            if s["outcome"] != "ok":
+                reasons.append(f"stress {s['scenario']} run {s['run']}: {s['outcome']} — {s['evidence']}")
+        if failed:
+            reasons.append(f"{failed} candidate benchmark run(s) failed or were unreadable")
+        if wedges or errors or failed:
+            verdict = "unsafe"
+        elif hazards and not stress:
+            verdict = "unknown"
+            reasons.append("investigation reported hazards and no stress test exercised them")
+        elif hazards:
+            verdict = "unknown"
+            reasons.append("investigation hazard not reproduced by stress; it may still bite in production")
+        elif not stress:
+            verdict = "unknown"
+            reasons.append("no stress tests configured")
+        else:
+            verdict = "safe"
+        reasons.extend(f"hazard: {h}" for h in hazards)
+        ab_verdict = ab["verdict"]
+        reasons.append(ab_summary(ab))
+        confidence = 0.9 if ab_verdict in ("improved", "regressed", "no_effect") else 0.5
+        if verdict == "unknown":
+            confidence -= 0.2
+        risk = "high" if verdict == "unsafe" else ("medium" if hazards or verdict == "unknown" else "low")
+        if verdict == "unsafe" or ab_verdict in ("regressed", "no_effect"):
+            recommendation = "skip"
+        elif verdict == "safe" and ab_verdict == "improved":
+            recommendation = "keep"
+        else:
+            recommendation = "ask"
+        ci = [ab["ci_low"], ab["ci_high"]] if ab.get("ci_low") is not None else None
+        return Assessment(
+            option=option.id,
+            verdict=verdict,
+            ab_verdict=ab_verdict,
+            gain_pct=ab.get("effect_pct"),
+            ci=ci,
+            pairs=ab["pairs"],
+            wedges=wedges,
+            stress_errors=errors,
+            failed_requests=failed,
+            hazards=hazards,
+            confidence=round(confidence, 2),
+            risk=risk,
+            recommendation=recommendation,
+            reasons=reasons,
+        )
+
+    def interpret(self, text: str, gate: Gate) -> Decision:
+        return parse_decision(text, kind=gate.kind, options=gate.options, gate_option=gate.option)
+
+
+def ab_summary(ab: dict[str, Any]) -> str:
+    if ab.get("effect_pct") is None:
+        return f"{ab['metric']}: no estimate ({'; '.join(ab.get('reasons', []))})"
+    return (
+        f"{ab['metric']} {ab['effect_pct']:+.1f}% (95% CI {ab['ci_low']:+.1f}%…{ab['ci_high']:+.1f}%, "
+        f"paired t on {ab['pairs']} interleaved pairs) → {ab['verdict']}"
+    )

@@ -1,0 +1,226 @@
+"""`signoff` — the command line. Exit codes: 0 finished, 3 paused at a gate that needs a person,
+2 bad input, 1 failed. `--json` prints one summary object on stdout (progress goes to stderr).
+
+Heavy imports (LangGraph, the session machinery) happen inside commands, so `signoff --help`
+stays fast.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    help="Autonomous agent-workflow orchestrator with human checkpoints.",
+)
+decision_app = typer.Typer(no_args_is_help=True, help="Work with one-line decisions.")
+policy_app = typer.Typer(no_args_is_help=True, help="Check policy files.")
+app.add_typer(decision_app, name="decision")
+app.add_typer(policy_app, name="policy")
+
+BAD_INPUT, FAILED, PAUSED = 2, 1, 3
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON summary object on stdout.")]
+PolicyOpt = Annotated[
+    str, typer.Option("--policy", help="Policy file, or a preset name: cautious, autonomous, ask-everything.")
+]
+HeadlessOpt = Annotated[bool, typer.Option("--headless", help="No TUI: the policy decides, `ask` pauses (exit 3).")]
+
+
+def _fail(message: str, code: int) -> typer.Exit:
+    typer.echo(f"signoff: {message}", err=True)
+    return typer.Exit(code)
+
+
+def _finish(out: Any, as_json: bool) -> None:
+    from agent.render import print_paused, print_report, summary_json
+
+    if as_json:
+        typer.echo(json.dumps(summary_json(out), indent=2))
+    elif out.status == "paused":
+        print_paused(out)
+    else:
+        print_report(out)
+    raise typer.Exit(out.exit_code)
+
+
+def _run(campaign: Path, policy: str, *, as_json: bool, demo: bool) -> None:
+    from agent.render import Progress
+    from agent.session import Runner, SessionError, SourceError, create
+
+    try:
+        d = create(campaign, policy, demo=demo)
+    except SourceError as exc:
+        raise _fail(str(exc), BAD_INPUT) from None
+    progress = Progress(plain=True if as_json else None)
+    try:
+        with d.locked():
+            out = Runner(d, headless=True, listeners=[progress]).start()
+    except SessionError as exc:
+        raise _fail(str(exc), FAILED) from None
+    _finish(out, as_json)
+
+
+@app.command()
+def demo(
+    headless: HeadlessOpt = True,
+    policy: PolicyOpt = "cautious",
+    as_json: JsonOpt = False,
+) -> None:
+    """Run the built-in decode-throughput demo (simulated hosts; no keys, no network)."""
+    from agent.session import SessionError, demo_campaign
+
+    try:
+        campaign = demo_campaign()
+    except SessionError as exc:
+        raise _fail(str(exc), FAILED) from None
+    _run(campaign, policy, as_json=as_json, demo=True)
+
+
+@app.command()
+def run(
+    campaign: Annotated[Path, typer.Argument(help="Campaign YAML file.")],
+    policy: PolicyOpt = "cautious",
+    headless: HeadlessOpt = True,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run a campaign. Pauses (exit 3) at any gate the policy says to ask about."""
+    _run(campaign, policy, as_json=as_json, demo=False)
+
+
+@app.command()
+def decide(
+    session: Annotated[str, typer.Argument(help="Session id.")],
+    text: Annotated[str, typer.Argument(help='One line, e.g. "skip #2 for now if it\'s unsafe".')],
+    by: Annotated[str | None, typer.Option("--by", help="Who decides (default: your user name).")] = None,
+    no_resume: Annotated[bool, typer.Option("--no-resume", help="Record the decision; resume later.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Answer the gate a paused session is waiting at, then resume it."""
+    from agent.render import Progress
+    from agent.session import DecisionError, Runner, SessionDir, SessionError
+
+    who = f"human:{by or getpass.getuser()}"
+    try:
+        d = SessionDir.find(session)
+        with d.locked():
+            runner = Runner(d, headless=True, listeners=[Progress(plain=True if as_json else None)])
+            try:
+                _, echo = runner.decide(text, by=who)
+            except DecisionError as exc:
+                raise _fail(f"{exc} (nothing changed)", BAD_INPUT) from None
+            typer.echo(f"decided: {echo}", err=True)
+            if no_resume:
+                out = Runner(d, headless=True).outcome()
+                out.echo = f"recorded: {echo}; run `signoff resume {session}` to continue"
+            else:
+                out = Runner(d, headless=True, listeners=[Progress(plain=True if as_json else None)]).resume()
+    except SessionError as exc:
+        raise _fail(str(exc), BAD_INPUT) from None
+    _finish(out, as_json)
+
+
+@app.command()
+def resume(
+    session: Annotated[str, typer.Argument(help="Session id.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Continue a paused or interrupted session (applies decisions recorded with --no-resume)."""
+    from agent.render import Progress
+    from agent.session import Runner, SessionDir, SessionError
+
+    try:
+        d = SessionDir.find(session)
+        with d.locked():
+            out = Runner(d, headless=True, listeners=[Progress(plain=True if as_json else None)]).resume()
+    except SessionError as exc:
+        raise _fail(str(exc), BAD_INPUT) from None
+    _finish(out, as_json)
+
+
+@app.command()
+def sessions(as_json: JsonOpt = False) -> None:
+    """List sessions under $SIGNOFF_HOME (default ./.signoff)."""
+    from agent.session import list_sessions
+
+    rows = list_sessions()
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    if not rows:
+        typer.echo("no sessions yet; try `signoff demo`")
+        return
+    for r in rows:
+        typer.echo(f"{r['id']}  {r['status']:<9} {r['campaign_name']}  policy={r['policy_name']}")
+
+
+@decision_app.command("parse")
+def decision_parse(
+    text: Annotated[str, typer.Argument(help="The one-line decision.")],
+    gate: Annotated[
+        str,
+        typer.Option("--gate", help="Gate kind: plan, triage, safety, continue_or_ask, rollback, command, budget."),
+    ],
+    options: Annotated[str, typer.Option("--options", help="Option ids nameable here, e.g. 1,2,3.")] = "",
+    as_json: JsonOpt = False,
+) -> None:
+    """Show how a one-liner would be understood at a gate (nothing is recorded)."""
+    from policies.decisions import DecisionError, parse_decision
+    from policies.gates import GATE_KINDS
+
+    if gate not in GATE_KINDS:
+        raise _fail(f"unknown gate kind {gate!r}; one of {', '.join(GATE_KINDS)}", BAD_INPUT)
+    try:
+        ids = [int(x.strip().lstrip("#")) for x in options.split(",") if x.strip()]
+    except ValueError:
+        raise _fail(f"--options takes comma-separated option ids, not {options!r}", BAD_INPUT) from None
+    try:
+        d = parse_decision(text, kind=gate, options=ids)  # type: ignore[arg-type]
+    except DecisionError as exc:
+        raise _fail(str(exc), BAD_INPUT) from None
+    if as_json:
+        typer.echo(d.model_dump_json(indent=2))
+    else:
+        typer.echo(d.describe())
+
+
+@policy_app.command("check")
+def policy_check(
+    file: Annotated[str, typer.Argument(help="Policy file or preset name.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Load a policy: schema, CEL type checks against each gate's facts, and its `tests:`."""
+    from policies.schema import SourceError, load_policy
+
+    try:
+        p = load_policy(file)
+    except SourceError as exc:
+        if as_json:
+            typer.echo(json.dumps({"ok": False, "error": str(exc), "file": exc.path, "line": exc.line}))
+        raise _fail(str(exc), BAD_INPUT) from None
+    rules = sum(len(r) for r in p.rules.values())
+    if as_json:
+        typer.echo(
+            json.dumps({"ok": True, "name": p.name, "sha256": p.sha256, "rules": rules, "tests": len(p.model.tests)})
+        )
+    else:
+        typer.echo(f"OK: {p.name} ({p.path}) — {rules} rules, {len(p.model.tests)} tests pass")
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

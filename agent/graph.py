@@ -1,0 +1,97 @@
+"""The LangGraph StateGraph: nodes and edges, nothing else (DESIGN §4).
+
+preflight → [command gate] → setup → plan → investigate × N (Send) → triage gate
+  → pick next → [command gate] → apply → benchmark → stress → assess → safety gate
+  → keep | rollback → [rollback gate] → continue-or-ask gate → pick next … → report
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.graph import END, START, StateGraph
+
+from agent.context import RunContext
+from agent.nodes import apply, assess, benchmark, gates, investigate, pick, report, rollback, setup, stress
+from agent.state import State
+
+
+def _route(state: State) -> str:
+    return state.get("route") or "report"
+
+
+def _after_rollback(state: State) -> str:
+    v = state.get("verification") or {}
+    if not v.get("verified"):
+        return "rollback_gate"
+    return "report" if state.get("stopping") else "continue_gate"
+
+
+def _after_keep(state: State) -> str:
+    return "report" if state.get("stopping") else "continue_gate"
+
+
+def build() -> StateGraph:
+    g: StateGraph[State, RunContext, Any, Any] = StateGraph(State, context_schema=RunContext)
+    g.add_node("preflight", pick.preflight)
+    g.add_node("setup", setup.setup)
+    g.add_node("plan", setup.plan)
+    g.add_node("investigate", investigate.investigate)
+    g.add_node("triage_gate", gates.triage_gate)
+    g.add_node("pick_next", pick.pick_next)
+    g.add_node("command_gate", gates.command_gate)
+    g.add_node("apply", apply.apply)
+    g.add_node("benchmark", benchmark.benchmark)
+    g.add_node("stress", stress.stress)
+    g.add_node("assess", assess.assess)
+    g.add_node("safety_gate", gates.safety_gate)
+    g.add_node("keep", rollback.keep)
+    g.add_node("rollback", rollback.rollback)
+    g.add_node("rollback_gate", gates.rollback_gate)
+    g.add_node("continue_gate", gates.continue_gate)
+    g.add_node("report", report.report)
+
+    g.add_edge(START, "preflight")
+    g.add_conditional_edges("preflight", _route, {"command": "command_gate", "approved": "setup", "report": "report"})
+    g.add_conditional_edges("setup", _route, {"plan": "plan", "report": "report"})
+    g.add_conditional_edges("plan", investigate.fan_out, ["investigate"])
+    g.add_edge("investigate", "triage_gate")
+    g.add_conditional_edges("triage_gate", _route, {"next": "pick_next", "report": "report", "reask": "triage_gate"})
+    g.add_conditional_edges(
+        "pick_next",
+        _route,
+        {"apply": "apply", "command": "command_gate", "skip": "continue_gate", "report": "report"},
+    )
+    g.add_conditional_edges("command_gate", _command_route, ["setup", "apply", "pick_next", "report", "command_gate"])
+    g.add_conditional_edges("apply", _route, {"benchmark": "benchmark", "failed": "rollback"})
+    g.add_conditional_edges("benchmark", _route, {"stress": "stress", "failed": "rollback"})
+    g.add_edge("stress", "assess")
+    g.add_edge("assess", "safety_gate")
+    g.add_conditional_edges(
+        "safety_gate",
+        _route,
+        {"keep": "keep", "rollback": "rollback", "retry": "benchmark", "reask": "safety_gate"},
+    )
+    g.add_conditional_edges("keep", _after_keep, ["continue_gate", "report"])
+    g.add_conditional_edges("rollback", _after_rollback, ["rollback_gate", "continue_gate", "report"])
+    g.add_conditional_edges(
+        "rollback_gate",
+        _route,
+        {"rollback": "rollback", "continue": "continue_gate", "report": "report", "reask": "rollback_gate"},
+    )
+    g.add_conditional_edges(
+        "continue_gate", _route, {"next": "pick_next", "report": "report", "reask": "continue_gate"}
+    )
+    g.add_edge("report", END)
+    return g
+
+
+def _command_route(state: State) -> str:
+    route = state.get("route")
+    if route == "reask":
+        return "command_gate"
+    if route == "approved":
+        return "setup" if not state.get("plan") else "apply"
+    if route == "next":
+        return "pick_next"
+    return "report"

@@ -1,0 +1,202 @@
+"""The session journal: append-only, one RFC 8785 canonical JSON object per line, hash-chained.
+
+Each line carries `prev` = sha256 of the previous line's bytes (64 zeros for the first), so an edit,
+a deletion or a swap breaks the chain at a known seq. The head (last hash + line count) is also
+written to a `head` file beside it, so truncation and a recomputed chain are detectable too.
+Verification hashes raw bytes; it never needs to re-canonicalise.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import threading
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import rfc8785
+from pydantic import BaseModel
+
+FORMAT_VERSION = 1
+GENESIS = "0" * 64
+# fsync these at once: they are what an auditor asks about first.
+DURABLE_KINDS = ("session.", "gate.", "decision", "rule.", "rollback", "report")
+
+
+class Event(BaseModel):
+    seq: int
+    kind: str
+    ts: str
+    actor: str
+    data: dict[str, Any]
+    hash: str
+
+
+class VerifyReport(BaseModel):
+    ok: bool
+    events: int
+    head: str
+    error: str | None = None
+    failed_seq: int | None = None
+
+
+Listener = Callable[[Event], None]
+
+
+def _plain(value: Any) -> Any:
+    """JSON-plain, JCS-safe data: no NaN/Inf, integers within ±2^53, pydantic models dumped."""
+    if isinstance(value, BaseModel):
+        return _plain(value.model_dump(mode="json"))
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return str(value)
+        return round(value, 9)
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 2**53:
+        return str(value)
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+class Journal:
+    """One writer per session (the session lock guarantees it); thread-safe within the process."""
+
+    def __init__(self, path: Path, session: str) -> None:
+        self.path = path
+        self.session = session
+        self.head_path = path.with_name("head")
+        self._lock = threading.Lock()
+        self._listeners: list[Listener] = []
+        self._seq, self._prev = 0, GENESIS
+        recovered = None
+        if path.exists():
+            recovered = self._recover()
+        self._fh = path.open("ab")
+        if recovered is not None:
+            self.append("log.recovered", actor="signoff", **recovered)
+
+    def _recover(self) -> dict[str, Any] | None:
+        """Continue an existing journal; cut a torn last line (a crash mid-write) and say so."""
+        raw = self.path.read_bytes()
+        lines = raw.split(b"\n")
+        tail = lines.pop()  # b"" when the file ends with a newline
+        seq, prev = 0, GENESIS
+        for line in lines:
+            seq += 1
+            prev = hashlib.sha256(line).hexdigest()
+        self._seq, self._prev = seq, prev
+        if tail:
+            with self.path.open("r+b") as fh:
+                fh.truncate(len(raw) - len(tail))
+            return {"torn_bytes": len(tail), "torn_digest": hashlib.sha256(tail).hexdigest()}
+        return None
+
+    def subscribe(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    def append(self, kind: str, *, actor: str = "signoff", **data: Any) -> Event:
+        with self._lock:
+            ts = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+            record = {
+                "v": FORMAT_VERSION,
+                "seq": self._seq,
+                "ts": ts,
+                "session": self.session,
+                "kind": kind,
+                "actor": actor,
+                "prev": self._prev,
+                **_plain(data),
+            }
+            line = rfc8785.dumps(record)
+            self._fh.write(line + b"\n")
+            self._fh.flush()
+            digest = hashlib.sha256(line).hexdigest()
+            event = Event(seq=self._seq, kind=kind, ts=ts, actor=actor, data=_plain(data), hash=digest)
+            self._seq += 1
+            self._prev = digest
+            if kind.startswith(DURABLE_KINDS):
+                os.fsync(self._fh.fileno())
+                self._write_head()
+        for listener in self._listeners:
+            listener(event)
+        return event
+
+    def _write_head(self) -> None:
+        tmp = self.head_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"events": self._seq, "head": self._prev}) + "\n")
+        tmp.replace(self.head_path)
+
+    @property
+    def head(self) -> str:
+        return self._prev
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._fh.closed:
+                os.fsync(self._fh.fileno())
+                self._write_head()
+                self._fh.close()
+
+
+def read_events(path: Path) -> Iterator[dict[str, Any]]:
+    with path.open("rb") as fh:
+        for line in fh:
+            if line.strip():
+                yield json.loads(line)
+
+
+def verify(path: Path) -> VerifyReport:
+    """Check the chain, gapless seq and the head file. Raw bytes only: no re-canonicalisation.
+
+    The head file is written at every durable event, so the journal may legitimately run a few
+    events past it (after a crash); it may never be shorter, nor disagree at the head's position.
+    """
+    head_path = path.with_name("head")
+    head = json.loads(head_path.read_text()) if head_path.exists() else None
+    prev, count, at_head = GENESIS, 0, None
+    if head is not None and head.get("events") == 0:
+        at_head = GENESIS
+    with path.open("rb") as fh:
+        for line in fh:
+            body = line.rstrip(b"\n")
+            fail = None
+            try:
+                record = json.loads(body)
+            except json.JSONDecodeError:
+                record, fail = {}, f"line {count + 1} is not JSON (torn or edited)"
+            if fail is None and record.get("seq") != count:
+                fail = f"seq {record.get('seq')} where {count} was expected (gap or reorder)"
+            if fail is None and record.get("prev") != prev:
+                fail = f"seq {count}: prev does not match the hash of the line before (edited, removed or reordered)"
+            if fail is not None:
+                return VerifyReport(ok=False, events=count, head=prev, failed_seq=count, error=fail)
+            prev = hashlib.sha256(body).hexdigest()
+            count += 1
+            if head is not None and count == head.get("events"):
+                at_head = prev
+    if head is not None:
+        if count < head.get("events", 0):
+            return VerifyReport(
+                ok=False,
+                events=count,
+                head=prev,
+                failed_seq=count,
+                error=f"journal has {count} events but the head file records {head['events']} (truncated)",
+            )
+        if at_head != head.get("head"):
+            return VerifyReport(
+                ok=False,
+                events=count,
+                head=prev,
+                failed_seq=head.get("events"),
+                error=f"hash at event {head.get('events')} differs from the head file (history rewritten)",
+            )
+    return VerifyReport(ok=True, events=count, head=prev)

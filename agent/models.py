@@ -1,0 +1,178 @@
+"""The campaign vocabulary (what the engineer writes) and the evidence the agent produces.
+
+Measurement types live in `tools/`, gate and decision types in `policies/`; this module uses them.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from tools.benchparse import ParserName
+from tools.transport import Host
+
+TEMPLATE_VAR = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+BUILTIN_VARS = {"python", "campaign_dir", "workdir", "host", "num_prompts", "run", "session"}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CommandSpec(_Strict):
+    """A command and where it runs: a host name, a role, or `all`."""
+
+    run: str = Field(min_length=1)
+    on: str = "all"
+    timeout: float = Field(default=60.0, gt=0, le=86_400)
+
+
+def _commands(value: object) -> object:
+    # Shorthand: a bare string, or a list of strings, means commands on every host.
+    if isinstance(value, str):
+        return [{"run": value}]
+    if isinstance(value, list):
+        return [{"run": v} if isinstance(v, str) else v for v in value]
+    return value
+
+
+class Expectation(_Strict):
+    exit: int | None = 0
+    stdout_contains: str | None = None
+    stdout_not_contains: str | None = None
+
+
+class Probe(CommandSpec):
+    """A read-only check. When its expectation fails it implies a blocker (no-go) or a hazard."""
+
+    name: str
+    expect: Expectation = Field(default_factory=Expectation)
+    on_fail: Literal["blocker", "hazard"] = "blocker"
+    message: str | None = None
+    timeout: float = Field(default=30.0, gt=0, le=3600)
+
+
+class Option(_Strict):
+    id: int = Field(ge=1, le=999)
+    title: str = Field(min_length=1)
+    hypothesis: str = ""
+    expected_gain_pct: float | None = None
+    risk: Literal["low", "medium", "high"] = "medium"
+    apply: list[CommandSpec] = Field(min_length=1)
+    revert: list[CommandSpec] = Field(min_length=1)
+    probes: list[Probe] = Field(default_factory=list)
+    notes: str = ""
+
+    _cmds = field_validator("apply", "revert", mode="before")(_commands)
+
+
+class Goal(_Strict):
+    text: str
+    metric: str = "output_tok_s"
+    target_pct: float | None = None
+
+
+class Baseline(_Strict):
+    description: str = ""
+    setup: list[CommandSpec] = Field(default_factory=list)
+    health: list[CommandSpec] = Field(default_factory=list)
+
+    _cmds = field_validator("setup", "health", mode="before")(_commands)
+
+
+class BenchSpec(CommandSpec):
+    parser: ParserName = "vllm-json"
+    paths: dict[str, str] | None = None
+    patterns: dict[str, str] | None = None
+    num_prompts: int | None = Field(default=None, ge=1)
+    metric: str = "output_tok_s"
+    higher_is_better: bool = True
+    pairs: int = Field(default=6, ge=2, le=50)
+    max_pairs: int = Field(default=10, ge=2, le=50)
+    noise_pct: float = Field(default=1.0, ge=0)
+    equivalence_pct: float = Field(default=2.0, ge=0)
+    guardrails: list[str] = Field(default_factory=list)
+    guardrail_pct: float = 5.0
+    timeout: float = Field(default=600.0, gt=0, le=86_400)
+
+    @model_validator(mode="after")
+    def _pairs(self) -> BenchSpec:
+        if self.max_pairs < self.pairs:
+            raise ValueError(f"max_pairs ({self.max_pairs}) is below pairs ({self.pairs})")
+        if self.parser == "json-path" and not self.paths:
+            raise ValueError("parser json-path needs `paths` (field → dotted path)")
+        if self.parser == "regex" and not self.patterns:
+            raise ValueError("parser regex needs `patterns` (field → regex with one group)")
+        return self
+
+
+class StressSpec(CommandSpec):
+    name: str
+    runs: int = Field(default=1, ge=1, le=100)
+    timeout: float = Field(default=300.0, gt=0, le=86_400)
+
+
+class RollbackSpec(_Strict):
+    verify_runs: int = Field(default=3, ge=1, le=20)
+    tolerance_pct: float = Field(default=5.0, gt=0)
+
+
+class Campaign(_Strict):
+    name: str
+    goal: Goal
+    facts: list[str] = Field(default_factory=list)
+    hosts: list[Host] = Field(min_length=1)
+    vars: dict[str, str] = Field(default_factory=dict)
+    baseline: Baseline = Field(default_factory=Baseline)
+    benchmark: BenchSpec
+    stress: list[StressSpec] = Field(default_factory=list)
+    rollback: RollbackSpec = Field(default_factory=RollbackSpec)
+    options: list[Option] = Field(min_length=1)
+
+    def option(self, option_id: int) -> Option:
+        for option in self.options:
+            if option.id == option_id:
+                return option
+        raise KeyError(option_id)
+
+    def targets(self, on: str) -> list[Host]:
+        if on == "all":
+            return list(self.hosts)
+        named = [h for h in self.hosts if h.name == on]
+        return named or [h for h in self.hosts if on in h.roles]
+
+
+# ---- evidence (small, JSON-plain; bulky output lives in artifacts/) ----
+
+
+class Finding(BaseModel):
+    option: int
+    feasible: bool
+    blockers: list[str] = Field(default_factory=list)
+    hazards: list[str] = Field(default_factory=list)
+    confidence: float = 0.0
+    sources: list[str] = Field(default_factory=list)  # "host: command → exit N" / artifact refs
+
+
+class Assessment(BaseModel):
+    option: int
+    verdict: Literal["safe", "unsafe", "unknown"]
+    ab_verdict: Literal["improved", "regressed", "no_effect", "inconclusive"]
+    gain_pct: float | None
+    ci: list[float] | None
+    pairs: int
+    wedges: int
+    stress_errors: int
+    failed_requests: int
+    hazards: list[str]
+    confidence: float
+    risk: Literal["low", "medium", "high"]
+    recommendation: Literal["keep", "skip", "ask"]
+    reasons: list[str]
+
+
+class Plan(BaseModel):
+    order: list[int]
+    rationale: dict[int, str] = Field(default_factory=dict)

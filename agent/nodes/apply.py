@@ -1,0 +1,37 @@
+"""Apply the current option on its hosts, with the undo plan journaled first."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from agent.context import RunContext
+from agent.execute import CommandRefused, rendered, run_spec
+from agent.state import State
+
+
+def apply(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    ctx = runtime.context
+    option = ctx.campaign.option(state["current"])
+    key = str(option.id)
+    undo = [{"host": h.name, "command": c} for spec in option.revert for h, c in rendered(ctx, spec)]
+    ctx.journal.append("undo.recorded", option=option.id, revert=undo)
+    ctx.journal.append("phase", phase="apply", option=option.id, title=option.title)
+    try:
+        results = [
+            r
+            for spec in option.apply
+            for r in run_spec(ctx, spec, purpose="apply", option=option.id, approved=state.get("approved", []))
+        ]
+    except CommandRefused as exc:
+        return {"route": "failed", "options": {key: {"outcome": "untested", "reasons": [str(exc)]}}}
+    failed = [r for r in results if not r.ok]
+    if failed:
+        f = failed[0]
+        said = (f.stderr_tail or f.stdout_tail).strip().splitlines()[-1:] or [""]
+        reason = f"apply failed on {f.host}: {'timeout' if f.timed_out else f'exit {f.exit_code}'} {said[0]}".strip()
+        ctx.journal.append("apply.failed", option=option.id, reason=reason)
+        # Half-applied is the worst state to leave a host in: roll back.
+        return {"route": "failed", "options": {key: {"outcome": "untested", "reasons": [reason]}}}
+    return {"route": "benchmark"}

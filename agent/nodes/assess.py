@@ -1,0 +1,37 @@
+"""Turn the evidence for the current option into an assessment (the brain's call)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from agent.context import RunContext
+from agent.state import State
+
+
+def assess(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    ctx = runtime.context
+    key = str(state["current"])
+    option = ctx.campaign.option(state["current"])
+    ab = state["ab"][key]
+    evidence = {
+        "ab": ab,
+        "stress": state.get("stress", {}).get(key, []),
+        "finding": state.get("findings", {}).get(key),
+        "failed_candidate_runs": ab.get("failed_candidate_runs", 0),
+    }
+    assessment = ctx.brain.assess(option, evidence)
+    data = assessment.model_dump(mode="json")
+    ctx.journal.append("assessment", brain=ctx.brain.name, **data)
+    return {
+        "assessments": {key: data},
+        "options": {
+            key: {
+                "verdict": assessment.verdict,
+                "ab_verdict": assessment.ab_verdict,
+                "gain_pct": assessment.gain_pct,
+                "ci": assessment.ci,
+            }
+        },
+    }

@@ -1,0 +1,304 @@
+"""Gate nodes. Each is pure: build the `Gate` from state, let session rules and the policy decide,
+and call `interrupt()` exactly once, only when the answer is `ask`. The node runs again from the
+top on resume, so nothing here writes to the journal or touches a host; the driver journals gates
+from the node's returned record (DESIGN §4).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+from langgraph.types import interrupt
+
+from agent.context import RunContext
+from agent.state import State
+from policies.engine import SessionRule
+from policies.gates import ALLOWED, Decision, Gate, GateKind
+
+
+def active_rules(state: State) -> list[SessionRule]:
+    """Session rules still in force: `once`/`for_now` rules expire when they have decided a gate."""
+    used = {g["decision"].get("by") for g in state.get("gates", [])}
+    rules = [SessionRule.model_validate(r) for r in state.get("session_rules", [])]
+    return [r for r in rules if r.decision.scope == "standing" or r.id not in used]
+
+
+def make_gate(
+    state: State,
+    kind: GateKind,
+    question: str,
+    facts: dict[str, Any],
+    *,
+    option: int | None = None,
+    options: list[int] | None = None,
+    evidence: list[str] | None = None,
+) -> Gate:
+    return Gate(
+        id=f"g{len(state.get('gates', [])) + 1}",
+        kind=kind,
+        option=option,
+        question=question,
+        facts=facts,
+        allowed=list(ALLOWED[kind]),
+        options=options or [],
+        evidence=evidence or [],
+    )
+
+
+def resolve(state: State, runtime: Runtime[RunContext], gate: Gate) -> tuple[Decision | None, dict[str, Any]]:
+    """(decision, state update). A None decision means: ask this gate again (a rule was added)."""
+    ctx = runtime.context
+    decision = ctx.engine.decide(gate, active_rules(state))
+    gate = gate.model_copy(update={"recommendation": decision})
+    if decision.action == "ask":
+        default = ctx.policy.gate(gate.kind).headless_default
+        if ctx.headless and default is not None:
+            decision = Decision(
+                action=default,
+                by="headless-default",
+                rule=decision.rule,
+                rationale=f"nobody present; policy headless_default for {gate.kind}",
+            )
+        else:
+            answer = interrupt({"gate": gate.model_dump(mode="json")})
+            rules = answer.get("rules", [])
+            if answer.get("decision") is None:
+                return None, {"session_rules": rules, "route": "reask"}
+            decision = Decision.model_validate(answer["decision"])
+            update: dict[str, Any] = {"session_rules": rules} if rules else {}
+            return decision, {**update, "gates": [record(gate, decision)]}
+    return decision, {"gates": [record(gate, decision)]}
+
+
+def record(gate: Gate, decision: Decision) -> dict[str, Any]:
+    return {
+        "id": gate.id,
+        "kind": gate.kind,
+        "option": gate.option,
+        "question": gate.question,
+        "facts": gate.facts,
+        "recommendation": gate.recommendation.model_dump(mode="json") if gate.recommendation else None,
+        "decision": decision.model_dump(mode="json", exclude_none=True),
+    }
+
+
+def requeue(queue: list[int], decision: Decision, plan: list[int]) -> tuple[list[int], dict[str, Any]]:
+    """Apply skip/defer/select targets to the queue; returns (queue, per-option updates)."""
+    updates: dict[str, Any] = {}
+    queue = list(queue)
+    if decision.action in ("skip", "defer") and decision.targets:
+        outcome = "deferred" if decision.action == "defer" or decision.scope == "for_now" else "skipped"
+        for t in decision.targets:
+            if t in queue:
+                queue.remove(t)
+            updates[str(t)] = {
+                "outcome": outcome,
+                "reasons": [f"{decision.action} by {decision.by}" + (f": {decision.raw!r}" if decision.raw else "")],
+            }
+    if decision.action == "select" and decision.targets:
+        chosen = [t for t in decision.targets if t in plan]
+        queue = chosen + [q for q in queue if q not in chosen]
+        for t in chosen:
+            updates[str(t)] = {"outcome": "untested"}
+    return queue, updates
+
+
+# ---------------------------------------------------------------- triage
+
+
+def triage_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    findings = state.get("findings", {})
+    plan = state.get("plan", [])
+    no_go = [int(k) for k, f in findings.items() if not f["feasible"]]
+    feasible = [o for o in plan if o not in no_go]
+    lines = [f"Investigation of {len(findings)} option(s):"]
+    for key in sorted(findings, key=int):
+        f = findings[key]
+        title = state["options"][key]["title"]
+        status = "NO-GO" if not f["feasible"] else ("hazard" if f["hazards"] else "clear")
+        detail = "; ".join(f["blockers"] or f["hazards"]) or "probes passed"
+        lines.append(f"- #{key} {title}: **{status}** — {detail}")
+    lines.append(f"Proceed with {', '.join(f'#{o}' for o in feasible) or 'nothing'}, skipping the no-go options?")
+    gate = make_gate(
+        state,
+        "triage",
+        "\n".join(lines),
+        {
+            "no_go_count": len(no_go),
+            "hazard_count": sum(len(f["hazards"]) for f in findings.values()),
+            "feasible_count": len(feasible),
+            "has_next_step": bool(feasible),
+        },
+        options=sorted(int(k) for k in findings),
+        evidence=[f"finding #{k}" for k in sorted(findings, key=int)],
+    )
+    decision, update = resolve(state, runtime, gate)
+    if decision is None:
+        return update
+    options: dict[str, Any] = {str(o): {"outcome": "no-go"} for o in no_go}
+    if decision.action == "stop":
+        return {**update, "queue": [], "route": "report", "stopping": True, "options": options}
+    queue, changes = requeue(feasible, decision, plan)
+    return {**update, "queue": queue, "route": "next", "options": {**options, **changes}}
+
+
+# ---------------------------------------------------------------- safety
+
+
+def safety_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    current = state["current"]
+    key = str(current)
+    a = state["assessments"][key]
+    facts = {
+        "option": key,
+        "verdict": a["verdict"],
+        "ab_verdict": a["ab_verdict"],
+        "gain_pct": float(a["gain_pct"] if a["gain_pct"] is not None else 0.0),
+        "ci_low": float(a["ci"][0]) if a["ci"] else 0.0,
+        "ci_high": float(a["ci"][1]) if a["ci"] else 0.0,
+        "pairs": a["pairs"],
+        "wedges": a["wedges"],
+        "stress_errors": a["stress_errors"],
+        "failed_requests": a["failed_requests"],
+        "hazards": len(a["hazards"]),
+        "confidence": float(a["confidence"]),
+        "risk": a["risk"],
+    }
+    title = state["options"][key]["title"]
+    question = "\n".join(
+        [
+            f"#{key} {title}: safety **{a['verdict']}**, A/B **{a['ab_verdict']}**; "
+            f"the assessment recommends **{a['recommendation']}**.",
+            *[f"- {r}" for r in a["reasons"]],
+            "Keep it (continue), or skip it and roll back?",
+        ]
+    )
+    gate = make_gate(
+        state,
+        "safety",
+        question,
+        facts,
+        option=current,
+        options=[current],
+        evidence=[f"ab #{key}", f"stress #{key}", f"assessment #{key}"],
+    )
+    decision, update = resolve(state, runtime, gate)
+    if decision is None:
+        return update
+    action = decision.action
+    if action in ("continue", "approve"):
+        return {**update, "route": "keep"}
+    if action == "retry":
+        pairs = decision.runs or runtime.context.campaign.benchmark.max_pairs
+        return {**update, "route": "retry", "retry_pairs": pairs}
+    if action == "stop":
+        outcome = {"outcome": "skipped", "reasons": [f"stopped by {decision.by}"]}
+        return {**update, "route": "rollback", "stopping": True, "options": {key: outcome}}
+    deferred = action == "defer" or decision.scope == "for_now"
+    reason = f"{'deferred' if deferred else 'skipped'} by {decision.by}" + (
+        f" ({decision.raw!r})" if decision.raw else ""
+    )
+    return {
+        **update,
+        "route": "rollback",
+        "options": {key: {"outcome": "deferred" if deferred else "skipped", "reasons": [reason]}},
+    }
+
+
+# ---------------------------------------------------------------- continue or ask
+
+
+def continue_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    queue = state.get("queue", [])
+    options = state.get("options", {})
+    last = state.get("current")
+    last_key = str(last) if last is not None else None
+    assessment = state.get("assessments", {}).get(last_key or "", None)
+    kept = [k for k, o in options.items() if o.get("outcome") == "kept"]
+    last_outcome = options.get(last_key, {}).get("outcome", "none") if last_key else "none"
+    facts = {
+        "has_next_step": bool(queue),
+        "next_option": str(queue[0]) if queue else "",
+        "remaining": len(queue),
+        "kept": len(kept),
+        "last_outcome": last_outcome if last_outcome != "pending" else "untested",
+        "confidence": float(assessment["confidence"]) if assessment else 0.5,
+    }
+    if queue:
+        nxt = options[str(queue[0])]["title"]
+        question = f"#{last_key} finished ({last_outcome}). Next: #{queue[0]} {nxt}. Continue?"
+    else:
+        question = f"#{last_key} finished ({last_outcome}). Nothing left to try. Finish with the report?"
+    gate = make_gate(state, "continue_or_ask", question, facts, option=last, options=sorted(int(k) for k in options))
+    decision, update = resolve(state, runtime, gate)
+    if decision is None:
+        return update
+    if decision.action == "stop":
+        return {**update, "route": "report", "stopping": bool(queue)}
+    queue, changes = requeue(queue, decision, state.get("plan", []))
+    return {**update, "queue": queue, "route": "next", "options": changes}
+
+
+# ---------------------------------------------------------------- rollback
+
+
+def rollback_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    v = state["verification"] or {}
+    key = str(state["current"])
+    facts = {
+        "option": key,
+        "health_ok": bool(v.get("health_ok")),
+        "verified": bool(v.get("verified")),
+        "delta_pct": float(v.get("delta_pct") or 0.0),
+    }
+    question = (
+        f"Rollback of #{key} did not verify: {v.get('detail', 'no detail')}. "
+        "Retry the revert, accept it as is, or stop?"
+    )
+    gate = make_gate(state, "rollback", question, facts, option=state["current"])
+    decision, update = resolve(state, runtime, gate)
+    if decision is None:
+        return update
+    if decision.action == "retry":
+        return {**update, "route": "rollback"}
+    if decision.action == "stop":
+        return {**update, "route": "report", "stopping": True}
+    return {**update, "route": "continue"}
+
+
+# ---------------------------------------------------------------- command approval
+
+
+def command_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    from agent.nodes.pick import pending_commands  # pick imports gates' helpers
+
+    scope = state.get("command_scope") or "campaign"
+    pending = pending_commands(state, runtime.context, scope)
+    host, command, klass = pending[0]
+    listed = "\n".join(f"- `{c}` on {h}" for h, c, _ in pending)
+    subject = "the campaign's setup, benchmark and stress" if scope == "campaign" else f"option #{scope}"
+    question = f"The command policy asks before these commands for {subject}:\n{listed}\nRun them?"
+    option = None if scope == "campaign" else int(scope)
+    gate = make_gate(
+        state,
+        "command",
+        question,
+        {"command": command, "host": host, "klass": klass},
+        option=option,
+        options=[option] if option else [],
+    )
+    decision, update = resolve(state, runtime, gate)
+    if decision is None:
+        return update
+    if decision.action == "approve":
+        return {**update, "approved": [c for _, c, _ in pending], "route": "approved", "command_scope": None}
+    if decision.action == "stop" or scope == "campaign":
+        return {**update, "route": "report", "stopping": True, "command_scope": None}
+    reason = f"commands not approved by {decision.by}: {', '.join(c for _, c, _ in pending)}"
+    return {
+        **update,
+        "route": "next",
+        "command_scope": None,
+        "options": {scope: {"outcome": "untested", "reasons": [reason]}},
+    }

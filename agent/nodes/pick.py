@@ -1,0 +1,73 @@
+"""Choose the next option and check its commands against the policy before anything runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from agent.context import RunContext
+from agent.execute import command_class, rendered
+from agent.models import CommandSpec
+from agent.state import State
+
+
+def scope_commands(ctx: RunContext, scope: str) -> list[CommandSpec]:
+    c = ctx.campaign
+    if scope == "campaign":
+        return [*c.baseline.setup, *c.baseline.health, c.benchmark, *c.stress]
+    option = c.option(int(scope))
+    return [*option.apply, *option.revert]
+
+
+def classified(ctx: RunContext, scope: str) -> list[tuple[str, str, str]]:
+    """(host, command, class) for every command of a scope, rendered for its hosts."""
+    out = []
+    for spec in scope_commands(ctx, scope):
+        for host, command in rendered(ctx, spec):
+            out.append((host.name, command, command_class(ctx, command).klass))
+    return out
+
+
+def pending_commands(state: State, ctx: RunContext, scope: str) -> list[tuple[str, str, str]]:
+    approved = set(state.get("approved", []))
+    return [(h, c, k) for h, c, k in classified(ctx, scope) if k == "ask" and c not in approved]
+
+
+def denied(ctx: RunContext, scope: str) -> list[tuple[str, str, str]]:
+    return [(h, c, k) for h, c, k in classified(ctx, scope) if k == "deny"]
+
+
+def preflight(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    ctx = runtime.context
+    refused = denied(ctx, "campaign")
+    if refused:
+        for host, command, _ in refused:
+            ctx.journal.append("command.refused", scope="campaign", host=host, command=command, klass="deny")
+        return {
+            "route": "report",
+            "stopping": True,
+            "report": {"error": f"the policy denies a campaign command: {refused[0][1]!r}"},
+        }
+    if pending_commands(state, ctx, "campaign"):
+        return {"route": "command", "command_scope": "campaign"}
+    return {"route": "approved"}
+
+
+def pick_next(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    ctx = runtime.context
+    queue = list(state.get("queue", []))
+    if state.get("stopping") or not queue:
+        return {"route": "report", "current": state.get("current")}
+    current = queue.pop(0)
+    key = str(current)
+    update: dict[str, Any] = {"queue": queue, "current": current, "retry_pairs": None, "verification": None}
+    refused = denied(ctx, key)
+    if refused:
+        for host, command, _ in refused:
+            ctx.journal.append("command.refused", option=current, host=host, command=command, klass="deny")
+        reason = f"the policy denies {refused[0][1]!r}; option not tried"
+        return {**update, "route": "skip", "options": {key: {"outcome": "untested", "reasons": [reason]}}}
+    if pending_commands(state, ctx, key):
+        return {**update, "route": "command", "command_scope": key}
+    return {**update, "route": "apply"}

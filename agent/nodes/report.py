@@ -1,0 +1,68 @@
+"""The end of a run: what was kept, skipped, deferred, with the evidence and who decided."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from agent.context import RunContext
+from agent.state import State
+
+
+def build_report(state: State, campaign_name: str) -> dict[str, Any]:
+    options = []
+    for key, o in sorted(state.get("options", {}).items(), key=lambda kv: int(kv[0])):
+        finding = state.get("findings", {}).get(key, {})
+        reasons = list(o.get("reasons", []))
+        if o.get("outcome") == "no-go":
+            reasons = [f"blocker: {b}" for b in finding.get("blockers", [])] + reasons
+        assessment = state.get("assessments", {}).get(key)
+        if assessment and o.get("outcome") != "kept":
+            reasons += [r for r in assessment["reasons"] if r not in reasons]
+        options.append(
+            {
+                "id": int(key),
+                "title": o.get("title", ""),
+                "outcome": o.get("outcome", "untested"),
+                "gain_pct": o.get("gain_pct"),
+                "ci": o.get("ci"),
+                "verdict": o.get("verdict"),
+                "ab_verdict": o.get("ab_verdict"),
+                "reasons": reasons,
+                "rollback": o.get("rollback"),
+                "decided_by": [
+                    g["decision"].get("by")
+                    for g in state.get("gates", [])
+                    if g.get("option") == int(key) and g["kind"] == "safety"
+                ],
+            }
+        )
+    gates = [
+        {
+            "id": g["id"],
+            "kind": g["kind"],
+            "option": g.get("option"),
+            "action": g["decision"]["action"],
+            "by": g["decision"].get("by"),
+            "rule": g["decision"].get("rule"),
+            "raw": g["decision"].get("raw"),
+        }
+        for g in state.get("gates", [])
+    ]
+    report = state.get("report") or {}
+    return {
+        "campaign": campaign_name,
+        "options": options,
+        "gates": gates,
+        "kept": [o["id"] for o in options if o["outcome"] == "kept"],
+        "deferred": [o["id"] for o in options if o["outcome"] == "deferred"],
+        "error": report.get("error"),
+    }
+
+
+def report(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    ctx = runtime.context
+    summary = build_report(state, ctx.campaign.name)
+    ctx.journal.append("report", **summary)
+    return {"report": summary}

@@ -1,0 +1,86 @@
+"""Keep an option (it joins the baseline), or roll it back and verify the rollback over the transport:
+health checks pass and the baseline metric is back within tolerance of this option's A arm.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from agent.context import RunContext
+from agent.execute import CommandRefused, run_spec
+from agent.nodes.benchmark import bench_once
+from agent.state import State
+from tools.abstats import within_band
+
+
+def keep(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    ctx = runtime.context
+    key = str(state["current"])
+    a = state["assessments"][key]
+    decided = state["gates"][-1]["decision"]
+    ctx.journal.append("kept", option=state["current"], gain_pct=a["gain_pct"], ci=a["ci"], by=decided.get("by"))
+    reason = f"kept by {decided.get('by')}: {a['reasons'][-1]}"
+    return {"options": {key: {"outcome": "kept", "reasons": [reason]}}}
+
+
+def rollback(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    ctx = runtime.context
+    option = ctx.campaign.option(state["current"])
+    approved = state.get("approved", [])
+    ctx.journal.append("phase", phase="rollback", option=option.id)
+    try:
+        results = [
+            r for s in option.revert for r in run_spec(ctx, s, purpose="revert", option=option.id, approved=approved)
+        ]
+        health = [
+            r
+            for s in ctx.campaign.baseline.health
+            for r in run_spec(ctx, s, purpose="health", option=option.id, approved=approved)
+        ]
+    except CommandRefused as exc:
+        v = {"verified": False, "health_ok": False, "delta_pct": None, "detail": str(exc)}
+        ctx.journal.append("rollback", option=option.id, **v)
+        return {"verification": v}
+    revert_ok = all(r.ok for r in results)
+    health_ok = revert_ok and all(r.ok for r in health)
+    reference = state.get("ab", {}).get(str(option.id), {}).get("a_values", [])
+    check: list[float] = []
+    if health_ok:
+        for i in range(ctx.campaign.rollback.verify_runs):
+            run = bench_once(ctx, pair=i, arm="A", option=option.id, approved=approved, purpose="verify")
+            if run.valid and run.value is not None:
+                check.append(run.value)
+    tolerance = ctx.campaign.rollback.tolerance_pct
+    if not health_ok:
+        v = {
+            "verified": False,
+            "health_ok": False,
+            "delta_pct": None,
+            "detail": "revert or health check failed" if revert_ok else "revert command failed",
+        }
+    elif not reference or not check:
+        v = {
+            "verified": False,
+            "health_ok": True,
+            "delta_pct": None,
+            "detail": "no valid baseline measurements to compare against",
+        }
+    else:
+        ok, delta = within_band(reference, check, tolerance)
+        v = {
+            "verified": ok,
+            "health_ok": True,
+            "delta_pct": delta,
+            "detail": f"baseline {statistics.fmean(check):.1f} vs {statistics.fmean(reference):.1f} before "
+            f"({delta:+.1f}%, tolerance ±{tolerance:g}%) over {len(check)} run(s)",
+        }
+    ctx.journal.append("rollback", option=option.id, **v)
+    key = str(option.id)
+    note = f"rollback {'verified' if v['verified'] else 'NOT verified'}: {v['detail']}"
+    return {
+        "verification": v,
+        "options": {key: {"reasons": [*state["options"][key].get("reasons", []), note], "rollback": v}},
+    }

@@ -1,0 +1,52 @@
+"""Bring the hosts to the baseline, then plan."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from agent.context import RunContext
+from agent.execute import CommandRefused, run_spec
+from agent.state import State
+
+
+def setup(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    ctx = runtime.context
+    approved = state.get("approved", [])
+    failures = []
+    try:
+        for spec in ctx.campaign.baseline.setup:
+            failures += [r for r in run_spec(ctx, spec, purpose="setup", approved=approved) if not r.ok]
+        for spec in ctx.campaign.baseline.health:
+            failures += [r for r in run_spec(ctx, spec, purpose="health", approved=approved) if not r.ok]
+    except CommandRefused as exc:
+        return {"route": "report", "stopping": True, "report": {"error": str(exc)}}
+    if failures:
+        f = failures[0]
+        why = "timed out" if f.timed_out else f"exit {f.exit_code}"
+        detail = (f.stderr_tail or f.stdout_tail).strip().splitlines()[-1:] or [""]
+        message = f"baseline setup failed on {f.host}: {f.command!r} {why} {detail[0]}".strip()
+        ctx.journal.append("setup.failed", error=message)
+        return {"route": "report", "stopping": True, "report": {"error": message}}
+    options = {
+        str(o.id): {
+            "title": o.title,
+            "outcome": "untested",
+            "reasons": [],
+            "verdict": None,
+            "gain_pct": None,
+            "ci": None,
+        }
+        for o in ctx.campaign.options
+    }
+    return {"route": "plan", "options": options}
+
+
+def plan(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    ctx = runtime.context
+    p = ctx.brain.plan(ctx.campaign, [])
+    ctx.journal.append(
+        "plan", brain=ctx.brain.name, order=p.order, rationale={str(k): v for k, v in p.rationale.items()}
+    )
+    return {"plan": p.order}

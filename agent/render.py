@@ -1,0 +1,181 @@
+"""Human-facing text for the CLI: live progress lines (stderr) and the final report / paused gate (stdout).
+
+Untrusted strings (command output, reasons quoting it) go through `rich.text.Text` or `escape`, so
+a host printing `[done]` or `[red]` cannot restyle or hide anything.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from agent.journal import Event
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{value:+.1f}%"
+
+
+def progress_line(event: Event) -> str | None:
+    """One line per event worth watching; None for events too fine-grained to print."""
+    d = event.data
+    k = event.kind
+    opt = f"#{d['option']} " if d.get("option") is not None else ""
+    if k == "session.started":
+        return f"session {event.data.get('campaign_name')} · policy {d.get('policy_name')} ({d['policy_sha256'][:12]})"
+    if k == "plan":
+        return f"plan: {' → '.join('#' + str(o) for o in d['order'])}"
+    if k == "subagent.started":
+        return f"{event.actor}: investigating {opt}({d['probes']} probe(s))"
+    if k == "finding":
+        state = "NO-GO" if not d["feasible"] else ("hazard" if d["hazards"] else "clear")
+        detail = "; ".join(d["blockers"] or d["hazards"])
+        return f"{event.actor}: {opt}{state}" + (f" — {detail}" if detail else "")
+    if k == "phase":
+        extra = f" ({d['pairs']} pairs)" if "pairs" in d else ""
+        return f"{opt}{d['phase']}{extra}" + (f": {d['title']}" if d.get("title") else "")
+    if k == "bench.progress":
+        return f"{opt}benchmark pair {d['pair']} of {d['of']}"
+    if k == "bench.run" and not d["valid"]:
+        return f"{opt}run {d['arm']}{d['pair']} not counted: {d['reason']}"
+    if k == "bench.extended":
+        return f"{opt}inconclusive at {d['from_pairs']} pairs; extending to {d['to_pairs']}"
+    if k == "ab.result":
+        return f"{opt}A/B: {d['summary']}"
+    if k == "stress.result":
+        return f"{opt}stress {d['scenario']} run {d['run']}: {d['outcome'].upper()} — {d['evidence']}"
+    if k == "assessment":
+        return f"{opt}assessment: {d['verdict']}, {d['ab_verdict']}, recommend {d['recommendation']}"
+    if k == "command.finished" and (d.get("exit") != 0 or d.get("timed_out")):
+        status = "TIMEOUT (killed)" if d.get("timed_out") else f"exit {d.get('exit')}"
+        return f"{opt}{d['purpose']} on {d['host']}: {status} after {d['duration_s']:.2f}s"
+    if k == "command.refused":
+        return f"{opt}REFUSED by command policy ({d.get('klass')}): {d.get('command')}"
+    if k == "gate.opened":
+        return f"gate {d['gate']} ({d['gate_kind']}{' ' + opt.strip() if opt else ''}) opened"
+    if k == "decision":
+        dec = d.get("decision") or {}
+        return f"gate {d['gate']}: {dec.get('action', 'ask').upper()} by {d.get('by')}" + (
+            f" — {d['raw']!r}" if d.get("raw") else ""
+        )
+    if k == "rule.added":
+        return f"session rule added: {d['rule']['id']} when {d['rule'].get('when')}"
+    if k == "rollback":
+        return f"{opt}rollback {'verified' if d['verified'] else 'NOT verified'}: {d.get('detail')}"
+    if k == "kept":
+        return f"{opt}kept ({_pct(d.get('gain_pct'))}) by {d.get('by')}"
+    if k in ("setup.failed", "apply.failed", "bench.aborted"):
+        return f"{opt}{k}: {d.get('error') or d.get('reason')}"
+    return None
+
+
+class Progress:
+    """Journal listener printing progress to stderr: styled on a terminal, plain otherwise."""
+
+    def __init__(self, plain: bool | None = None) -> None:
+        self.plain = not sys.stderr.isatty() if plain is None else plain
+        self.console = Console(stderr=True, highlight=False)
+
+    def __call__(self, event: Event) -> None:
+        line = progress_line(event)
+        if line is None:
+            return
+        if self.plain:
+            print(f"[{event.ts[11:19]}] {line}", file=sys.stderr, flush=True)
+        else:
+            self.console.print(Text.assemble((f"{event.ts[11:19]} ", "dim"), line))
+
+
+OUTCOME_STYLE = {
+    "kept": "bold green",
+    "skipped": "yellow",
+    "no-go": "red",
+    "deferred": "cyan",
+    "untested": "dim",
+}
+
+
+def _decided_by(out: Any, option_id: int) -> str:
+    bys = [g.get("by") or "—" for g in out.gates if g.get("option") == option_id and g["kind"] == "safety"]
+    if bys:
+        return bys[-1]
+    triage = [g.get("by") for g in out.gates if g["kind"] == "triage"]
+    return triage[-1] if triage else "—"
+
+
+def print_report(out: Any, console: Console | None = None) -> None:
+    console = console or Console(highlight=False)
+    table = Table(title=f"signoff · session {out.session} · {out.status}", expand=False)
+    for col in ("#", "option", "outcome", "gain (95% CI)", "safety", "decided by"):
+        table.add_column(col, overflow="fold")
+    for o in out.options:
+        gain = "—"
+        if o.get("gain_pct") is not None:
+            gain = _pct(o["gain_pct"]) + (f" [{o['ci'][0]:+.1f}, {o['ci'][1]:+.1f}]" if o.get("ci") else "")
+        table.add_row(
+            str(o["id"]),
+            Text(o["title"]),
+            Text(o["outcome"], style=OUTCOME_STYLE.get(o["outcome"], "")),
+            gain,
+            o.get("verdict") or "—",
+            Text(_decided_by(out, o["id"])),
+        )
+    console.print(table)
+    for o in out.options:
+        if not o["reasons"]:
+            continue
+        console.print(
+            Text.assemble((f"#{o['id']} {o['outcome']}", OUTCOME_STYLE.get(o["outcome"], "")), f" — {o['title']}")
+        )
+        for reason in o["reasons"]:
+            console.print(Text(f"  • {reason}"))
+    if out.gates:
+        gates = Table(title="gates and who decided", expand=False)
+        for col in ("gate", "option", "answer", "decided by", "text typed"):
+            gates.add_column(col, overflow="fold")
+        for g in out.gates:
+            gates.add_row(
+                g["kind"],
+                f"#{g['option']}" if g.get("option") else "—",
+                g["action"],
+                Text(g.get("by") or "—"),
+                Text(g.get("raw") or ""),
+            )
+        console.print(gates)
+    if out.error:
+        console.print(f"[bold red]error:[/] {escape(out.error)}")
+    console.print(f"journal: {escape(out.journal)}")
+
+
+def print_paused(out: Any, console: Console | None = None) -> None:
+    console = console or Console(highlight=False)
+    g = out.pending_gate or {}
+    console.print(
+        f"[bold yellow]PAUSED[/] at gate {g.get('id')} ({g.get('kind')}"
+        + (f", option #{g['option']}" if g.get("option") else "")
+        + ")"
+    )
+    console.print(Text(g.get("question") or ""))
+    facts = Table(show_header=False, box=None)
+    for name, value in (g.get("facts") or {}).items():
+        facts.add_row(Text(name, style="dim"), Text(str(value)))
+    console.print(facts)
+    rec = g.get("recommendation") or {}
+    if rec:
+        console.print(f"policy: {escape(rec.get('action', 'ask'))} ({escape(str(rec.get('by')))})")
+    console.print(f"answers: {', '.join(a for a in g.get('allowed', []) if a != 'ask')}")
+    if out.echo:
+        console.print(Text(out.echo, style="italic"))
+    console.print(f'\nto answer: [bold]signoff decide {out.session} "continue"[/] (or any one-line decision)')
+
+
+def summary_json(out: Any) -> dict[str, Any]:
+    data = out.model_dump(mode="json")
+    if data.get("echo") is None:
+        data.pop("echo", None)
+    return data

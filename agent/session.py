@@ -1,0 +1,471 @@
+"""Sessions: their directories, the single-runner lock, the checkpointer, and the run/resume loop
+that turns graph interrupts into paused sessions and one-line decisions into resumes.
+
+A session lives in `$SIGNOFF_HOME/sessions/<id>/`: `journal.jsonl` + `head` (the audit record),
+`checkpoints.sqlite` (graph state), `artifacts/` (full command output by digest), `hosts/` (local
+host working directories), `campaign.yaml` and `policy.yaml` (the exact texts the run uses),
+`meta.json`, `answers.json` (decisions recorded but not yet resumed) and `lock`.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import getpass
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import sqlite3
+import time
+from collections.abc import Callable
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from agent.answers import answer as answer_gate
+from agent.brain.rules import RuleBrain
+from agent.campaign import LoadedCampaign, load_campaign
+from agent.context import RunContext
+from agent.journal import Event, Journal, read_events
+from policies.decisions import DecisionError
+from policies.engine import PolicyEngine
+from policies.expr import engine_version
+from policies.gates import Gate
+from policies.schema import Policy, load_policy, load_policy_text
+from policies.yamlsrc import SourceError
+from tools.transport import ArtifactStore, LocalTransport
+
+Status = Literal["finished", "paused", "failed", "stopped"]
+EXIT = {"finished": 0, "stopped": 0, "paused": 3, "failed": 1}
+
+
+class SessionError(RuntimeError):
+    """A session cannot do what was asked (missing, busy, not waiting); the message says why."""
+
+
+class Outcome(BaseModel):
+    session: str
+    status: Status
+    options: list[dict[str, Any]] = []
+    gates: list[dict[str, Any]] = []
+    pending_gate: dict[str, Any] | None = None
+    journal: str
+    error: str | None = None
+    echo: str | None = None
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT[self.status]
+
+
+def home() -> Path:
+    return Path(os.environ.get("SIGNOFF_HOME", ".signoff"))
+
+
+def sessions_root() -> Path:
+    return home() / "sessions"
+
+
+class SessionDir:
+    def __init__(self, session_id: str) -> None:
+        self.id = session_id
+        self.root = sessions_root() / session_id
+        self.journal = self.root / "journal.jsonl"
+        self.checkpoints = self.root / "checkpoints.sqlite"
+        self.artifacts = self.root / "artifacts"
+        self.hosts = self.root / "hosts"
+        self.meta_path = self.root / "meta.json"
+        self.answers = self.root / "answers.json"
+        self.lock_path = self.root / "lock"
+
+    @classmethod
+    def find(cls, session_id: str) -> SessionDir:
+        d = cls(session_id)
+        if not d.meta_path.exists():
+            known = (
+                ", ".join(p.name for p in sorted(sessions_root().glob("*"))[-5:]) if sessions_root().exists() else ""
+            )
+            raise SessionError(
+                f"no session {session_id!r} under {sessions_root()}" + (f"; recent: {known}" if known else "")
+            )
+        return d
+
+    def meta(self) -> dict[str, Any]:
+        return json.loads(self.meta_path.read_text())
+
+    def write_meta(self, meta: dict[str, Any]) -> None:
+        tmp = self.meta_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+        tmp.replace(self.meta_path)
+
+    @contextmanager
+    def locked(self):
+        """One runner per session: a second `resume`/`decide` is refused with who holds it."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        fh = self.lock_path.open("a+")
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            holder = fh.read().strip() or "another process"
+            fh.close()
+            raise SessionError(f"session {self.id} is in use by {holder}; try again when it is done") from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"pid {os.getpid()} ({getpass.getuser()})\n")
+        fh.flush()
+        try:
+            yield
+        finally:
+            fh.seek(0)
+            fh.truncate()
+            fcntl.flock(fh, fcntl.LOCK_UN)
+            fh.close()
+
+
+def new_session_id() -> str:
+    return datetime.now(UTC).strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+
+
+def create(campaign_path: Path, policy_ref: str | Path, *, demo: bool = False) -> SessionDir:
+    """Validate everything first (nothing is created for a bad file), then lay out the session."""
+    loaded = load_campaign(campaign_path)
+    policy = load_policy(policy_ref)
+    d = SessionDir(new_session_id())
+    d.root.mkdir(parents=True)
+    (d.root / "campaign.yaml").write_text(loaded.text)
+    (d.root / "policy.yaml").write_text(policy.text)
+    d.write_meta(
+        {
+            "id": d.id,
+            "campaign": str(loaded.path),
+            "campaign_dir": str(loaded.directory),
+            "campaign_name": loaded.campaign.name,
+            "campaign_sha256": hashlib.sha256(loaded.text.encode()).hexdigest(),
+            "policy": str(policy.path),
+            "policy_name": policy.name,
+            "policy_sha256": policy.sha256,
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
+            "demo": demo,
+            "status": "created",
+        }
+    )
+    return d
+
+
+Listener = Callable[[Event], None]
+
+
+class Runner:
+    """Drives one session's graph: start, resume with answers, and report the outcome."""
+
+    def __init__(self, d: SessionDir, *, headless: bool = True, listeners: list[Listener] | None = None) -> None:
+        self.dir = d
+        self.meta = d.meta()
+        self.headless = headless
+        self.loaded = self._campaign()
+        self.policy = self._policy()
+        self.journal = Journal(d.journal, d.id)
+        for listener in listeners or []:
+            self.journal.subscribe(listener)
+        artifacts = ArtifactStore(d.artifacts)
+        self.transport = LocalTransport(d.hosts, artifacts)
+        self.ctx = RunContext(
+            session=d.id,
+            campaign=self.loaded.campaign,
+            campaign_dir=Path(self.meta["campaign_dir"]),
+            transport=self.transport,
+            journal=self.journal,
+            policy=self.policy,
+            engine=PolicyEngine(self.policy),
+            brain=RuleBrain(),
+            headless=headless,
+        )
+
+    def _campaign(self) -> LoadedCampaign:
+        loaded = load_campaign(self.dir.root / "campaign.yaml")
+        return loaded
+
+    def _policy(self) -> Policy:
+        return load_policy_text((self.dir.root / "policy.yaml").read_text(), path=self.meta["policy"])
+
+    # -- the LangGraph side
+
+    @contextmanager
+    def _graph(self):
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        from agent.graph import build
+
+        conn = sqlite3.connect(self.dir.checkpoints, check_same_thread=False)
+        try:
+            saver = SqliteSaver(conn)
+            saver.setup()
+            # WAL + NORMAL: durable across process crashes at ~1 ms per step (research/langgraph.md §5).
+            conn.execute("PRAGMA synchronous=NORMAL")
+            yield build().compile(checkpointer=saver)
+        finally:
+            conn.close()
+
+    def _config(self) -> dict[str, Any]:
+        return {"configurable": {"thread_id": self.dir.id}, "max_concurrency": 8, "recursion_limit": 500}
+
+    def start(self) -> Outcome:
+        self.journal.append(
+            "session.started",
+            campaign=self.meta["campaign"],
+            campaign_name=self.meta["campaign_name"],
+            campaign_sha256=self.meta["campaign_sha256"],
+            campaign_text=self.loaded.text,
+            policy=self.meta["policy"],
+            policy_name=self.policy.name,
+            policy_sha256=self.policy.sha256,
+            policy_text=self.policy.text,
+            engine=engine_version(),
+            brain=self.ctx.brain.name,
+            headless=self.headless,
+            user=getpass.getuser(),
+        )
+        return self._drive({})
+
+    def resume(self) -> Outcome:
+        from langgraph.types import Command
+
+        with self._graph() as graph:
+            snapshot = graph.get_state(self._config())
+        pending = {i.id: i for i in snapshot.interrupts}
+        answers = self._answers()
+        if pending:
+            ready = {i: answers[i] for i in pending if i in answers}
+            if not ready:
+                return self._outcome_paused(snapshot, note="still waiting for a decision")
+            self.journal.append("session.resumed", answers=sorted(ready))
+            self._clear_answers(list(ready))
+            return self._drive(Command(resume=ready))
+        if snapshot.next:
+            # Interrupted by a crash or a signal between steps: continue from the last checkpoint.
+            self.journal.append("session.resumed", answers=[])
+            return self._drive(None)
+        return self.outcome()
+
+    def _drive(self, inp: Any) -> Outcome:
+        started = time.monotonic()
+        self._set_status("running")
+        try:
+            with self._graph() as graph:
+                cfg = self._config()
+                for chunk in graph.stream(inp, cfg, context=self.ctx, stream_mode="updates", durability="sync"):
+                    for node, update in chunk.items():
+                        if node != "__interrupt__" and isinstance(update, dict):
+                            self._journal_gates(update.get("gates", []))
+                snapshot = graph.get_state(cfg)
+        except Exception as exc:  # the run failed: record why, keep the checkpoint for resume
+            self.journal.append("session.failed", error=f"{type(exc).__name__}: {exc}")
+            self._set_status("failed")
+            self.journal.close()
+            raise
+        if snapshot.interrupts:
+            return self._outcome_paused(snapshot, elapsed=time.monotonic() - started)
+        values = snapshot.values
+        report = values.get("report") or {}
+        status: Status = "failed" if report.get("error") else ("stopped" if values.get("stopping") else "finished")
+        self.journal.append(
+            f"session.{'failed' if status == 'failed' else 'finished'}",
+            status=status,
+            elapsed_s=round(time.monotonic() - started, 3),
+            error=report.get("error"),
+        )
+        self._set_status(status)
+        self.journal.close()
+        return self.outcome()
+
+    def _journal_gates(self, records: list[dict[str, Any]]) -> None:
+        for g in records:
+            by = g["decision"].get("by") or ""
+            if by.startswith("human:"):
+                continue  # journaled by `decide` when the person answered
+            self.journal.append(
+                "gate.opened",
+                gate=g["id"],
+                gate_kind=g["kind"],
+                option=g.get("option"),
+                question=g["question"],
+                facts=g["facts"],
+            )
+            self.journal.append(
+                "decision",
+                gate=g["id"],
+                gate_kind=g["kind"],
+                option=g.get("option"),
+                decision=g["decision"],
+                by=by,
+                rule=g["decision"].get("rule"),
+                policy_sha256=self.policy.sha256,
+            )
+
+    def _outcome_paused(self, snapshot: Any, *, elapsed: float | None = None, note: str | None = None) -> Outcome:
+        interrupt = snapshot.interrupts[0]
+        gate = interrupt.value["gate"]
+        opened = {e.get("interrupt") for e in read_events(self.dir.journal) if e["kind"] == "gate.opened"}
+        if interrupt.id not in opened:
+            self.journal.append(
+                "gate.opened",
+                gate=gate["id"],
+                gate_kind=gate["kind"],
+                option=gate.get("option"),
+                question=gate["question"],
+                facts=gate["facts"],
+                interrupt=interrupt.id,
+                recommendation=gate.get("recommendation"),
+            )
+            self.journal.append(
+                "session.paused", gate=gate["id"], interrupt=interrupt.id, elapsed_s=round(elapsed or 0.0, 3)
+            )
+        self._set_status("paused")
+        self.journal.close()
+        out = self.outcome(snapshot)
+        if note:
+            out.echo = note
+        return out
+
+    # -- decisions
+
+    def pending(self) -> tuple[str, Gate] | None:
+        with self._graph() as graph:
+            snapshot = graph.get_state(self._config())
+        if not snapshot.interrupts:
+            return None
+        interrupt = snapshot.interrupts[0]
+        return interrupt.id, Gate.model_validate(interrupt.value["gate"])
+
+    def decide(self, text: str, *, by: str) -> tuple[str, str]:
+        """Record a one-line decision for the pending gate; returns (interrupt id, echo).
+        Raises DecisionError (journaled, nothing changed) when the text is not understood."""
+        found = self.pending()
+        if found is None:
+            raise SessionError(
+                f"session {self.dir.id} is not waiting for a decision (status: {self.meta.get('status')})"
+            )
+        interrupt_id, gate = found
+        try:
+            decision = self.ctx.brain.interpret(text, gate)
+        except DecisionError as exc:
+            self.journal.append("decision.rejected", gate=gate.id, gate_kind=gate.kind, raw=text, by=by, error=str(exc))
+            self.journal.close()
+            raise
+        decision = decision.model_copy(update={"by": by})
+        existing = self._rule_count()
+        result = answer_gate(gate, decision, next_rule=existing + 1)
+        for rule in result.rules:
+            self.journal.append("rule.added", rule=rule.model_dump(mode="json"), gate=gate.id, by=by, raw=text)
+        self.journal.append(
+            "decision",
+            gate=gate.id,
+            gate_kind=gate.kind,
+            option=gate.option,
+            raw=text,
+            by=by,
+            parsed=decision.model_dump(mode="json", exclude_none=True),
+            decision=result.decision.model_dump(mode="json", exclude_none=True) if result.decision else None,
+            echo=result.echo,
+            interrupt=interrupt_id,
+        )
+        answers = self._answers()
+        answers[interrupt_id] = result.payload()
+        self._write_answers(answers)
+        self.journal.close()
+        return interrupt_id, result.echo
+
+    def _rule_count(self) -> int:
+        return sum(1 for e in read_events(self.dir.journal) if e["kind"] == "rule.added")
+
+    def _answers(self) -> dict[str, Any]:
+        return json.loads(self.dir.answers.read_text()) if self.dir.answers.exists() else {}
+
+    def _write_answers(self, answers: dict[str, Any]) -> None:
+        tmp = self.dir.answers.with_suffix(".tmp")
+        tmp.write_text(json.dumps(answers, indent=2))
+        tmp.replace(self.dir.answers)
+
+    def _clear_answers(self, ids: list[str]) -> None:
+        answers = {k: v for k, v in self._answers().items() if k not in ids}
+        self._write_answers(answers)
+
+    def _set_status(self, status: str) -> None:
+        self.meta["status"] = status
+        self.dir.write_meta(self.meta)
+
+    # -- summaries
+
+    def outcome(self, snapshot: Any = None) -> Outcome:
+        from agent.nodes.report import build_report
+
+        if snapshot is None:
+            with self._graph() as graph:
+                snapshot = graph.get_state(self._config())
+        values = snapshot.values or {}
+        summary = build_report(values, self.loaded.campaign.name)
+        pending = None
+        if snapshot.interrupts:
+            g = snapshot.interrupts[0].value["gate"]
+            pending = {
+                k: g.get(k)
+                for k in ("id", "kind", "option", "question", "facts", "allowed", "options", "recommendation")
+            }
+            status: Status = "paused"
+        else:
+            status = self.meta.get("status") if self.meta.get("status") in EXIT else "failed"  # type: ignore[assignment]
+        return Outcome(
+            session=self.dir.id,
+            status=status,
+            options=[
+                {k: o[k] for k in ("id", "title", "outcome", "gain_pct", "ci", "verdict", "reasons")}
+                for o in summary["options"]
+            ],
+            gates=[{k: g[k] for k in ("kind", "option", "action", "by", "rule", "raw")} for g in summary["gates"]],
+            pending_gate=pending,
+            journal=str(self.dir.journal),
+            error=summary.get("error"),
+        )
+
+
+def list_sessions() -> list[dict[str, Any]]:
+    root = sessions_root()
+    if not root.exists():
+        return []
+    out = []
+    for meta_path in sorted(root.glob("*/meta.json")):
+        try:
+            meta = json.loads(meta_path.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        out.append({k: meta.get(k) for k in ("id", "campaign_name", "policy_name", "status", "created", "demo")})
+    return out
+
+
+def demo_campaign() -> Path:
+    path = Path(__file__).resolve().parent.parent / "examples" / "decode-campaign" / "campaign.yaml"
+    if not path.exists():
+        raise SessionError(f"the demo campaign is missing ({path}); run from a signoff checkout")
+    return path
+
+
+def remove(d: SessionDir) -> None:
+    shutil.rmtree(d.root, ignore_errors=True)
+
+
+__all__ = [
+    "DecisionError",
+    "Outcome",
+    "Runner",
+    "SessionDir",
+    "SessionError",
+    "SourceError",
+    "create",
+    "demo_campaign",
+    "list_sessions",
+]

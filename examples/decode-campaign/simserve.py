@@ -1,0 +1,244 @@
+#!/usr/bin/env python3
+"""simserve: a simulated LLM decode server for the signoff demo (stdlib only, runs on any host).
+
+The server's state is `server.json` in the host's working directory; `apply`/`revert` change it,
+`health` checks it, `bench` prints a vLLM `--save-result`-shaped JSON and `stress` runs a stress
+scenario (and, like a real wedged engine, may simply never return).
+
+Model (decode-bound, from the campaign's bottleneck facts):
+  step time      = 18 ms + 1.05 ms × concurrency          (baseline)
+  output tok/s   = concurrency / step time
+  overlap scheduler      hides the CPU scheduling part of the step (≈ 6 % of it);
+                         but without the TP barrier an abort can leave ranks in different batches
+  MoE/attention occupancy raises kernel occupancy: ≈ 17 % shorter steps
+  two-batch overlap      needs expert parallelism (ep_size > 1), which this deployment lacks
+Run-to-run noise is ~2 % (log-normal), drawn from a seeded RNG advanced per call, so a demo is
+reproducible while every number is still a noisy measurement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import sys
+import time
+from pathlib import Path
+
+STATE = Path("server.json")
+FEATURES = {
+    "overlap-scheduler": ("overlap_scheduler", True, False),
+    "moe-occupancy": ("moe_occupancy", "tuned", "default"),
+    "two-batch-overlap": ("two_batch_overlap", True, False),
+}
+BASELINE = {
+    "overlap_scheduler": False,
+    "moe_occupancy": "default",
+    "two_batch_overlap": False,
+    "ep_size": 1,
+    "tp_size": 8,
+    "seed": 3,
+    "calls": 0,
+}
+
+SCHEDULER_SRC = '''\
+class OverlapScheduler:
+    """Launches batch N+1 on the CPU while the GPU runs batch N."""
+
+    def step(self, batch):
+        self.prepare_next(batch)          # no TP barrier: ranks may diverge after aborts
+        return self.launch(batch)
+
+
+class Scheduler:
+    def step(self, batch):
+        self.tp_barrier()                 # all TP ranks agree on the batch before launch
+        return self.launch(batch)
+'''
+MODEL_SRC = """\
+class DecoderLayer:
+    def forward(self, hidden, moe, attn):
+        # expert parallel dispatch is not wired: ep_group is None when ep_size == 1
+        return moe(attn(hidden))
+"""
+
+
+def load() -> dict:
+    if not STATE.exists():
+        sys.exit("simserve: no server.json here; run `simserve.py init` first")
+    return json.loads(STATE.read_text())
+
+
+def save(state: dict) -> None:
+    tmp = STATE.with_suffix(".tmp")
+    tmp.write_text(json.dumps(state, indent=2, sort_keys=True))
+    tmp.replace(STATE)
+
+
+def rng(state: dict, salt: str) -> random.Random:
+    """A fresh stream per call: reproducible for a given call order, independent across calls."""
+    state["calls"] += 1
+    save(state)
+    return random.Random(f"{state['seed']}:{salt}:{state['calls']}")
+
+
+def step_ms(state: dict, concurrency: int) -> float:
+    step = 18.0 + 1.05 * concurrency
+    if state["overlap_scheduler"]:
+        step *= 0.94
+    if state["moe_occupancy"] == "tuned":
+        step *= 0.83
+    return step
+
+
+def cmd_init(args: argparse.Namespace) -> None:
+    save({**BASELINE, "seed": args.seed})
+    src = Path("src")
+    src.mkdir(exist_ok=True)
+    (src / "scheduler.py").write_text(SCHEDULER_SRC)
+    (src / "decoder.py").write_text(MODEL_SRC)
+    print(f"initialised baseline server state (seed {args.seed})")
+
+
+def cmd_apply(args: argparse.Namespace, on: bool = True) -> None:
+    state = load()
+    key, value_on, value_off = FEATURES[args.feature]
+    if key == "two_batch_overlap" and on and state["ep_size"] <= 1:
+        sys.exit("simserve: refusing two-batch overlap without expert parallelism")
+    state[key] = value_on if on else value_off
+    save(state)
+    print(f"{args.feature}: {'on' if on else 'off'} ({key}={state[key]!r})")
+
+
+def cmd_health(_: argparse.Namespace) -> None:
+    state = load()
+    print(json.dumps({"status": "ok", "config": {k: state[k] for k in FEATURES_KEYS}}))
+
+
+FEATURES_KEYS = [v[0] for v in FEATURES.values()]
+
+
+def cmd_show(_: argparse.Namespace) -> None:
+    state = load()
+    print(json.dumps({k: state[k] for k in [*FEATURES_KEYS, "ep_size", "tp_size"]}, sort_keys=True))
+
+
+def cmd_probe(args: argparse.Namespace) -> None:
+    state = load()
+    if args.what == "ep":
+        print(f"ep_size={state['ep_size']} tp_size={state['tp_size']}")
+        if state["ep_size"] <= 1:
+            print("requires expert parallelism (ep_size=1); decoder layers not wired for TBO", file=sys.stderr)
+            sys.exit(3)
+    elif args.what == "gpu":
+        print("8x simulated H100 80GB, driver 570.86, all healthy")
+
+
+def cmd_bench(args: argparse.Namespace) -> None:
+    state = load()
+    r = rng(state, "bench")
+    step = step_ms(state, args.concurrency) * math.exp(r.gauss(0.0, args.noise))
+    time.sleep(args.wall)
+    out_tokens = args.num_prompts * args.output_len
+    tok_s = args.concurrency / (step / 1000.0)
+    duration = out_tokens / tok_s
+    tpot = step * (1 + abs(r.gauss(0, 0.01)))
+    result = {
+        "date": time.strftime("%Y%m%d-%H%M%S"),
+        "endpoint_type": "openai",
+        "backend": "vllm",
+        "label": "simserve",
+        "model_id": "sim/DeepSeek-V3-sim",
+        "tokenizer_id": "sim/DeepSeek-V3-sim",
+        "num_prompts": args.num_prompts,
+        "request_rate": "inf",
+        "burstiness": 1.0,
+        "max_concurrency": args.concurrency,
+        "duration": duration,
+        "completed": args.num_prompts,
+        "failed": 0,
+        "total_input_tokens": args.num_prompts * 1024,
+        "total_output_tokens": out_tokens,
+        "request_throughput": args.num_prompts / duration,
+        "request_goodput": None,
+        "output_throughput": tok_s,
+        "total_token_throughput": tok_s + args.num_prompts * 1024 / duration,
+        "max_output_tokens_per_s": tok_s * 1.08,
+        "max_concurrent_requests": args.concurrency,
+        "mean_ttft_ms": 410.0 + r.gauss(0, 8),
+        "median_ttft_ms": 395.0,
+        "p99_ttft_ms": 920.0 + r.gauss(0, 20),
+        "mean_tpot_ms": tpot,
+        "median_tpot_ms": tpot * 0.998,
+        "p99_tpot_ms": tpot * 1.07,
+        "mean_itl_ms": tpot,
+        "median_itl_ms": tpot * 0.99,
+        "p99_itl_ms": tpot * 1.6,
+    }
+    print(f"simserve bench: concurrency={args.concurrency} prompts={args.num_prompts}", file=sys.stderr)
+    print(json.dumps(result))
+
+
+def cmd_stress(args: argparse.Namespace) -> None:
+    state = load()
+    r = rng(state, f"stress-{args.scenario}")
+    time.sleep(args.wall)
+    print(f"{args.scenario}: sent {args.requests} requests", flush=True)
+    if args.scenario == "abort-cascade":
+        print(f"aborted {args.requests // 2} in flight", flush=True)
+        # Without the TP barrier, ranks that aborted different requests launch different batches
+        # and the next collective never completes: the engine hangs with no error.
+        if state["overlap_scheduler"] and r.random() < 0.55:
+            print(
+                "decode step 4812: waiting on all-reduce (rank 3 in batch 911, rank 5 in batch 912)",
+                flush=True,
+            )
+            while True:
+                time.sleep(3600)
+    print(f"{args.scenario}: drained, 0 running, 0 waiting, kv usage back to baseline", flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(prog="simserve.py", description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("init")
+    p.add_argument("--seed", type=int, default=3)
+    for name in ("apply", "revert"):
+        p = sub.add_parser(name)
+        p.add_argument("feature", choices=sorted(FEATURES))
+    sub.add_parser("health")
+    sub.add_parser("show")
+    p = sub.add_parser("probe")
+    p.add_argument("what", choices=["ep", "gpu"])
+    p = sub.add_parser("bench")
+    p.add_argument("--concurrency", type=int, default=90)
+    p.add_argument("--num-prompts", type=int, default=900)
+    p.add_argument("--output-len", type=int, default=256)
+    p.add_argument("--noise", type=float, default=0.02)
+    p.add_argument("--wall", type=float, default=0.25, help="real seconds one run takes")
+    p = sub.add_parser("stress")
+    p.add_argument("scenario", choices=["abort-cascade", "idle-busy-bursts"])
+    p.add_argument("--requests", type=int, default=200)
+    p.add_argument("--wall", type=float, default=0.2)
+    args = ap.parse_args()
+    if args.cmd == "init":
+        cmd_init(args)
+    elif args.cmd == "apply":
+        cmd_apply(args, on=True)
+    elif args.cmd == "revert":
+        cmd_apply(args, on=False)
+    elif args.cmd == "health":
+        cmd_health(args)
+    elif args.cmd == "show":
+        cmd_show(args)
+    elif args.cmd == "probe":
+        cmd_probe(args)
+    elif args.cmd == "bench":
+        cmd_bench(args)
+    elif args.cmd == "stress":
+        cmd_stress(args)
+
+
+if __name__ == "__main__":
+    main()

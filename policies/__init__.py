@@ -1,0 +1,1 @@
+"""Policy-as-file: gate contracts, the condition language, the engine and one-line decisions."""

@@ -1,0 +1,148 @@
+"""Evaluate a gate: session rules first (what a person said earlier), then the policy's rules in
+order; first match wins; no match means `ask`. Pure: no I/O, no clock, so replay can re-derive
+every policy decision from the journaled facts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from policies.expr import Condition, EvalError, ExprError
+from policies.gates import ALLOWED, FACTS, Decision, Gate, GateKind, check_facts
+from policies.schema import Policy
+
+
+class SessionRule(BaseModel):
+    """A conditional or standing decision a person gave, waiting for the gate it applies to."""
+
+    id: str  # "session-rule:<n>"
+    kinds: list[GateKind]
+    targets: list[int] = Field(default_factory=list)
+    when: str | None = None
+    decision: Decision
+
+
+class Step(BaseModel):
+    rule: str
+    outcome: Literal["matched", "no match", "error", "not applicable"]
+    detail: str = ""
+
+
+class Explanation(BaseModel):
+    decision: Decision
+    steps: list[Step]
+
+
+class PolicyEngine:
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+
+    def evaluate(
+        self,
+        kind: GateKind,
+        facts: Mapping[str, Any],
+        *,
+        option: int | None = None,
+        session_rules: Sequence[SessionRule] = (),
+    ) -> Decision:
+        return self.explain(kind, facts, option=option, session_rules=session_rules).decision
+
+    def decide(self, gate: Gate, session_rules: Sequence[SessionRule] = ()) -> Decision:
+        return self.evaluate(gate.kind, gate.facts, option=gate.option, session_rules=session_rules)
+
+    def explain(
+        self,
+        kind: GateKind,
+        facts: Mapping[str, Any],
+        *,
+        option: int | None = None,
+        session_rules: Sequence[SessionRule] = (),
+    ) -> Explanation:
+        check_facts(kind, dict(facts))
+        steps: list[Step] = []
+        for rule in session_rules:
+            if kind not in rule.kinds or (rule.targets and option not in rule.targets):
+                continue
+            if rule.decision.action not in ALLOWED[kind]:
+                steps.append(
+                    Step(
+                        rule=rule.id,
+                        outcome="not applicable",
+                        detail=f"{kind} takes no {rule.decision.action}",
+                    )
+                )
+                continue
+            matched, detail = _try(rule.when or "true", kind, facts)
+            steps.append(Step(rule=rule.id, outcome=matched, detail=detail))
+            if matched == "matched":
+                decision = rule.decision.model_copy(update={"by": rule.id, "rule": rule.id})
+                return Explanation(decision=decision, steps=steps)
+        gate_policy = self.policy.gate(kind)
+        for compiled in self.policy.rules.get(kind, []):
+            spec = compiled.spec
+            try:
+                hit = compiled.condition.evaluate(facts)
+            except EvalError as exc:
+                steps.append(Step(rule=spec.id, outcome="error", detail=str(exc)))
+                # An evaluation error never approves anything: the gate's on_error answer applies.
+                decision = Decision(
+                    action=gate_policy.on_error,
+                    rule=spec.id,
+                    by=f"policy:{spec.id}",
+                    rationale=f"rule {spec.id} failed to evaluate: {exc}",
+                )
+                return Explanation(decision=decision, steps=steps)
+            if hit:
+                steps.append(Step(rule=spec.id, outcome="matched", detail=spec.when))
+                decision = Decision(
+                    action=spec.decide,
+                    then=spec.then,
+                    scope=spec.scope,
+                    rule=spec.id,
+                    by=f"policy:{spec.id}",
+                    rationale=spec.note,
+                )
+                return Explanation(decision=decision, steps=steps)
+            steps.append(Step(rule=spec.id, outcome="no match", detail=f"{spec.when} is false"))
+        return Explanation(
+            decision=Decision(action="ask", rule=None, by="policy:no-rule", rationale="no rule matched"),
+            steps=steps,
+        )
+
+
+_cache: dict[tuple[str, GateKind], Condition | ExprError] = {}
+
+
+def _try(
+    source: str, kind: GateKind, facts: Mapping[str, Any]
+) -> tuple[Literal["matched", "no match", "error", "not applicable"], str]:
+    key = (source, kind)
+    if key not in _cache:
+        try:
+            _cache[key] = Condition(source, FACTS[kind])
+        except ExprError as exc:
+            _cache[key] = exc
+    compiled = _cache[key]
+    if isinstance(compiled, ExprError):
+        return "not applicable", str(compiled)
+    try:
+        return ("matched" if compiled.evaluate(facts) else "no match"), source
+    except EvalError as exc:
+        return "error", str(exc)
+
+
+def kinds_for_condition(condition: str | None) -> list[GateKind]:
+    """The gate kinds whose facts a condition type-checks against (where a session rule can fire)."""
+    if condition is None:
+        return list(FACTS)
+    kinds: list[GateKind] = []
+    for kind in FACTS:
+        try:
+            Condition(condition, FACTS[kind])
+        except ExprError:
+            continue
+        kinds.append(kind)
+    return kinds

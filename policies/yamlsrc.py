@@ -1,0 +1,123 @@
+"""YAML with positions: every mapping key and value remembers its line, so that a validation error
+can say `campaign.yaml:14: options[1].apply: field required` instead of a stack trace.
+
+Shared by the policy and campaign loaders (the agent may import policies; the reverse never).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+Loc = tuple[str | int, ...]
+M = TypeVar("M", bound=BaseModel)
+
+
+class SourceError(ValueError):
+    """A user file is wrong; `str()` is the one-line message with file:line."""
+
+    def __init__(self, path: Path | str, line: int | None, message: str) -> None:
+        self.path, self.line, self.message = str(path), line, message
+        where = f"{self.path}:{line}" if line else self.path
+        super().__init__(f"{where}: {message}")
+
+
+def _compose(text: str, path: Path) -> yaml.Node | None:
+    try:
+        return yaml.compose(text, Loader=yaml.SafeLoader)
+    # Duplicate keys are caught while building (PyYAML itself silently keeps the last one).
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else None
+        raise SourceError(path, line, f"invalid YAML: {exc.problem or exc.context}") from None
+    except yaml.YAMLError as exc:
+        raise SourceError(path, None, f"invalid YAML: {exc}") from None
+
+
+def _build(node: yaml.Node, loc: Loc, lines: dict[Loc, int], path: Path) -> Any:
+    lines.setdefault(loc, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        out: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise SourceError(path, key_node.start_mark.line + 1, "mapping keys must be plain scalars")
+            # Keys are taken as written: YAML 1.1 would turn `on:`/`yes:` keys into booleans.
+            key = key_node.value
+            if key in out:
+                raise SourceError(path, key_node.start_mark.line + 1, f"duplicate key {key!r}")
+            lines[(*loc, key)] = key_node.start_mark.line + 1
+            out[key] = _build(value_node, (*loc, key), lines, path)
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        return [_build(item, (*loc, i), lines, path) for i, item in enumerate(node.value)]
+    return _DUMMY.construct_object(node, deep=True)
+
+
+_DUMMY = yaml.SafeLoader("")
+
+
+class YamlSource:
+    """A parsed YAML document plus the line of every key."""
+
+    def __init__(self, path: Path, text: str) -> None:
+        self.path = path
+        self.text = text
+        self.lines: dict[Loc, int] = {}
+        node = _compose(text, path)
+        self.data: Any = {} if node is None else _build(node, (), self.lines, path)
+
+    @classmethod
+    def read(cls, path: Path) -> YamlSource:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise SourceError(path, None, "file not found") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SourceError(path, None, f"cannot read: {exc}") from None
+        return cls(path, text)
+
+    def line(self, loc: Loc) -> int | None:
+        """The line of the deepest known prefix of `loc`."""
+        for end in range(len(loc), -1, -1):
+            if (found := self.lines.get(tuple(loc[:end]))) is not None:
+                return found
+        return None
+
+    def error(self, loc: Loc, message: str) -> SourceError:
+        return SourceError(self.path, self.line(loc), f"{dotted(loc)}: {message}" if loc else message)
+
+    def validate(self, model: type[M]) -> M:
+        if not isinstance(self.data, dict):
+            raise SourceError(self.path, 1, "expected a mapping at the top level")
+        try:
+            return model.model_validate(self.data)
+        except ValidationError as exc:
+            raise self.from_validation(exc) from None
+
+    def from_validation(self, exc: ValidationError, prefix: Loc = ()) -> SourceError:
+        err = exc.errors()[0]
+        loc = (*prefix, *(p for p in err["loc"] if not _is_union_tag(p)))
+        message = err["msg"]
+        if err["type"] == "extra_forbidden":
+            message = f"unknown field {loc[-1]!r}"
+        elif err["type"] == "missing":
+            message = "field required"
+        more = len(exc.errors()) - 1
+        if more:
+            message += f" (and {more} more error{'s' if more > 1 else ''})"
+        return self.error(loc, message)
+
+
+def _is_union_tag(part: str | int) -> bool:
+    # pydantic inserts the union member or function name into error locations ("function-after[...]").
+    return isinstance(part, str) and ("[" in part or part.startswith("function-"))
+
+
+def dotted(loc: Loc) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out

@@ -1,0 +1,77 @@
+"""Shared fixtures: an isolated $SIGNOFF_HOME, the real `signoff` CLI in a subprocess, and
+campaign variants written next to the demo's simserve.py (so `{{campaign_dir}}` still finds it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DEMO_DIR = ROOT / "examples" / "decode-campaign"
+DEMO = DEMO_DIR / "campaign.yaml"
+FIXTURES = Path(__file__).parent / "fixtures"
+SIGNOFF = [sys.executable, "-m", "agent.cli"]
+
+
+@dataclass
+class Result:
+    code: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> Any:
+        return json.loads(self.stdout)
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    h = tmp_path / "signoff-home"
+    monkeypatch.setenv("SIGNOFF_HOME", str(h))
+    return h
+
+
+@pytest.fixture
+def cli(home: Path) -> Callable[..., Result]:
+    def run(*args: str, timeout: float = 180) -> Result:
+        env = {**os.environ, "SIGNOFF_HOME": str(home), "USER": "tester", "COLUMNS": "200"}
+        p = subprocess.run([*SIGNOFF, *args], capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
+        return Result(p.returncode, p.stdout, p.stderr)
+
+    return run
+
+
+def fast(text: str) -> str:
+    """The demo campaign with shorter sleeps: same model, same seed, same story, less waiting."""
+    return text.replace("--wall 0.2", "--wall 0.02").replace("timeout: 2, runs: 3", "timeout: 1.5, runs: 3")
+
+
+@pytest.fixture
+def variant(tmp_path: Path) -> Callable[..., Path]:
+    """Write a campaign variant beside simserve.py; removed after the test."""
+    made: list[Path] = []
+
+    def make(text: str | None = None, *, edit: Callable[[str], str] | None = None, name: str = "variant") -> Path:
+        body = text if text is not None else fast(DEMO.read_text())
+        if edit is not None:
+            body = edit(body)
+        path = DEMO_DIR / f".test-{name}-{os.getpid()}-{len(made)}.yaml"
+        path.write_text(body)
+        made.append(path)
+        return path
+
+    yield make
+    for p in made:
+        p.unlink(missing_ok=True)
+
+
+def journal_events(path: str | Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]

@@ -1,0 +1,74 @@
+import json
+
+import pytest
+
+from tests.conftest import FIXTURES
+from tools.benchparse import BenchParseError, parse
+
+
+def test_vllm_result_file():
+    r = parse("vllm-json", (FIXTURES / "vllm_result.json").read_text(), expected=600)
+    assert r.completed == 600 and r.failed == 0
+    assert r.output_tok_s == pytest.approx(1653.91, abs=0.01)
+    assert r.latency_ms["p99_tpot"] == pytest.approx(37.226)
+    assert r.latency_ms["median_e2e"] == pytest.approx(36101.405)
+    assert r.invalid_reason() is None
+
+
+def test_vllm_failures_make_the_run_invalid():
+    r = parse("vllm-json", (FIXTURES / "vllm_result_detailed_failures.json").read_text(), expected=12)
+    assert r.failed == 3
+    assert r.invalid_reason() == "3 failed request(s)"
+    assert r.error_samples
+
+
+def test_legacy_vllm_without_failed_key_derives_it_from_expected():
+    data = json.loads((FIXTURES / "vllm_result.json").read_text())
+    data.pop("failed")
+    data["request_goodput:"] = data.pop("request_goodput")
+    data["completed"] = 590
+    r = parse("vllm-json", json.dumps(data), expected=600)
+    assert r.failed == 10 and r.invalid_reason() == "10 failed request(s)"
+
+
+def test_sglang_jsonl_last_line_with_bare_infinity():
+    text = (FIXTURES / "sglang_result.jsonl").read_text()
+    assert "Infinity" in text
+    r = parse("sglang-jsonl", text, expected=900)
+    assert r.tool == "sglang" and r.completed == 871 and r.failed == 29
+    assert "completed" in (r.invalid_reason() or "") or r.failed
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    ["", "Traceback (most recent call last):\n  boom", "{not json", "[1, 2, 3]", '{"hello": "world"}'],
+)
+def test_garbage_is_a_clear_parse_error_not_a_crash(garbage):
+    with pytest.raises(BenchParseError) as err:
+        parse("vllm-json", garbage, expected=10)
+    assert str(err.value)
+
+
+def test_logs_before_the_result_line_are_skipped():
+    data = (FIXTURES / "vllm_result.json").read_text()
+    r = parse("vllm-json", "INFO starting\nWARNING something\n" + data, expected=600)
+    assert r.completed == 600
+
+
+def test_generic_json_path_and_regex():
+    r = parse(
+        "json-path",
+        '{"summary": {"tps": 812.5, "done": 100}}',
+        expected=100,
+        paths={"output_tok_s": "summary.tps", "completed": "summary.done"},
+    )
+    assert r.output_tok_s == 812.5 and r.failed == 0
+    r = parse(
+        "regex",
+        "throughput: 640.25 tok/s\np99 tpot: 31.0 ms",
+        expected=None,
+        patterns={"output_tok_s": r"throughput: ([\d.]+)", "p99_tpot": r"p99 tpot: ([\d.]+)"},
+    )
+    assert r.output_tok_s == 640.25 and r.latency_ms["p99_tpot"] == 31.0
+    with pytest.raises(BenchParseError, match="did not match"):
+        parse("regex", "nothing here", patterns={"output_tok_s": r"tps=(\d+)"})

@@ -1,0 +1,68 @@
+import json
+from pathlib import Path
+
+from agent.journal import Journal, read_events, verify
+
+
+def make(tmp_path: Path, n: int = 5) -> Path:
+    j = Journal(tmp_path / "journal.jsonl", "s")
+    j.append("session.started", policy_text="x", gain=1.0, big=2**60, bad=float("inf"))
+    for i in range(n - 1):
+        j.append("command.finished", i=i)
+    j.close()
+    return tmp_path / "journal.jsonl"
+
+
+def test_chain_verifies_and_lines_are_canonical(tmp_path):
+    path = make(tmp_path)
+    report = verify(path)
+    assert report.ok and report.events == 5
+    first = path.read_text().splitlines()[0]
+    assert first.startswith('{"actor":"signoff","bad":"inf","big":"1152921504606846976","gain":1,')
+    assert [e["seq"] for e in read_events(path)] == list(range(5))
+
+
+def test_edit_delete_swap_and_truncation_are_detected(tmp_path):
+    path = make(tmp_path)
+    lines = path.read_text().splitlines(keepends=True)
+    cases = {
+        "edit": [*lines[:2], lines[2].replace('"i":1', '"i":9'), *lines[3:]],
+        "delete": lines[:2] + lines[3:],
+        "swap": [*lines[:2], lines[3], lines[2], *lines[4:]],
+        "truncate": lines[:3],
+    }
+    for name, content in cases.items():
+        path.write_text("".join(content))
+        report = verify(path)
+        assert not report.ok, name
+        assert report.error
+    path.write_text("".join(lines))
+    assert verify(path).ok
+
+
+def test_rewritten_chain_is_caught_by_the_head_file(tmp_path):
+    path = make(tmp_path, 3)
+    head = json.loads((tmp_path / "head").read_text())
+    (tmp_path / "journal.jsonl").unlink()
+    (tmp_path / "head").unlink()
+    forged = Journal(path, "s")
+    forged.append("session.started", policy_text="forged")
+    forged.append("command.finished", i=0)
+    forged.append("command.finished", i=1)
+    forged.close()
+    (tmp_path / "head").write_text(json.dumps(head))
+    report = verify(path)
+    assert not report.ok and "rewritten" in report.error
+
+
+def test_torn_last_line_is_cut_and_recorded(tmp_path):
+    path = make(tmp_path, 3)
+    with path.open("ab") as fh:
+        fh.write(b'{"kind":"comm')
+    j = Journal(path, "s")
+    j.append("session.resumed")
+    j.close()
+    events = list(read_events(path))
+    assert [e["kind"] for e in events[-2:]] == ["log.recovered", "session.resumed"]
+    assert events[-2]["torn_bytes"] == 13
+    assert verify(path).ok
