@@ -228,12 +228,15 @@ def parse_decision(
     if not text:
         raise DecisionError(f"empty decision; try: {', '.join(EXAMPLES)}")
     hedged = False
+    lead_scope: Scope | None = None
     changed = True
     while changed:
         changed = False
-        for lead in _HEDGES + _LEADS:
+        for lead in _HEDGES + _LEADS + ("always", "from now on", "going forward"):
             if text.startswith(lead + " ") or text.startswith(lead + ","):
                 hedged = hedged or lead in _HEDGES
+                if lead in ("always", "from now on", "going forward"):
+                    lead_scope = "standing"
                 text = text[len(lead) :].lstrip(" ,")
                 changed = True
     otherwise_text = None
@@ -242,6 +245,8 @@ def parse_decision(
         otherwise_text = text[om.end() :].strip()
         text = text[: om.start()].strip(" ,")
     decision = _clause(text, gate_option, options)
+    if lead_scope is not None:
+        decision.scope = lead_scope
     if otherwise_text is not None:
         other = _clause(otherwise_text, gate_option, options)
         if other.condition:

@@ -1,0 +1,115 @@
+"""Headless with ask-everything: pause at every gate, drive the run with one-line decisions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from agent.journal import verify
+from tests.conftest import journal_events
+
+
+def test_one_line_decisions_drive_a_paused_campaign_to_the_end(cli, variant, home):
+    campaign = variant()
+    r = cli("run", str(campaign), "--policy", "ask-everything", "--headless", "--json")
+    assert r.code == 3, r.stderr
+    out = r.json()
+    session = out["session"]
+    assert out["status"] == "paused"
+    gate = out["pending_gate"]
+    assert gate["kind"] == "triage" and gate["facts"]["no_go_count"] == 1
+    assert set(gate["allowed"]) >= {"continue", "skip", "stop"}
+    assert "requires expert parallelism" in gate["question"]
+
+    # Human text shows the exact decide command.
+    plain = cli("resume", session)
+    assert plain.code == 3 and f'signoff decide {session} "continue"' in plain.stdout
+
+    r = cli("decide", session, "Skip #2 for now if it's unsafe", "--by", "alice", "--json")
+    assert r.code == 3, r.stderr
+    out = r.json()
+    assert out["pending_gate"]["kind"] == "continue_or_ask"
+    two = {o["id"]: o for o in out["options"]}[2]
+    assert two["outcome"] == "deferred" and two["verdict"] == "unsafe"
+
+    r = cli("decide", session, "Sounds like 3 is bigger win anyways", "--by", "alice", "--json")
+    assert r.code == 3, r.stderr
+    out = r.json()
+    assert out["pending_gate"]["kind"] == "safety" and out["pending_gate"]["option"] == 3
+
+    r = cli("decide", session, "continue", "--by", "bob", "--json")
+    assert r.code == 0, r.stderr
+    out = r.json()
+    assert out["status"] == "finished"
+    outcomes = {o["id"]: o["outcome"] for o in out["options"]}
+    assert outcomes == {1: "no-go", 2: "deferred", 3: "kept"}
+    gates = [(g["kind"], g["option"], g["action"], g["by"]) for g in out["gates"]]
+    assert gates[:4] == [
+        ("triage", None, "continue", "human:alice"),
+        ("safety", 2, "skip", "session-rule:1"),
+        ("continue_or_ask", 2, "select", "human:alice"),
+        ("safety", 3, "continue", "human:bob"),
+    ]
+
+    journal = Path(out["journal"])
+    assert verify(journal).ok
+    events = journal_events(journal)
+    decisions = [e for e in events if e["kind"] == "decision" and e.get("raw")]
+    assert [(d["raw"], d["by"]) for d in decisions] == [
+        ("Skip #2 for now if it's unsafe", "human:alice"),
+        ("Sounds like 3 is bigger win anyways", "human:alice"),
+        ("continue", "human:bob"),
+    ]
+    assert decisions[0]["parsed"]["condition"] == 'verdict == "unsafe"'
+    assert decisions[1]["parsed"]["hedged"] is True
+    rule = next(e for e in events if e["kind"] == "rule.added")["rule"]
+    assert rule["id"] == "session-rule:1" and rule["targets"] == [2] and rule["kinds"] == ["safety"]
+    assert [e["kind"] for e in events].count("session.paused") == 3
+
+
+def test_gibberish_decision_changes_nothing(cli, variant, home):
+    campaign = variant()
+    r = cli("run", str(campaign), "--policy", "ask-everything", "--json")
+    session = r.json()["session"]
+    root = home / "sessions" / session
+    before_ckpt = (root / "checkpoints.sqlite").read_bytes()
+    r = cli("decide", session, "purple monkey dishwasher")
+    assert r.code == 2
+    assert "didn't understand 'purple monkey dishwasher'" in r.stderr and "try: continue" in r.stderr
+    assert "nothing changed" in r.stderr
+    assert (root / "checkpoints.sqlite").read_bytes() == before_ckpt
+    assert not (root / "answers.json").exists()
+    events = journal_events(root / "journal.jsonl")
+    assert events[-1]["kind"] == "decision.rejected" and events[-1]["raw"] == "purple monkey dishwasher"
+    assert verify(root / "journal.jsonl").ok
+    # A decision the gate cannot take is refused the same way.
+    r = cli("decide", session, "roll back")
+    assert r.code == 2 and "a triage gate cannot rollback" in r.stderr
+    r = cli("decide", session, "go with 7")
+    assert r.code == 2 and "unknown option(s) #7" in r.stderr
+    # The gate is still pending and still answerable.
+    r = cli("resume", session, "--json")
+    assert r.code == 3 and r.json()["pending_gate"]["kind"] == "triage"
+
+
+def test_no_resume_records_then_resume_applies(cli, variant, home):
+    campaign = variant()
+    session = cli("run", str(campaign), "--policy", "ask-everything", "--json").json()["session"]
+    r = cli("decide", session, "stop", "--no-resume", "--json")
+    assert r.code == 3 and "recorded" in r.json()["echo"]
+    answers = json.loads((home / "sessions" / session / "answers.json").read_text())
+    assert len(answers) == 1
+    r = cli("resume", session, "--json")
+    assert r.code == 0, r.stderr
+    out = r.json()
+    assert out["status"] == "stopped"
+    assert {o["outcome"] for o in out["options"]} == {"no-go", "untested"}
+
+
+def test_decide_on_a_finished_or_unknown_session(cli, variant):
+    r = cli("decide", "no-such-session", "continue")
+    assert r.code == 2 and "no session 'no-such-session'" in r.stderr
+    campaign = variant()
+    session = cli("run", str(campaign), "--policy", "autonomous", "--json").json()["session"]
+    r = cli("decide", session, "continue")
+    assert r.code == 2 and "is not waiting for a decision" in r.stderr

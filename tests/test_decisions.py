@@ -1,0 +1,141 @@
+"""The one-line grammar (`grammar/v1`) and what an answer does at its gate."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent.answers import answer
+from policies.decisions import DecisionError, parse_decision
+from policies.gates import Gate
+
+OPTS = [1, 2, 3]
+
+TABLE = [
+    (
+        "Skip #2 for now if it's unsafe",
+        "triage",
+        {"action": "skip", "targets": [2], "condition": 'verdict == "unsafe"', "scope": "for_now"},
+    ),
+    (
+        "Sounds like 3 is bigger win anyways",
+        "continue_or_ask",
+        {"action": "select", "targets": [3], "hedged": True, "confirm": True},
+    ),
+    (
+        "Continue if you have next steps, or stop and ask if you are unsure",
+        "continue_or_ask",
+        {"action": "continue", "condition": "(has_next_step) && !(confidence < 0.7)", "otherwise": "ask"},
+    ),
+    ("continue", "safety", {"action": "continue", "condition": None}),
+    ("go ahead with 3", "triage", {"action": "select", "targets": [3]}),
+    ("go with #1 and #3", "triage", {"action": "select", "targets": [1, 3]}),
+    ("roll back", "safety", {"action": "rollback", "confirm": True}),
+    ("stop and ask me", "triage", {"action": "ask"}),
+    ("retry with 8 runs", "safety", {"action": "retry", "runs": 8}),
+    ("skip 2 and 3", "triage", {"action": "skip", "targets": [2, 3]}),
+    ("only continue if gain is at least 5%", "safety", {"action": "continue", "condition": "gain_pct >= 5.0"}),
+    ("continue unless confidence < 0.7", "continue_or_ask", {"action": "continue", "condition": "!(confidence < 0.7)"}),
+    (
+        "continue if it's safe and gain > 2%",
+        "safety",
+        {"action": "continue", "condition": 'verdict == "safe" && gain_pct > 2.0'},
+    ),
+    ("always skip it if it's unsafe", "safety", {"action": "skip", "scope": "standing", "confirm": True}),
+    ("hold off on #1", "triage", {"action": "defer", "targets": [1]}),
+    ("LGTM.", "safety", {"action": "approve"}),
+    ("no", "command", {"action": "reject"}),
+    ("Stop!", "continue_or_ask", {"action": "stop", "confirm": True}),
+]
+
+
+@pytest.mark.parametrize("text,kind,expected", TABLE, ids=[t[0] for t in TABLE])
+def test_grammar_table(text, kind, expected):
+    d = parse_decision(text, kind=kind, options=OPTS, by="human:t")
+    got = d.model_dump()
+    for key, value in expected.items():
+        assert got[key] == value, (key, got)
+    assert d.raw == text and d.parser == "grammar/v1" and d.by == "human:t"
+
+
+@pytest.mark.parametrize(
+    "text,kind,message",
+    [
+        ("purple monkey dishwasher", "triage", "didn't understand 'purple monkey dishwasher': no decision verb; try:"),
+        ("hmm, what do you think?", "triage", "no decision verb"),
+        ("", "triage", "empty decision"),
+        ("go with 5", "triage", "unknown option(s) #5; options here: #1, #2, #3"),
+        ("roll back", "triage", "a triage gate cannot rollback"),
+        ("skip #2 if it's purple", "triage", "didn't understand the condition 'purple'"),
+        ("continue quickly and quietly", "safety", "didn't understand 'quickly and quietly'"),
+        ("retry with 500 runs", "safety", "between 2 and 50"),
+    ],
+)
+def test_unknown_text_is_refused_with_help(text, kind, message):
+    with pytest.raises(DecisionError) as err:
+        parse_decision(text, kind=kind, options=OPTS)
+    assert message in str(err.value)
+
+
+def gate(kind: str, facts: dict, option: int | None = None) -> Gate:
+    return Gate(id="g1", kind=kind, option=option, question="?", facts=facts, allowed=[], options=OPTS)
+
+
+TRIAGE = {"no_go_count": 1, "hazard_count": 1, "feasible_count": 2, "has_next_step": True}
+SAFETY = {
+    "option": "2",
+    "verdict": "unsafe",
+    "ab_verdict": "improved",
+    "gain_pct": 6.0,
+    "ci_low": 3.0,
+    "ci_high": 9.0,
+    "pairs": 6,
+    "wedges": 2,
+    "stress_errors": 0,
+    "failed_requests": 0,
+    "hazards": 1,
+    "confidence": 0.9,
+    "risk": "high",
+}
+
+
+def test_conditional_for_a_later_gate_becomes_a_rule_and_progression_gates_proceed():
+    d = parse_decision("Skip #2 for now if it's unsafe", kind="triage", options=OPTS, by="human:a")
+    a = answer(gate("triage", TRIAGE), d, next_rule=1)
+    assert a.decision is not None and a.decision.action == "continue"
+    assert [r.id for r in a.rules] == ["session-rule:1"] and a.rules[0].kinds == ["safety"]
+    assert "CONTINUE here" in a.echo
+
+
+def test_conditional_at_a_non_progression_gate_keeps_the_gate_open():
+    d = parse_decision("skip #3 if it's unsafe", kind="safety", options=OPTS)
+    a = answer(gate("safety", SAFETY, option=2), d, next_rule=4)
+    assert a.decision is None and a.rules[0].id == "session-rule:4"
+    assert "still needs an answer" in a.echo
+
+
+def test_conditional_about_this_gate_is_evaluated_now():
+    d = parse_decision(
+        "skip it if it's unsafe",
+        kind="safety",
+        options=OPTS,
+    )
+    assert d.targets == []
+    a = answer(gate("safety", SAFETY, option=2), d, next_rule=1)
+    assert a.decision is not None and a.decision.action == "skip" and not a.rules
+    d = parse_decision("continue if it's safe, otherwise skip", kind="safety", options=OPTS)
+    a = answer(gate("safety", SAFETY, option=2), d, next_rule=1)
+    assert a.decision is not None and a.decision.action == "skip"
+
+
+def test_decision_parse_cli(cli):
+    r = cli("decision", "parse", "Skip #2 for now if it's unsafe", "--gate", "triage", "--options", "1,2,3", "--json")
+    assert r.code == 0
+    d = r.json()
+    assert d["action"] == "skip" and d["targets"] == [2] and d["condition"] == 'verdict == "unsafe"'
+    assert d["scope"] == "for_now" and d["parser"] == "grammar/v1" and d["raw"] == "Skip #2 for now if it's unsafe"
+    for field in ("otherwise", "runs", "rationale", "hedged", "confirm", "by"):
+        assert field in d
+    r = cli("decision", "parse", "gibberish here", "--gate", "triage")
+    assert r.code == 2 and "didn't understand" in r.stderr
+    r = cli("decision", "parse", "continue", "--gate", "nope")
+    assert r.code == 2 and "unknown gate kind" in r.stderr
