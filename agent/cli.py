@@ -54,7 +54,7 @@ def _finish(out: Any, as_json: bool) -> None:
 
 def _run(campaign: Path, policy: str, *, as_json: bool, demo: bool) -> None:
     from agent.render import Progress
-    from agent.session import Runner, SessionError, SourceError, create
+    from agent.session import RunFailed, Runner, SessionError, SourceError, create
 
     try:
         d = create(campaign, policy, demo=demo)
@@ -66,6 +66,10 @@ def _run(campaign: Path, policy: str, *, as_json: bool, demo: bool) -> None:
             out = Runner(d, headless=True, listeners=[progress]).start()
     except SessionError as exc:
         raise _fail(str(exc), FAILED) from None
+    except RunFailed as exc:
+        raise _fail(f"session {d.id} failed: {exc}; see its journal, then `signoff resume {d.id}`", FAILED) from None
+    except KeyboardInterrupt:
+        raise _fail(f"interrupted; `signoff resume {d.id}` continues from the last step", 130) from None
     _finish(out, as_json)
 
 
@@ -106,7 +110,7 @@ def decide(
 ) -> None:
     """Answer the gate a paused session is waiting at, then resume it."""
     from agent.render import Progress
-    from agent.session import DecisionError, Runner, SessionDir, SessionError
+    from agent.session import DecisionError, RunFailed, Runner, SessionDir, SessionError
 
     who = f"human:{by or getpass.getuser()}"
     try:
@@ -125,6 +129,8 @@ def decide(
                 out = Runner(d, headless=True, listeners=[Progress(plain=True if as_json else None)]).resume()
     except SessionError as exc:
         raise _fail(str(exc), BAD_INPUT) from None
+    except RunFailed as exc:
+        raise _fail(f"session {session} failed: {exc}", FAILED) from None
     _finish(out, as_json)
 
 
@@ -135,7 +141,7 @@ def resume(
 ) -> None:
     """Continue a paused or interrupted session (applies decisions recorded with --no-resume)."""
     from agent.render import Progress
-    from agent.session import Runner, SessionDir, SessionError
+    from agent.session import RunFailed, Runner, SessionDir, SessionError
 
     try:
         d = SessionDir.find(session)
@@ -143,6 +149,8 @@ def resume(
             out = Runner(d, headless=True, listeners=[Progress(plain=True if as_json else None)]).resume()
     except SessionError as exc:
         raise _fail(str(exc), BAD_INPUT) from None
+    except RunFailed as exc:
+        raise _fail(f"session {session} failed: {exc}", FAILED) from None
     _finish(out, as_json)
 
 

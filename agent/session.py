@@ -47,6 +47,10 @@ class SessionError(RuntimeError):
     """A session cannot do what was asked (missing, busy, not waiting); the message says why."""
 
 
+class RunFailed(RuntimeError):
+    """The graph raised: journaled as session.failed; the checkpoint stays for `signoff resume`."""
+
+
 class Outcome(BaseModel):
     session: str
     status: Status
@@ -263,11 +267,17 @@ class Runner:
                         if node != "__interrupt__" and isinstance(update, dict):
                             self._journal_gates(update.get("gates", []))
                 snapshot = graph.get_state(cfg)
+        except KeyboardInterrupt:
+            # The last checkpoint stands; `signoff resume` continues from the step that was running.
+            self.journal.append("session.interrupted", reason="SIGINT")
+            self._set_status("interrupted")
+            self.journal.close()
+            raise
         except Exception as exc:  # the run failed: record why, keep the checkpoint for resume
             self.journal.append("session.failed", error=f"{type(exc).__name__}: {exc}")
             self._set_status("failed")
             self.journal.close()
-            raise
+            raise RunFailed(f"{type(exc).__name__}: {exc}") from exc
         if snapshot.interrupts:
             return self._outcome_paused(snapshot, elapsed=time.monotonic() - started)
         values = snapshot.values

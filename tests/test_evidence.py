@@ -114,3 +114,16 @@ def test_verdicts_follow_evidence_not_option_ids_or_titles(cli, variant):
     assert outcomes[9][0] == "no-go"
     assert outcomes[1] == ("skipped", "unsafe")
     assert outcomes[5] == ("kept", "safe")
+
+
+def test_a_run_that_cannot_start_fails_with_one_line_and_a_journal_entry(cli, variant, home):
+    broken = MINI.replace(
+        "hosts: [{name: h1, roles: [server]}]", "hosts: [{name: h1, roles: [server], workdir: /dev/null/h1}]"
+    )
+    r = cli("run", str(variant(broken, name="fail")), "--json")
+    assert r.code == 1
+    message = r.stderr.strip().splitlines()[-1]
+    assert message.startswith("signoff: session ") and "failed:" in message and "signoff resume" in message
+    journal = next((home / "sessions").glob("*/journal.jsonl"))
+    assert journal_events(journal)[-1]["kind"] == "session.failed"
+    assert cli("sessions", "--json").json()[0]["status"] == "failed"
