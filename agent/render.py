@@ -126,6 +126,19 @@ def print_report(out: Any, console: Console | None = None) -> None:
             Text(_decided_by(out, o["id"])),
         )
     console.print(table)
+    goal = out.goal or {}
+    if goal.get("estimated_pct") is not None:
+        target = (
+            f" (target {goal['target_pct']:+g}%: {'met' if goal['met'] else 'not met'})"
+            if goal.get("target_pct") is not None
+            else ""
+        )
+        console.print(
+            Text(
+                f"goal: {goal['text']} — kept changes estimate {goal['estimated_pct']:+.1f}% {goal['metric']}{target}",
+                style="bold",
+            )
+        )
     for o in out.options:
         if not o["reasons"]:
             continue

@@ -57,6 +57,7 @@ class Outcome(BaseModel):
     options: list[dict[str, Any]] = []
     gates: list[dict[str, Any]] = []
     pending_gate: dict[str, Any] | None = None
+    goal: dict[str, Any] | None = None
     journal: str
     error: str | None = None
     echo: str | None = None
@@ -390,6 +391,9 @@ class Runner:
         self.journal.close()
         return interrupt_id, result.echo
 
+    def _goal(self, estimated: float | None) -> dict[str, Any]:
+        return _goal_dict(self.loaded.campaign.goal, estimated)
+
     def _rule_count(self) -> int:
         return sum(1 for e in read_events(self.dir.journal) if e["kind"] == "rule.added")
 
@@ -438,9 +442,21 @@ class Runner:
             ],
             gates=[{k: g[k] for k in ("kind", "option", "action", "by", "rule", "raw")} for g in summary["gates"]],
             pending_gate=pending,
+            goal=self._goal(summary.get("estimated_gain_pct")),
             journal=str(self.dir.journal),
             error=summary.get("error"),
         )
+
+
+def _goal_dict(goal: Any, estimated: float | None) -> dict[str, Any]:
+    met = None if goal.target_pct is None or estimated is None else estimated >= goal.target_pct
+    return {
+        "text": goal.text,
+        "metric": goal.metric,
+        "target_pct": goal.target_pct,
+        "estimated_pct": estimated,
+        "met": met,
+    }
 
 
 def list_sessions() -> list[dict[str, Any]]:

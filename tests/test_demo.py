@@ -27,7 +27,7 @@ def test_demo_reaches_the_evidence_based_verdicts(cli, home):
 
     two = opts[2]
     assert two["outcome"] == "skipped" and two["verdict"] == "unsafe"
-    assert any("wedge" in x and "deadline" in x for x in two["reasons"]), two["reasons"]
+    assert any("WEDGE in" in x and "deadline" in x and "all-reduce" in x for x in two["reasons"]), two["reasons"]
     assert any(x.startswith("rollback verified") for x in two["reasons"]), two["reasons"]
     assert any("TP barrier" in x for x in two["reasons"])
     assert 3.0 < two["gain_pct"] < 10.0
@@ -37,6 +37,9 @@ def test_demo_reaches_the_evidence_based_verdicts(cli, home):
     assert 12.0 < three["gain_pct"] < 30.0
     low, high = three["ci"]
     assert low < three["gain_pct"] < high and low > 1.0
+
+    goal = out["goal"]
+    assert goal["target_pct"] == 20.0 and goal["estimated_pct"] == three["gain_pct"] and goal["met"] is True
 
     decided = {(g["kind"], g["option"]): g["by"] for g in out["gates"]}
     assert decided[("triage", None)] == "policy:proceed-with-feasible"

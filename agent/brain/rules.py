@@ -88,9 +88,7 @@ class RuleBrain:
         failed = int(evidence.get("failed_candidate_runs", 0))
         hazards = list(finding.get("hazards", []))
         reasons: list[str] = []
-        for s in stress:
-            if s["outcome"] != "ok":
-                reasons.append(f"stress {s['scenario']} run {s['run']}: {s['outcome']} — {s['evidence']}")
+        reasons.extend(stress_reasons(stress))
         if failed:
             reasons.append(f"{failed} candidate benchmark run(s) failed or were unreadable")
         if wedges or errors or failed:
@@ -139,6 +137,20 @@ class RuleBrain:
 
     def interpret(self, text: str, gate: Gate) -> Decision:
         return parse_decision(text, kind=gate.kind, options=gate.options, gate_option=gate.option)
+
+
+def stress_reasons(stress: list[dict[str, Any]]) -> list[str]:
+    """One line per scenario and bad outcome: "abort-cascade: WEDGE in 2 of 3 runs — <first evidence>"."""
+    lines = []
+    for scenario in dict.fromkeys(s["scenario"] for s in stress):
+        runs = [s for s in stress if s["scenario"] == scenario]
+        for outcome in ("wedge", "error"):
+            bad = [s for s in runs if s["outcome"] == outcome]
+            if bad:
+                lines.append(
+                    f"stress {scenario}: {outcome.upper()} in {len(bad)} of {len(runs)} runs — {bad[0]['evidence']}"
+                )
+    return lines
 
 
 def ab_summary(ab: dict[str, Any]) -> str:

@@ -51,8 +51,13 @@ def build_report(state: State, campaign_name: str) -> dict[str, Any]:
         for g in state.get("gates", [])
     ]
     report = state.get("report") or {}
+    kept_gains = [o["gain_pct"] for o in options if o["outcome"] == "kept" and o["gain_pct"] is not None]
+    total = 1.0
+    for gain in kept_gains:
+        total *= 1 + gain / 100  # each kept option was measured against a baseline holding the earlier ones
     return {
         "campaign": campaign_name,
+        "estimated_gain_pct": round((total - 1) * 100, 3) if kept_gains else None,
         "options": options,
         "gates": gates,
         "kept": [o["id"] for o in options if o["outcome"] == "kept"],
