@@ -12,6 +12,7 @@ from agent.journal import Journal
 from agent.models import Campaign
 from policies.engine import PolicyEngine
 from policies.schema import Policy
+from tools.artifacts import ArtifactStore
 from tools.transport import Transport
 
 
@@ -21,6 +22,7 @@ class RunContext:
     campaign: Campaign
     campaign_dir: Path
     transport: Transport
+    artifacts: ArtifactStore
     journal: Journal
     policy: Policy
     engine: PolicyEngine

@@ -37,7 +37,8 @@ from policies.expr import engine_version
 from policies.gates import Gate
 from policies.schema import Policy, load_policy, load_policy_text
 from policies.yamlsrc import SourceError
-from tools.transport import ArtifactStore, LocalTransport
+from tools.artifacts import ArtifactStore
+from tools.transport import LocalTransport
 
 Status = Literal["finished", "paused", "failed", "stopped"]
 EXIT = {"finished": 0, "stopped": 0, "paused": 3, "failed": 1}
@@ -184,6 +185,7 @@ class Runner:
             campaign=self.loaded.campaign,
             campaign_dir=Path(self.meta["campaign_dir"]),
             transport=self.transport,
+            artifacts=artifacts,
             journal=self.journal,
             policy=self.policy,
             engine=PolicyEngine(self.policy),

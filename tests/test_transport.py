@@ -1,7 +1,8 @@
 import time
 from pathlib import Path
 
-from tools.transport import ArtifactStore, Host, LocalTransport
+from tools.artifacts import ArtifactStore
+from tools.transport import Host, LocalTransport
 
 
 def transport(tmp_path: Path) -> LocalTransport:
@@ -16,8 +17,8 @@ def test_runs_in_the_host_workdir_and_keeps_full_output_as_an_artifact(tmp_path)
     assert r.exit_code == 3 and not r.timed_out
     assert r.stdout_tail.strip().endswith("hosts/gpu-a")
     assert ("stderr", "err") in lines
-    art = (tmp_path / "artifacts" / r.artifact).read_text()
-    assert "--- stderr\nerr" in art
+    assert (tmp_path / "artifacts" / r.stderr_artifact).read_text() == "err\n"
+    assert (tmp_path / "artifacts" / r.artifact).read_text() == r.stdout_tail
 
 
 def test_timeout_kills_the_whole_process_group(tmp_path):
@@ -30,3 +31,29 @@ def test_timeout_kills_the_whole_process_group(tmp_path):
     assert time.monotonic() - started < 5
     time.sleep(3.5)
     assert not marker.exists()
+
+
+def test_large_output_stays_bounded_in_memory_and_complete_on_disk(tmp_path):
+    t = transport(tmp_path)
+    r = t.run(Host(name="h"), "seq 1 400000; seq 1 300000 >&2", timeout=30)
+    assert r.exit_code == 0 and r.stdout_truncated
+    assert len(r.stdout_tail) <= (1 << 20) + 16
+    full = (tmp_path / "artifacts" / r.artifact).read_text().splitlines()
+    assert len(full) == 400000 and full[-1] == "400000"
+
+
+def test_redaction_applies_to_command_output_and_artifacts(tmp_path):
+    from tools.secrets import Redactor
+
+    t = LocalTransport(tmp_path / "hosts", ArtifactStore(tmp_path / "artifacts"), redact=Redactor(["s3cr3t-canary"]))
+    seen = []
+    r = t.run(
+        Host(name="h"),
+        "echo token=s3cr3t-canary; echo s3cr3t-canary >&2",
+        timeout=10,
+        on_line=lambda s, line: seen.append(line),
+    )
+    assert "s3cr3t-canary" not in r.command + r.stdout_tail + r.stderr_tail + "".join(seen)
+    for f in (tmp_path / "artifacts").iterdir():
+        assert b"s3cr3t-canary" not in f.read_bytes()
+    assert "token=***" in r.stdout_tail

@@ -6,8 +6,8 @@ server or benchmark client never returns by itself (vLLM and SGLang clients wait
 
 from __future__ import annotations
 
-import hashlib
 import os
+import shutil
 import signal
 import subprocess
 import threading
@@ -17,6 +17,9 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from tools.artifacts import ArtifactStore
+from tools.output import LineCallback, StreamSink
 
 TAIL_CHARS = 4000
 
@@ -48,15 +51,19 @@ class CommandResult(BaseModel):
     duration_s: float
     stdout_tail: str = ""
     stderr_tail: str = ""
+    stdout_truncated: bool = False  # stdout_tail holds the last 1 MiB; the artifact has all of it
     stdout_digest: str = ""
-    artifact: str | None = None
+    artifact: str | None = None  # full stdout
+    stderr_artifact: str | None = None
+    error: str | None = None  # the transport could not run it (unreachable, auth, host key, link lost)
 
     @property
     def ok(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out
+        return self.exit_code == 0 and not self.timed_out and self.error is None
 
 
-LineCallback = Callable[[str, str], None]
+class TransportError(RuntimeError):
+    """A command could not be run on its host; the message says why in one line."""
 
 
 class Transport(Protocol):
@@ -74,32 +81,18 @@ class Transport(Protocol):
 
     def workdir(self, host: Host) -> str: ...
 
+    def put(self, host: Host, local: Path, remote: str) -> None: ...
+
     def close(self) -> None: ...
-
-
-class ArtifactStore:
-    """Content-addressed files for full command output (the journal keeps only digests)."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        root.mkdir(parents=True, exist_ok=True)
-
-    def put(self, data: bytes) -> tuple[str, str]:
-        digest = hashlib.sha256(data).hexdigest()
-        path = self.root / f"sha256-{digest}"
-        if not path.exists():
-            tmp = path.with_suffix(".tmp")
-            tmp.write_bytes(data)
-            tmp.replace(path)
-        return digest, path.name
 
 
 class LocalTransport:
     """Runs commands with `bash -c` in a per-host working directory on this machine."""
 
-    def __init__(self, hosts_root: Path, artifacts: ArtifactStore) -> None:
+    def __init__(self, hosts_root: Path, artifacts: ArtifactStore, redact: Callable[[str], str] = str) -> None:
         self.hosts_root = hosts_root
         self.artifacts = artifacts
+        self.redact = redact
 
     def workdir(self, host: Host) -> str:
         path = Path(host.workdir) if host.workdir else self.hosts_root / host.name
@@ -119,28 +112,35 @@ class LocalTransport:
     ) -> CommandResult:
         if timeout <= 0:
             raise ValueError("every command needs a positive timeout")
+        try:
+            workdir = cwd or self.workdir(host)
+        except OSError as exc:
+            raise TransportError(f"{host.name}: cannot use working directory: {exc}") from None
         full_env = {**os.environ, **(env or {}), "SIGNOFF_HOST": host.name}
         started = time.monotonic()
         proc = subprocess.Popen(
             ["bash", "-c", command],
-            cwd=cwd or self.workdir(host),
+            cwd=workdir,
             env=full_env,
             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,  # own process group, so a timeout kills children too
         )
-        out: list[bytes] = []
-        err: list[bytes] = []
+        out = StreamSink("stdout", self.artifacts, on_line, self.redact)
+        err = StreamSink("stderr", self.artifacts, on_line, self.redact)
         readers = [
-            threading.Thread(target=_pump, args=(proc.stdout, out, "stdout", on_line), daemon=True),
-            threading.Thread(target=_pump, args=(proc.stderr, err, "stderr", on_line), daemon=True),
+            threading.Thread(target=_pump, args=(proc.stdout, out), daemon=True),
+            threading.Thread(target=_pump, args=(proc.stderr, err), daemon=True),
         ]
         for t in readers:
             t.start()
         if stdin is not None and proc.stdin:
-            proc.stdin.write(stdin)
-            proc.stdin.close()
+            try:
+                proc.stdin.write(stdin)
+                proc.stdin.close()
+            except BrokenPipeError:
+                pass
         timed_out = killed = False
         try:
             proc.wait(timeout=timeout)
@@ -149,33 +149,60 @@ class LocalTransport:
             killed = _kill_group(proc)
         for t in readers:
             t.join(timeout=5)
-        duration = time.monotonic() - started
-        stdout_b, stderr_b = b"".join(out), b"".join(err)
-        _digest, name = self.artifacts.put(
-            b"$ " + command.encode() + b"\n--- stdout\n" + stdout_b + b"\n--- stderr\n" + stderr_b
-        )
-        return CommandResult(
-            host=host.name,
-            command=command,
+        return finish(
+            host.name,
+            self.redact(command),
+            out,
+            err,
             exit_code=None if timed_out else proc.returncode,
             timed_out=timed_out,
             killed=killed,
-            duration_s=round(duration, 4),
-            stdout_tail=stdout_b.decode(errors="replace")[-TAIL_CHARS:],
-            stderr_tail=stderr_b.decode(errors="replace")[-TAIL_CHARS:],
-            stdout_digest=hashlib.sha256(stdout_b).hexdigest(),
-            artifact=name,
+            duration=time.monotonic() - started,
         )
+
+    def put(self, host: Host, local: Path, remote: str) -> None:
+        target = Path(remote) if Path(remote).is_absolute() else Path(self.workdir(host)) / remote
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(local, target)
 
     def close(self) -> None:
         return None
 
 
-def _pump(stream, sink: list[bytes], name: str, on_line: LineCallback | None) -> None:
-    for raw in iter(stream.readline, b""):
-        sink.append(raw)
-        if on_line is not None:
-            on_line(name, raw.decode(errors="replace").rstrip("\n"))
+def finish(
+    host: str,
+    command: str,
+    out: StreamSink,
+    err: StreamSink,
+    *,
+    exit_code: int | None,
+    timed_out: bool,
+    killed: bool,
+    duration: float,
+    error: str | None = None,
+) -> CommandResult:
+    stdout, digest, artifact = out.close()
+    stderr, _, stderr_artifact = err.close()
+    return CommandResult(
+        host=host,
+        command=command,
+        exit_code=exit_code,
+        timed_out=timed_out,
+        killed=killed,
+        duration_s=round(duration, 4),
+        stdout_tail=stdout,
+        stderr_tail=stderr[-TAIL_CHARS:],
+        stdout_truncated=out.truncated,
+        stdout_digest=digest,
+        artifact=artifact,
+        stderr_artifact=stderr_artifact,
+        error=error,
+    )
+
+
+def _pump(stream, sink: StreamSink) -> None:
+    for chunk in iter(lambda: stream.read1(65536), b""):
+        sink.feed(chunk)
     stream.close()
 
 

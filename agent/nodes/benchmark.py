@@ -29,10 +29,13 @@ def bench_once(
     elif result.exit_code != 0:
         reason = f"benchmark exit {result.exit_code}"
     else:
+        text = result.stdout_tail
+        if result.stdout_truncated and result.artifact:
+            text = ctx.artifacts.read(result.artifact)  # the result line may be beyond the in-memory tail
         try:
             record = parse(
                 spec.parser,
-                result.stdout_tail,
+                text,
                 expected=spec.num_prompts,
                 paths=spec.paths,
                 patterns=spec.patterns,
