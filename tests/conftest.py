@@ -75,3 +75,30 @@ def variant(tmp_path: Path) -> Callable[..., Path]:
 
 def journal_events(path: str | Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+
+
+@pytest.fixture(scope="session")
+def sshd():
+    """A real OpenSSH server on 127.0.0.1 for the whole test session."""
+    from tests import sshd as harness
+
+    try:
+        server = harness.start()
+    except harness.SSHDUnavailable as exc:
+        if os.environ.get("SIGNOFF_SSHD_REQUIRED"):
+            pytest.fail(f"sshd required but unavailable: {exc}")
+        pytest.skip(str(exc))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def ssh_transport(sshd, tmp_path):
+    from tools.artifacts import ArtifactStore
+    from tools.ssh import KnownHosts, SSHTransport
+
+    t = SSHTransport(
+        ArtifactStore(tmp_path / "artifacts"), KnownHosts([sshd.known_hosts], None), session=f"t{os.getpid()}"
+    )
+    yield t
+    t.close()

@@ -38,6 +38,9 @@ class Host(BaseModel):
     known_hosts: str | None = None
     roles: list[str] = Field(default_factory=list)
     workdir: str | None = None
+    use_agent: bool = False  # ssh-agent only when asked for: it tries every key it holds
+    passphrase_env: str | None = None  # name of the environment variable holding the key's passphrase
+    proxy_jump: str | None = None  # [user@]host[:port], as OpenSSH's ProxyJump
 
 
 class CommandResult(BaseModel):

@@ -1,0 +1,219 @@
+"""SSHTransport against a real OpenSSH sshd on 127.0.0.1 (no mocks)."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from tests import sshd as harness
+from tools.artifacts import ArtifactStore
+from tools.ssh import KnownHosts, SSHTransport, wrap
+
+
+def test_exit_codes_stderr_env_and_cwd(ssh_transport, sshd):
+    host = sshd.host()
+    r = ssh_transport.run(host, "echo out; echo err >&2; exit 7", timeout=10)
+    assert r.exit_code == 7 and r.stdout_tail == "out\n" and r.stderr_tail == "err\n" and r.error is None
+    assert not r.ok
+    r = ssh_transport.run(
+        host, 'printf "%s|" "$GREETING"; pwd', timeout=10, env={"GREETING": "it's a 'test'"}, cwd="/tmp"
+    )
+    assert r.ok and r.stdout_tail == "it's a 'test'|/tmp\n"
+    wd = ssh_transport.workdir(host)
+    assert wd.startswith(str(sshd.home)) and ssh_transport.run(host, "pwd", timeout=10).stdout_tail.strip() == wd
+
+
+def test_lines_stream_to_the_callback_as_they_come(ssh_transport, sshd):
+    seen: list[tuple[float, str]] = []
+    start = time.monotonic()
+    r = ssh_transport.run(
+        sshd.host(),
+        "echo one; sleep 1; echo two",
+        timeout=10,
+        on_line=lambda stream, line: seen.append((time.monotonic() - start, line)),
+    )
+    assert r.ok and [line for _, line in seen] == ["one", "two"]
+    assert seen[0][0] < 0.8 <= seen[1][0]
+
+
+def test_50mb_on_both_streams_without_deadlock(ssh_transport, sshd, tmp_path):
+    r = ssh_transport.run(
+        sshd.host(),
+        "head -c 26214400 /dev/zero | tr '\\0' 'a' | fold -w 1000 & "
+        "head -c 26214400 /dev/zero | tr '\\0' 'b' | fold -w 1000 >&2; wait",
+        timeout=120,
+    )
+    assert r.ok, r.error
+    assert r.stdout_truncated and len(r.stdout_tail) <= (1 << 20) + 1001
+    assert (tmp_path / "artifacts" / r.artifact).stat().st_size == 26214400 + 26214
+    assert (tmp_path / "artifacts" / r.stderr_artifact).stat().st_size == 26214400 + 26214
+
+
+def test_timeout_kills_the_remote_process_tree(ssh_transport, sshd):
+    marker = f"signoff-wedge-{os.getpid()}"
+    started = time.monotonic()
+    r = ssh_transport.run(sshd.host(), f"sh -c 'sleep 300; echo {marker}' & sleep 301 # {marker}", timeout=1.5)
+    assert r.timed_out and r.killed and r.exit_code is None and not r.ok
+    assert time.monotonic() - started < 8
+    time.sleep(0.5)
+    assert sshd.processes(marker) == [] and sshd.processes("sleep 30[01]") == []
+
+
+def test_a_signal_killed_command_is_not_success(ssh_transport, sshd):
+    r = ssh_transport.run(sshd.host(), "kill -KILL $$", timeout=10)
+    assert not r.ok and r.exit_code != 0
+
+
+def test_unknown_host_key_is_rejected(sshd, tmp_path):
+    t = SSHTransport(ArtifactStore(tmp_path / "a"), KnownHosts([], None))
+    r = t.run(sshd.host(), "true", timeout=10)
+    assert not r.ok and "host key for [127.0.0.1]:" in r.error and "is unknown (ssh-ed25519 SHA256:" in r.error
+    assert "--accept-new-host-keys" in r.error
+
+
+def test_trust_on_first_use_pins_and_reports_the_fingerprint(sshd, tmp_path):
+    pins: list[tuple[str, str, str]] = []
+    pinned = tmp_path / "known_hosts.pinned"
+    t = SSHTransport(
+        ArtifactStore(tmp_path / "a"), KnownHosts([], pinned, accept_new=True, on_pin=lambda *a: pins.append(a))
+    )
+    assert t.run(sshd.host(), "true", timeout=10).ok
+    assert pins and pins[0][0] == f"[127.0.0.1]:{sshd.port}" and pins[0][2].startswith("SHA256:")
+    assert sshd.host_key_b64 in pinned.read_text()
+    # A new run trusting only that pin connects without accept_new.
+    t2 = SSHTransport(ArtifactStore(tmp_path / "b"), KnownHosts([], pinned))
+    assert t2.run(sshd.host(), "true", timeout=10).ok
+    t.close()
+    t2.close()
+
+
+def test_changed_host_key_is_refused_with_both_fingerprints(sshd, tmp_path):
+    other = harness.start()
+    try:
+        known = tmp_path / "known_hosts"
+        # The "known" key for the other server's address is the first server's key: a changed key.
+        known.write_text(f"[127.0.0.1]:{other.port} ssh-ed25519 {sshd.host_key_b64}\n")
+        t = SSHTransport(ArtifactStore(tmp_path / "a"), KnownHosts([known], None, accept_new=True))
+        r = t.run(other.host(), "true", timeout=10)
+        assert not r.ok and "HOST KEY CHANGED" in r.error
+        assert r.error.count("SHA256:") == 2
+    finally:
+        other.stop()
+
+
+def test_cert_authority_lines_do_not_break_loading(sshd, tmp_path):
+    known = tmp_path / "known_hosts"
+    known.write_text(
+        "@cert-authority *.example.com ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG0000\n" + sshd.known_hosts.read_text()
+    )
+    store = KnownHosts([known], None)
+    assert store.warnings and "@cert-authority" in store.warnings[0]
+    t = SSHTransport(ArtifactStore(tmp_path / "a"), store)
+    assert t.run(sshd.host(), "true", timeout=10).ok
+    t.close()
+
+
+def test_wrong_key_is_an_authentication_error(sshd, tmp_path):
+    wrong = tmp_path / "wrong_key"
+    harness.keygen(wrong, "wrong")
+    t = SSHTransport(ArtifactStore(tmp_path / "a"), KnownHosts([sshd.known_hosts], None))
+    r = t.run(sshd.host(key_path=str(wrong)), "true", timeout=10)
+    assert not r.ok and "authentication failed with" in r.error and str(wrong) in r.error
+
+
+def test_passphrase_protected_key(sshd, tmp_path, monkeypatch):
+    key = tmp_path / "locked_key"
+    harness.keygen(key, "locked", passphrase="correct horse")
+    with open(sshd.root / "authorized_keys", "a") as fh:
+        fh.write(Path(f"{key}.pub").read_text())
+    t = SSHTransport(ArtifactStore(tmp_path / "a"), KnownHosts([sshd.known_hosts], None))
+    r = t.run(sshd.host(key_path=str(key)), "true", timeout=10)
+    assert not r.ok and "passphrase" in r.error
+    monkeypatch.setenv("TEST_KEY_PASSPHRASE", "correct horse")
+    t2 = SSHTransport(ArtifactStore(tmp_path / "b"), KnownHosts([sshd.known_hosts], None))
+    assert t2.run(
+        sshd.host(name="locked", key_path=str(key), passphrase_env="TEST_KEY_PASSPHRASE"), "true", timeout=10
+    ).ok
+
+
+def test_closed_port_is_connection_refused(sshd, tmp_path):
+    t = SSHTransport(ArtifactStore(tmp_path / "a"), KnownHosts([sshd.known_hosts], None))
+    r = t.run(sshd.host().model_copy(update={"port": harness._free_port()}), "true", timeout=10)
+    assert not r.ok and "connection refused" in r.error
+
+
+def test_sshd_killed_mid_command_is_a_clear_error(tmp_path):
+    server = harness.start()
+    try:
+        t = SSHTransport(ArtifactStore(tmp_path / "a"), KnownHosts([server.known_hosts], None))
+        assert t.run(server.host(), "true", timeout=10).ok
+        threading.Timer(0.7, server.stop).start()
+        started = time.monotonic()
+        r = t.run(server.host(), "sleep 20", timeout=30)
+        assert not r.ok and r.error and "connection lost" in r.error
+        assert time.monotonic() - started < 10
+        r = t.run(server.host(), "true", timeout=10)
+        assert not r.ok and "connection refused" in r.error
+    finally:
+        server.stop()
+
+
+def test_eight_hosts_in_parallel_take_the_time_of_one(ssh_transport, sshd):
+    hosts = [sshd.host(name=f"gpu-{i}") for i in range(8)]
+    for h in hosts:  # connect first: this measures the commands, not eight handshakes on two cores
+        assert ssh_transport.run(h, "true", timeout=10).ok
+    started = time.monotonic()
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(lambda h: ssh_transport.run(h, "sleep 1", timeout=10), hosts))
+    assert all(r.ok for r in results)
+    assert time.monotonic() - started < 2.0
+
+
+def test_sixteen_commands_through_one_pooled_connection(ssh_transport, sshd):
+    host = sshd.host(name="pooled")
+    with ThreadPoolExecutor(16) as pool:
+        results = list(pool.map(lambda i: ssh_transport.run(host, f"sleep 0.3; echo {i}", timeout=20), range(16)))
+    assert [r.stdout_tail.strip() for r in results] == [str(i) for i in range(16)]
+    assert all(r.ok for r in results)
+    assert len(ssh_transport._pool) == 1
+
+
+def test_a_burst_of_new_connections_beyond_maxstartups(sshd, tmp_path):
+    t = SSHTransport(ArtifactStore(tmp_path / "a"), KnownHosts([sshd.known_hosts], None))
+    hosts = [sshd.host(name=f"burst-{i}") for i in range(30)]
+    with ThreadPoolExecutor(30) as pool:
+        results = list(pool.map(lambda h: t.run(h, "true", timeout=30), hosts))
+    assert [r.error for r in results if not r.ok] == []
+    t.close()
+
+
+def test_upload_and_the_wrapper_quotes_everything(ssh_transport, sshd, tmp_path):
+    local = tmp_path / "payload.txt"
+    local.write_text("payload $(not run) `nor this`\n")
+    host = sshd.host()
+    ssh_transport.put(host, local, "payload.txt")
+    r = ssh_transport.run(host, "cat payload.txt", timeout=10)
+    assert r.stdout_tail == local.read_text()
+    assert "setsid -w sh -c" in wrap("echo 'x'", timeout=5, cwd="/a b", env={"K": "v w"})
+
+
+@pytest.mark.parametrize("secret_env", ["DEPLOY_TOKEN"])
+def test_redaction_over_ssh(sshd, tmp_path, secret_env):
+    from tools.secrets import Redactor
+
+    canary = "canary-7f3a9c-secret"
+    t = SSHTransport(
+        ArtifactStore(tmp_path / "a"),
+        KnownHosts([sshd.known_hosts], None),
+        redact=Redactor.from_environment({secret_env: canary}),
+    )
+    r = t.run(sshd.host(), f"echo {canary}; echo {canary} >&2", timeout=10, stdin=canary.encode())
+    assert canary not in r.command + r.stdout_tail + r.stderr_tail
+    for f in (tmp_path / "a").iterdir():
+        assert canary.encode() not in f.read_bytes()
+    t.close()

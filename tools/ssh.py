@@ -1,0 +1,626 @@
+"""SSHTransport: paramiko, one pooled connection per host, strict host keys, hard deadlines.
+
+What the defaults would get wrong, and what this module does instead (research/ssh.md):
+- paramiko never sets TCP_NODELAY (48 ms per command): we build the socket and pass it as `sock=`;
+- its keepalive never detects a dead peer: TCP keepalive on the socket plus our own `true` probe;
+- `channel_timeout` defaults to an hour and `recv_exit_status()` has no timeout at all: explicit
+  timeouts everywhere, and we wait on `status_event` with the time left;
+- closing a channel leaves the remote process running (and sshd refuses the `signal` request for
+  root): every command runs in its own process group under `timeout`, and on our deadline we kill
+  that group over a second channel;
+- sshd frees session slots lazily: at most 4 channels per connection, retried with backoff;
+- `AutoAddPolicy` trusts anyone: unknown keys are rejected unless the operator opted into
+  trust-on-first-use, and a changed key is always refused with both fingerprints.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import select
+import shlex
+import shutil
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tools.artifacts import ArtifactStore
+from tools.output import LineCallback, StreamSink
+from tools.transport import CommandResult, Host, TransportError, finish
+
+log = logging.getLogger("signoff.ssh")
+logging.getLogger("paramiko").setLevel(logging.WARNING)
+
+CHANNELS_PER_CONNECTION = 4  # well below sshd's MaxSessions (10); slots are freed lazily
+HANDSHAKES_PER_HOST = 3  # sshd MaxStartups starts dropping at 10 unauthenticated connections
+CONNECT_TIMEOUT = 10.0
+KILL_GRACE = 2.0
+IDLE_PROBE_AFTER = 60.0
+PGID_MARK = "__SIGNOFF_PGID="
+
+
+class HostKeyError(TransportError):
+    """Unknown or changed host key: never connected, never retried."""
+
+
+@dataclass
+class Endpoint:
+    """Where and how to reach one host, after ~/.ssh/config resolution."""
+
+    name: str
+    address: str
+    port: int = 22
+    user: str | None = None
+    key_paths: list[str] = field(default_factory=list)
+    use_agent: bool = False
+    passphrase: str | None = None
+    proxy_jump: Endpoint | None = None
+
+    @property
+    def known_hosts_name(self) -> str:
+        return self.address if self.port == 22 else f"[{self.address}]:{self.port}"
+
+    def label(self) -> str:
+        return f"{self.name} ({self.user + '@' if self.user else ''}{self.address}:{self.port})"
+
+
+def resolve(host: Host, *, environ: Mapping[str, str] | None = None) -> Endpoint:
+    """Inventory fields win; anything missing comes from `ssh -G` (OpenSSH semantics, Include and all),
+    or from paramiko's SSHConfig when no OpenSSH client is installed."""
+    env = os.environ if environ is None else environ
+    cfg = _ssh_config(host.address or host.name)
+    address = host.address or cfg.get("hostname") or host.name
+    port = host.port if host.port != 22 or "port" not in cfg else int(cfg["port"])
+    user = host.user or cfg.get("user")
+    keys = (
+        [host.key_path]
+        if host.key_path
+        else [p for p in _as_list(cfg.get("identityfile")) if Path(os.path.expanduser(p)).exists()]
+    )
+    passphrase = env.get(host.passphrase_env) if host.passphrase_env else None
+    jump = host.proxy_jump or (cfg.get("proxyjump") if cfg.get("proxyjump", "none") != "none" else None)
+    endpoint = Endpoint(
+        name=host.name,
+        address=address,
+        port=port,
+        user=user,
+        key_paths=[os.path.expanduser(k) for k in keys],
+        use_agent=host.use_agent,
+        passphrase=passphrase,
+    )
+    if jump:
+        first = jump.split(",")[0]
+        juser, _, jhost = first.rpartition("@")
+        jhost, _, jport = jhost.partition(":")
+        jump_host = Host(
+            name=f"{host.name}-jump",
+            transport="ssh",
+            address=jhost,
+            user=juser or None,
+            port=int(jport) if jport else 22,
+            use_agent=host.use_agent,
+            key_path=host.key_path,
+        )
+        endpoint.proxy_jump = resolve(jump_host, environ=env)
+    return endpoint
+
+
+def _as_list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    return value if isinstance(value, list) else [value]
+
+
+def _ssh_config(alias: str) -> dict[str, Any]:
+    ssh = shutil.which("ssh")
+    if ssh:
+        try:
+            out = subprocess.run([ssh, "-G", alias], capture_output=True, text=True, timeout=5, check=True).stdout
+        except (subprocess.SubprocessError, OSError):
+            out = ""
+        cfg: dict[str, Any] = {}
+        for line in out.splitlines():
+            key, _, value = line.partition(" ")
+            if key == "identityfile":
+                cfg.setdefault(key, []).append(value)
+            else:
+                cfg[key] = value
+        if cfg:
+            # `ssh -G` reports defaults too; an IdentityFile list of defaults is filtered for existence later.
+            return cfg
+    import paramiko
+
+    path = Path("~/.ssh/config").expanduser()
+    if not path.exists():
+        return {}
+    return dict(paramiko.SSHConfig.from_path(str(path)).lookup(alias))
+
+
+class KnownHosts:
+    """Host keys from ~/.ssh/known_hosts, per-campaign files, and this session's pinned keys.
+
+    paramiko raises on `@cert-authority`/`@revoked` lines for the whole file, so such lines are
+    filtered out (with a warning) before parsing: a CA line must not disable host-key checking.
+    """
+
+    def __init__(
+        self,
+        files: list[Path],
+        pinned: Path | None,
+        *,
+        accept_new: bool = False,
+        on_pin: Callable[[str, str, str], None] | None = None,
+    ) -> None:
+        import paramiko
+
+        self.keys = paramiko.HostKeys()
+        self.warnings: list[str] = []
+        for path in [*files, *([pinned] if pinned else [])]:
+            self._load(path)
+        self.pinned = pinned
+        self.accept_new = accept_new
+        self.on_pin = on_pin
+        self._lock = threading.Lock()
+
+    def _load(self, path: Path) -> None:
+        import paramiko
+
+        if not path.exists():
+            return
+        kept = []
+        for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            if line.lstrip().startswith(("@cert-authority", "@revoked")):
+                self.warnings.append(f"{path}:{number}: {line.split()[0]} lines are not supported; ignored")
+                continue
+            kept.append(line)
+        for line in kept:
+            try:
+                entry = paramiko.hostkeys.HostKeyEntry.from_line(line)
+            except (paramiko.SSHException, ValueError, IndexError):
+                continue
+            if entry is not None:
+                for name in entry.hostnames:
+                    self.keys.add(name, entry.key.get_name(), entry.key)
+
+    def policy(self) -> Any:
+        import paramiko
+
+        store = self
+
+        class Policy(paramiko.MissingHostKeyPolicy):
+            def missing_host_key(self, client: Any, hostname: str, key: Any) -> None:
+                if not store.accept_new:
+                    raise HostKeyError(
+                        f"host key for {hostname} is unknown ({key.get_name()} {key.fingerprint}); add it to "
+                        f"known_hosts after checking it (ssh-keyscan), or pass --accept-new-host-keys to pin it"
+                    )
+                store.pin(hostname, key)
+
+        return Policy()
+
+    def pin(self, hostname: str, key: Any) -> None:
+        with self._lock:
+            self.keys.add(hostname, key.get_name(), key)
+            if self.pinned is not None:
+                self.pinned.parent.mkdir(parents=True, exist_ok=True)
+                with self.pinned.open("a") as fh:
+                    fh.write(f"{hostname} {key.get_name()} {key.get_base64()}\n")
+        if self.on_pin is not None:
+            self.on_pin(hostname, key.get_name(), key.fingerprint)
+
+
+class _Connection:
+    def __init__(self, client: Any, endpoint: Endpoint) -> None:
+        self.client = client
+        self.endpoint = endpoint
+        self.slots = threading.BoundedSemaphore(CHANNELS_PER_CONNECTION)
+        self.last_used = time.monotonic()
+
+    @property
+    def transport(self) -> Any:
+        return self.client.get_transport()
+
+    def alive(self) -> bool:
+        t = self.transport
+        return t is not None and t.is_active()
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.client.close()
+
+
+class SSHTransport:
+    """The `Transport` for remote hosts. Thread-safe: one pooled connection per host."""
+
+    def __init__(
+        self,
+        artifacts: ArtifactStore,
+        known_hosts: KnownHosts,
+        *,
+        redact: Callable[[str], str] = str,
+        session: str = "session",
+    ) -> None:
+        self.artifacts = artifacts
+        self.known_hosts = known_hosts
+        self.redact = redact
+        self.session = session
+        self._pool: dict[str, _Connection] = {}
+        self._endpoints: dict[str, Endpoint] = {}
+        self._locks: dict[str, threading.Lock] = {}
+        self._handshakes: dict[str, threading.BoundedSemaphore] = {}
+        self._workdirs: dict[str, str] = {}
+        self._guard = threading.Lock()
+
+    # ---------------------------------------------------------------- connections
+
+    def endpoint(self, host: Host) -> Endpoint:
+        with self._guard:
+            if host.name not in self._endpoints:
+                self._endpoints[host.name] = resolve(host)
+            return self._endpoints[host.name]
+
+    def _host_lock(self, name: str) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(name, threading.Lock())
+
+    def connection(self, host: Host, *, fresh: bool = False) -> _Connection:
+        with self._host_lock(host.name):
+            conn = self._pool.get(host.name)
+            reusable = conn is not None and not fresh and conn.alive()
+            if reusable and (time.monotonic() - conn.last_used < IDLE_PROBE_AFTER or self._probe(conn)):
+                return conn
+            if conn is not None:
+                conn.close()
+            conn = self._connect(self.endpoint(host))
+            self._pool[host.name] = conn
+            return conn
+
+    def _probe(self, conn: _Connection) -> bool:
+        try:
+            chan = conn.transport.open_session(timeout=5)
+            chan.exec_command("true")
+            ok = chan.status_event.wait(5) and chan.recv_exit_status() == 0
+            chan.close()
+            return bool(ok)
+        except Exception:
+            return False
+
+    def _socket(self, endpoint: Endpoint) -> Any:
+        if endpoint.proxy_jump is not None:
+            jump = self._connect(endpoint.proxy_jump)
+            try:
+                return jump.transport.open_channel(
+                    "direct-tcpip", (endpoint.address, endpoint.port), ("127.0.0.1", 0), timeout=CONNECT_TIMEOUT
+                )
+            except Exception as exc:
+                raise TransportError(
+                    f"{endpoint.label()}: jump host {endpoint.proxy_jump.label()} could not open a tunnel: {exc}"
+                ) from None
+        try:
+            sock = socket.create_connection((endpoint.address, endpoint.port), timeout=CONNECT_TIMEOUT)
+        except ConnectionRefusedError:
+            raise TransportError(
+                f"{endpoint.label()}: connection refused — is sshd running and the port right?"
+            ) from None
+        except TimeoutError:
+            raise TransportError(
+                f"{endpoint.label()}: no answer within {CONNECT_TIMEOUT:g}s (host down or filtered)"
+            ) from None
+        except OSError as exc:
+            raise TransportError(f"{endpoint.label()}: cannot connect: {exc.strerror or exc}") from None
+        # paramiko never sets NODELAY: Nagle + delayed ACK cost ~44 ms per command.
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        for opt, value in (("TCP_KEEPIDLE", 30), ("TCP_KEEPINTVL", 10), ("TCP_KEEPCNT", 3)):
+            if hasattr(socket, opt):
+                sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, opt), value)
+        return sock
+
+    def _connect(self, endpoint: Endpoint) -> _Connection:
+        import paramiko
+
+        with self._guard:
+            gate = self._handshakes.setdefault(endpoint.address, threading.BoundedSemaphore(HANDSHAKES_PER_HOST))
+        last: Exception | None = None
+        for attempt in range(4):
+            with gate:
+                sock = self._socket(endpoint)
+                client = paramiko.SSHClient()
+                known = client.get_host_keys()
+                for name in self.known_hosts.keys:
+                    for key_type, key in self.known_hosts.keys[name].items():
+                        known.add(name, key_type, key)
+                client.set_missing_host_key_policy(self.known_hosts.policy())
+                try:
+                    client.connect(
+                        endpoint.address,
+                        port=endpoint.port,
+                        username=endpoint.user,
+                        key_filename=endpoint.key_paths or None,
+                        passphrase=endpoint.passphrase,
+                        sock=sock,
+                        timeout=CONNECT_TIMEOUT,
+                        banner_timeout=CONNECT_TIMEOUT,
+                        auth_timeout=15,
+                        channel_timeout=CONNECT_TIMEOUT,
+                        allow_agent=endpoint.use_agent,
+                        look_for_keys=False,
+                    )
+                except HostKeyError:
+                    client.close()
+                    raise
+                except paramiko.BadHostKeyException as exc:
+                    client.close()
+                    raise HostKeyError(
+                        f"{endpoint.label()}: HOST KEY CHANGED — expected {exc.expected_key.get_name()} "
+                        f"{exc.expected_key.fingerprint}, got {exc.key.get_name()} {exc.key.fingerprint}; refusing "
+                        "to connect (possible man-in-the-middle; fix known_hosts only after checking the host)"
+                    ) from None
+                except paramiko.AuthenticationException as exc:
+                    client.close()
+                    keys = ", ".join(endpoint.key_paths) or ("ssh-agent" if endpoint.use_agent else "no key")
+                    raise TransportError(f"{endpoint.label()}: authentication failed with {keys}: {exc}") from None
+                except paramiko.PasswordRequiredException:
+                    client.close()
+                    raise TransportError(
+                        f"{endpoint.label()}: the key is passphrase-protected; set passphrase_env on the host"
+                    ) from None
+                except (paramiko.SSHException, EOFError, OSError) as exc:
+                    # Banner errors and resets: sshd's MaxStartups drops handshakes under a burst. Retry.
+                    client.close()
+                    last = exc
+                    time.sleep(0.1 * 2**attempt)
+                    continue
+            transport = client.get_transport()
+            transport.set_keepalive(15)
+            return _Connection(client, endpoint)
+        raise TransportError(f"{endpoint.label()}: SSH handshake failed after retries: {last}")
+
+    # ---------------------------------------------------------------- commands
+
+    def workdir(self, host: Host) -> str:
+        with self._guard:
+            known = self._workdirs.get(host.name)
+        if known is not None:
+            return known
+        path = host.workdir or f"signoff/{self.session}/{host.name}"
+        result = self._exec(
+            host,
+            f"mkdir -p {shlex.quote(path)} && cd {shlex.quote(path)} && pwd",
+            timeout=20,
+            on_line=None,
+            cwd=None,
+            env=None,
+            stdin=None,
+        )
+        if not result.ok:
+            raise TransportError(
+                f"{host.name}: cannot create working directory {path}: {result.error or result.stderr_tail.strip()}"
+            )
+        resolved = result.stdout_tail.strip().splitlines()[-1]
+        with self._guard:
+            self._workdirs[host.name] = resolved
+        return resolved
+
+    def run(
+        self,
+        host: Host,
+        command: str,
+        *,
+        timeout: float,
+        on_line: LineCallback | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        stdin: bytes | None = None,
+    ) -> CommandResult:
+        if timeout <= 0:
+            raise ValueError("every command needs a positive timeout")
+        try:
+            workdir = cwd or self.workdir(host)
+        except TransportError as exc:
+            return CommandResult(
+                host=host.name, command=self.redact(command), exit_code=None, duration_s=0.0, error=str(exc)
+            )
+        return self._exec(host, command, timeout=timeout, on_line=on_line, cwd=workdir, env=env, stdin=stdin)
+
+    def _open(self, host: Host) -> tuple[_Connection, Any]:
+        """A session channel on the pooled connection; reconnect once if the connection died."""
+        import paramiko
+
+        for reconnect in (False, True):
+            conn = self.connection(host, fresh=reconnect)
+            conn.slots.acquire()
+            for attempt in range(6):
+                try:
+                    chan = conn.transport.open_session(timeout=CONNECT_TIMEOUT)
+                    return conn, chan
+                except paramiko.ChannelException:
+                    time.sleep(0.05 * 2**attempt)  # "no more sessions": sshd frees slots lazily
+                except (paramiko.SSHException, EOFError, OSError, AttributeError) as exc:
+                    if conn.alive():
+                        time.sleep(0.05 * 2**attempt)
+                        continue
+                    conn.slots.release()
+                    if reconnect:
+                        raise TransportError(
+                            f"{conn.endpoint.label()}: connection lost and reconnect failed: "
+                            f"{exc or type(exc).__name__}"
+                        ) from None
+                    break
+            else:
+                conn.slots.release()
+                raise TransportError(
+                    f"{conn.endpoint.label()}: sshd refused a session channel 6 times (MaxSessions); reduce parallelism"
+                )
+        raise TransportError(f"{host.name}: could not open a channel")
+
+    def _exec(
+        self,
+        host: Host,
+        command: str,
+        *,
+        timeout: float,
+        on_line: LineCallback | None,
+        cwd: str | None,
+        env: Mapping[str, str] | None,
+        stdin: bytes | None,
+    ) -> CommandResult:
+        started = time.monotonic()
+        shown = self.redact(command)
+        out = StreamSink("stdout", self.artifacts, on_line, self.redact)
+        err = StreamSink("stderr", self.artifacts, on_line, self.redact)
+        pgid: list[int] = []
+
+        def grab_pgid(line: str) -> bool:
+            if not pgid and line.startswith(PGID_MARK):
+                pgid.append(int(line[len(PGID_MARK) :]))
+                return True
+            return False
+
+        err.filter = grab_pgid
+        try:
+            conn, chan = self._open(host)
+        except TransportError as exc:
+            return finish(
+                host.name,
+                shown,
+                out,
+                err,
+                exit_code=None,
+                timed_out=False,
+                killed=False,
+                duration=time.monotonic() - started,
+                error=str(exc),
+            )
+        timed_out = killed = False
+        error = None
+        exit_code: int | None = None
+        try:
+            conn.last_used = time.monotonic()
+            chan.settimeout(0.0)
+            chan.exec_command(wrap(command, timeout=timeout, cwd=cwd, env=env))
+            if stdin is not None:
+                chan.sendall(stdin)
+            chan.shutdown_write()
+            deadline = started + timeout
+            timed_out = not _drain(chan, out, err, deadline)
+            if timed_out:
+                killed = self._kill(host, pgid[0] if pgid else None)
+                _drain(chan, out, err, time.monotonic() + KILL_GRACE)
+            elif chan.status_event.wait(max(0.0, deadline - time.monotonic()) + 1.0):
+                status = chan.recv_exit_status()
+                # -1: killed by a signal (paramiko drops exit-signal); 124/137: the remote `timeout` fired.
+                exit_code = None if status == -1 else status
+                if status in (124, 137) and time.monotonic() - started >= timeout:
+                    timed_out = True
+                if status == -1:
+                    # No exit status: either the process died by a signal or the link went down.
+                    time.sleep(0.2)
+                    error = (
+                        "remote process ended by a signal"
+                        if conn.alive()
+                        else f"{conn.endpoint.label()}: connection lost mid-command"
+                    )
+            else:
+                timed_out = True
+        except (OSError, EOFError) as exc:
+            error = f"{conn.endpoint.label()}: connection lost mid-command: {exc or type(exc).__name__}"
+        except Exception as exc:
+            error = f"{conn.endpoint.label()}: {type(exc).__name__}: {exc}"
+        finally:
+            chan.close()
+            conn.slots.release()
+        if error is None and not conn.alive():
+            error = f"{conn.endpoint.label()}: connection lost mid-command"
+        if error is not None and exit_code is not None:
+            exit_code = None
+        return finish(
+            host.name,
+            shown,
+            out,
+            err,
+            exit_code=exit_code,
+            timed_out=timed_out,
+            killed=killed,
+            duration=time.monotonic() - started,
+            error=error,
+        )
+
+    def _kill(self, host: Host, pgid: int | None) -> bool:
+        """TERM then KILL the command's process group over a second channel."""
+        if pgid is None:
+            return False
+        # `kill -0` would still see zombies that only wait to be reaped; count live members instead.
+        alive = f"ps -A -o pgid=,stat= | awk -v g={pgid} '$1 == g && $2 !~ /^Z/ {{n++}} END {{exit n > 0 ? 0 : 1}}'"
+        for sig in ("TERM", "KILL"):
+            probe = self._exec(
+                host,
+                f"kill -{sig} -{pgid} 2>/dev/null; sleep 0.3; {alive}",
+                timeout=10,
+                on_line=None,
+                cwd=None,
+                env=None,
+                stdin=None,
+            )
+            if probe.exit_code == 1:
+                return True  # no live process left in the group
+        return False
+
+    def put(self, host: Host, local: Path, remote: str) -> None:
+        conn = self.connection(host)
+        target = remote if remote.startswith("/") else f"{self.workdir(host)}/{remote}"
+        try:
+            sftp = conn.client.open_sftp()
+            try:
+                sftp.put(str(local), target)
+            finally:
+                sftp.close()
+        except Exception as exc:
+            raise TransportError(f"{conn.endpoint.label()}: upload of {local.name} failed: {exc}") from None
+
+    def close(self) -> None:
+        with self._guard:
+            conns, self._pool = list(self._pool.values()), {}
+        for conn in conns:
+            conn.close()
+
+
+def wrap(command: str, *, timeout: float, cwd: str | None, env: Mapping[str, str] | None) -> str:
+    """Run `command` in its own session and process group under `timeout`, printing the group id
+    first on stderr; the remote deadline holds even if signoff or the link dies."""
+    prefix = ""
+    if cwd:
+        prefix += f"cd {shlex.quote(cwd)} || exit 126; "
+    for key, value in (env or {}).items():
+        prefix += f"export {key}={shlex.quote(value)}; "
+    inner = prefix + command
+    remote_deadline = max(1, int(timeout + 5))  # ours fires first; this one is the backstop
+    script = f'echo {PGID_MARK}$$ >&2; exec timeout -k {int(KILL_GRACE) + 1} {remote_deadline} sh -c "$0"'
+    return f"exec setsid -w sh -c {shlex.quote(script)} {shlex.quote(inner)}"
+
+
+def _drain(chan: Any, out: StreamSink, err: StreamSink, deadline: float) -> bool:
+    """Read stdout and stderr together until EOF (True) or the deadline (False)."""
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        got = False
+        while chan.recv_ready():
+            out.feed(chan.recv(65536))
+            got = True
+        while chan.recv_stderr_ready():
+            err.feed(chan.recv_stderr(65536))
+            got = True
+        # Data, EOF and CLOSE can all arrive while we read the other stream: finish only when both
+        # buffers are empty *after* the end was seen, or the tail of the output is lost.
+        if (chan.eof_received or chan.closed) and not chan.recv_ready() and not chan.recv_stderr_ready():
+            return True
+        if not got:
+            select.select([chan], [], [], min(remaining, 0.5))
