@@ -33,10 +33,11 @@ def _strings(data: object, loc: Loc = ()) -> Iterator[tuple[Loc, str]]:
         yield loc, data
 
 
-def load_campaign(path: str | Path) -> LoadedCampaign:
-    source = YamlSource.read(Path(path))
+def load_campaign(path: str | Path, *, text: str | None = None) -> LoadedCampaign:
+    """Load a campaign file (or `text` as if it were that file: a derived campaign keeps its directory)."""
+    source = YamlSource.read(Path(path)) if text is None else YamlSource(Path(path), text)
     campaign = source.validate(Campaign)
-    known = BUILTIN_VARS | set(campaign.vars)
+    known = BUILTIN_VARS | set(campaign.vars) | set(campaign.secrets)
     for loc, text in _strings(source.data):
         for m in TEMPLATE_VAR.finditer(text):
             if m.group(1) not in known:
@@ -51,12 +52,15 @@ def load_campaign(path: str | Path) -> LoadedCampaign:
     for loc, on in _targets(source.data):
         if on != "all" and not campaign.targets(on):
             raise source.error(loc, f"{on!r} is neither a host nor a role; hosts: {', '.join(names)}")
-    for host_index, host in enumerate(campaign.hosts):
-        if host.transport == "ssh":
-            raise source.error(
-                ("hosts", host_index, "transport"),
-                "ssh hosts arrive with the SSH transport (issue 3); use transport: local for now",
-            )
+    for i, upload in enumerate(campaign.baseline.upload):
+        if not (source.path.parent / upload.src).is_file():
+            raise source.error(("baseline", "upload", i, "src"), f"no file {upload.src!r} beside the campaign")
+    for i, host in enumerate(campaign.hosts):
+        if host.known_hosts and not resolve_path(source.path.parent, host.known_hosts).exists():
+            raise source.error(("hosts", i, "known_hosts"), f"no known_hosts file {host.known_hosts!r}")
+    for i, name in enumerate(campaign.secrets):
+        if name in campaign.vars or name in BUILTIN_VARS:
+            raise source.error(("secrets", i), f"{name} is already a variable")
     return LoadedCampaign(source, campaign)
 
 
@@ -70,6 +74,11 @@ def _targets(data: object, loc: Loc = ()) -> Iterator[tuple[Loc, str]]:
     elif isinstance(data, list):
         for i, value in enumerate(data):
             yield from _targets(value, (*loc, i))
+
+
+def resolve_path(base: Path, path: str) -> Path:
+    p = Path(path).expanduser()
+    return p if p.is_absolute() else base / p
 
 
 def render(template: str, variables: Mapping[str, str]) -> str:

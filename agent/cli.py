@@ -33,6 +33,13 @@ PolicyOpt = Annotated[
     str, typer.Option("--policy", help="Policy file, or a preset name: cautious, autonomous, ask-everything.")
 ]
 HeadlessOpt = Annotated[bool, typer.Option("--headless", help="No TUI: the policy decides, `ask` pauses (exit 3).")]
+AcceptKeysOpt = Annotated[
+    bool,
+    typer.Option("--accept-new-host-keys", help="Trust-on-first-use: pin unknown SSH host keys (journaled)."),
+]
+SshConfigOpt = Annotated[
+    str | None, typer.Option("--ssh-config", help="An ssh_config file to resolve SSH hosts with (ssh -F).")
+]
 
 
 def _fail(message: str, code: int) -> typer.Exit:
@@ -52,12 +59,28 @@ def _finish(out: Any, as_json: bool) -> None:
     raise typer.Exit(out.exit_code)
 
 
-def _run(campaign: Path, policy: str, *, as_json: bool, demo: bool) -> None:
+def _run(
+    campaign: Path,
+    policy: str,
+    *,
+    as_json: bool,
+    demo: bool,
+    accept_new_host_keys: bool = False,
+    ssh_config: str | None = None,
+    campaign_text: str | None = None,
+) -> None:
     from agent.render import Progress
     from agent.session import RunFailed, Runner, SessionError, SourceError, create
 
     try:
-        d = create(campaign, policy, demo=demo)
+        d = create(
+            campaign,
+            policy,
+            demo=demo,
+            accept_new_host_keys=accept_new_host_keys,
+            ssh_config=ssh_config,
+            campaign_text=campaign_text,
+        )
     except SourceError as exc:
         raise _fail(str(exc), BAD_INPUT) from None
     progress = Progress(plain=True if as_json else None)
@@ -78,15 +101,30 @@ def demo(
     headless: HeadlessOpt = True,
     policy: PolicyOpt = "cautious",
     as_json: JsonOpt = False,
+    ssh: Annotated[
+        str | None,
+        typer.Option("--ssh", help="HOST[:PORT]: put the demo's hosts on a real SSH host (alias or address)."),
+    ] = None,
+    ssh_config: SshConfigOpt = None,
+    accept_new_host_keys: AcceptKeysOpt = False,
 ) -> None:
     """Run the built-in decode-throughput demo (simulated hosts; no keys, no network)."""
-    from agent.session import SessionError, demo_campaign
+    from agent.session import SessionError, demo_campaign, demo_over_ssh
 
     try:
         campaign = demo_campaign()
-    except SessionError as exc:
-        raise _fail(str(exc), FAILED) from None
-    _run(campaign, policy, as_json=as_json, demo=True)
+        text = demo_over_ssh(campaign, ssh) if ssh else None
+    except (SessionError, ValueError) as exc:
+        raise _fail(str(exc), BAD_INPUT) from None
+    _run(
+        campaign,
+        policy,
+        as_json=as_json,
+        demo=True,
+        accept_new_host_keys=accept_new_host_keys,
+        ssh_config=ssh_config,
+        campaign_text=text,
+    )
 
 
 @app.command()
@@ -95,9 +133,18 @@ def run(
     policy: PolicyOpt = "cautious",
     headless: HeadlessOpt = True,
     as_json: JsonOpt = False,
+    ssh_config: SshConfigOpt = None,
+    accept_new_host_keys: AcceptKeysOpt = False,
 ) -> None:
     """Run a campaign. Pauses (exit 3) at any gate the policy says to ask about."""
-    _run(campaign, policy, as_json=as_json, demo=False)
+    _run(
+        campaign,
+        policy,
+        as_json=as_json,
+        demo=False,
+        accept_new_host_keys=accept_new_host_keys,
+        ssh_config=ssh_config,
+    )
 
 
 @app.command()

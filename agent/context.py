@@ -4,6 +4,7 @@ LangGraph runtime *context* so that state stays JSON-plain and checkpoints stay 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,4 +29,8 @@ class RunContext:
     engine: PolicyEngine
     brain: Brain
     headless: bool = True
-    variables: dict[str, str] = field(default_factory=dict)
+    secrets: dict[str, str] = field(default_factory=dict)  # name → value; never journaled
+    redact: Callable[[str], str] = str
+
+    def secret_names(self) -> set[str]:
+        return set(self.secrets)

@@ -1,20 +1,22 @@
 """Run campaign commands on their hosts: render, check against the command policy, journal, run.
 
 This is the one place commands leave signoff, so the safety rules live here: a command the policy
-denies never runs, an `ask` command runs only once a command gate approved it, and every command
-has a timeout.
+denies never runs, an `ask` command runs only once a command gate approved it, every command has a
+timeout, and secrets travel on stdin (the command line only says "$NAME").
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
 
 from agent.campaign import render
 from agent.context import RunContext
-from agent.models import CommandSpec
+from agent.models import TEMPLATE_VAR, CommandSpec
 from tools.commands import Verdict, classify
-from tools.transport import CommandResult, Host
+from tools.transport import CommandResult, Host, TransportError
 
 
 class CommandRefused(RuntimeError):
@@ -26,20 +28,62 @@ class CommandRefused(RuntimeError):
         super().__init__(f"command {verdict.klass}: {verdict.part!r} {why}")
 
 
+@dataclass(frozen=True)
+class Planned:
+    host: Host
+    command: str  # what the policy checks and the journal shows: secrets appear as "$NAME"
+    stdin: bytes | None = None
+    secrets: tuple[str, ...] = ()
+
+    @property
+    def script(self) -> str:
+        """What runs: read the secrets from stdin first, then the command."""
+        prefix = "".join(f"IFS= read -r {name}; export {name}; " for name in self.secrets)
+        return prefix + self.command
+
+
 def variables(ctx: RunContext, host: Host) -> dict[str, str]:
     base = {
-        "python": sys.executable,
+        "python": "python3" if host.transport == "ssh" else sys.executable,
         "campaign_dir": str(ctx.campaign_dir),
         "host": host.name,
-        "workdir": ctx.transport.workdir(host),
+        "workdir": _workdir(ctx, host),
         "session": ctx.session,
         "num_prompts": str(ctx.campaign.benchmark.num_prompts or ""),
     }
-    return {**base, **{k: render(v, base) for k, v in ctx.campaign.vars.items()}}
+    secret_names = ctx.secret_names()
+    public = {k: render(v, base) for k, v in ctx.campaign.vars.items() if k not in secret_names}
+    return {**base, **public, **{name: f'"${name}"' for name in secret_names}}
+
+
+def _workdir(ctx: RunContext, host: Host) -> str:
+    try:
+        return ctx.transport.workdir(host)
+    except TransportError:
+        return ""  # the host is unreachable: running the command will say so, as a failed result
+
+
+def plan(ctx: RunContext, spec: CommandSpec) -> list[Planned]:
+    out = []
+    names = ctx.secret_names()
+    for host in ctx.campaign.targets(spec.on):
+        used = tuple(
+            dict.fromkeys(m.group(1) for m in TEMPLATE_VAR.finditer(_expand(ctx, spec.run)) if m.group(1) in names)
+        )
+        command = render(spec.run, variables(ctx, host))
+        stdin = "".join(ctx.secrets[n] + "\n" for n in used).encode() if used else None
+        out.append(Planned(host=host, command=command, stdin=stdin, secrets=used))
+    return out
+
+
+def _expand(ctx: RunContext, template: str) -> str:
+    """The template with public vars expanded one level, so secrets used through a var are found."""
+    public = {k: v for k, v in ctx.campaign.vars.items() if k not in ctx.secret_names()}
+    return TEMPLATE_VAR.sub(lambda m: public.get(m.group(1), m.group(0)), template)
 
 
 def rendered(ctx: RunContext, spec: CommandSpec) -> list[tuple[Host, str]]:
-    return [(host, render(spec.run, variables(ctx, host))) for host in ctx.campaign.targets(spec.on)]
+    return [(p.host, p.command) for p in plan(ctx, spec)]
 
 
 def command_class(ctx: RunContext, command: str) -> Verdict:
@@ -53,41 +97,49 @@ def run_spec(
     *,
     purpose: str,
     option: int | None = None,
-    approved: Iterable[str] = (),
+    approved: list[str] | tuple[str, ...] = (),
     timeout: float | None = None,
 ) -> list[CommandResult]:
-    """Run `spec` on each of its hosts in turn; refuse before running anything not permitted."""
-    plan = rendered(ctx, spec)
-    approved = set(approved)
-    for _, command in plan:
-        verdict = command_class(ctx, command)
-        if verdict.klass == "deny" or (verdict.klass == "ask" and command not in approved):
+    """Run `spec` on all its hosts in parallel (wall time ≈ the slowest host); refuse before running
+    anything on any host if one of the rendered commands is not permitted."""
+    planned = plan(ctx, spec)
+    allowed = set(approved)
+    for p in planned:
+        verdict = command_class(ctx, p.command)
+        if verdict.klass == "deny" or (verdict.klass == "ask" and p.command not in allowed):
             ctx.journal.append(
                 "command.refused",
                 purpose=purpose,
                 option=option,
-                command=command,
+                host=p.host.name,
+                command=p.command,
                 klass=verdict.klass,
                 pattern=verdict.pattern,
                 part=verdict.part,
             )
-            raise CommandRefused(command, verdict)
-    results = []
-    for host, command in plan:
-        results.append(run_one(ctx, host, command, purpose=purpose, option=option, timeout=timeout or spec.timeout))
-    return results
+            raise CommandRefused(p.command, verdict)
+    limit = timeout or spec.timeout
+    if len(planned) == 1:
+        return [run_one(ctx, planned[0], purpose=purpose, option=option, timeout=limit)]
+    with ThreadPoolExecutor(max_workers=len(planned)) as pool:
+        return list(pool.map(lambda p: run_one(ctx, p, purpose=purpose, option=option, timeout=limit), planned))
 
 
-def run_one(
-    ctx: RunContext, host: Host, command: str, *, purpose: str, option: int | None, timeout: float
-) -> CommandResult:
+def run_one(ctx: RunContext, p: Planned, *, purpose: str, option: int | None, timeout: float) -> CommandResult:
     ctx.journal.append(
-        "command.started", host=host.name, command=command, purpose=purpose, option=option, timeout_s=timeout
+        "command.started",
+        host=p.host.name,
+        command=ctx.redact(p.command),
+        purpose=purpose,
+        option=option,
+        timeout_s=timeout,
+        secrets=list(p.secrets),
     )
-    result = ctx.transport.run(host, command, timeout=timeout)
+    result = ctx.transport.run(p.host, p.script, timeout=timeout, stdin=p.stdin)
+    result = result.model_copy(update={"command": ctx.redact(p.command)})
     ctx.journal.append(
         "command.finished",
-        host=host.name,
+        host=p.host.name,
         purpose=purpose,
         option=option,
         exit=result.exit_code,
@@ -96,5 +148,24 @@ def run_one(
         duration_s=result.duration_s,
         stdout_digest=result.stdout_digest,
         artifact=result.artifact,
+        stderr_artifact=result.stderr_artifact,
+        error=result.error,
     )
     return result
+
+
+def upload(ctx: RunContext, src: Path, dest: str, on: str) -> list[str]:
+    """Copy a campaign file to each target host; returns one error line per host that failed."""
+    import hashlib
+
+    digest = hashlib.sha256(src.read_bytes()).hexdigest()
+    errors = []
+    for host in ctx.campaign.targets(on):
+        try:
+            ctx.transport.put(host, src, dest)
+        except (TransportError, OSError) as exc:
+            errors.append(f"{host.name}: {exc}")
+            ctx.journal.append("file.upload_failed", host=host.name, src=src.name, dest=dest, error=str(exc))
+            continue
+        ctx.journal.append("file.uploaded", host=host.name, src=src.name, dest=dest, sha256=digest)
+    return errors

@@ -74,8 +74,17 @@ class Goal(_Strict):
     target_pct: float | None = None
 
 
+class Upload(_Strict):
+    """A file copied from the campaign directory to each target host's working directory at setup."""
+
+    src: str = Field(min_length=1)
+    dest: str | None = None  # relative to the host's working directory; default: the file's name
+    on: str = "all"
+
+
 class Baseline(_Strict):
     description: str = ""
+    upload: list[Upload] = Field(default_factory=list)
     setup: list[CommandSpec] = Field(default_factory=list)
     health: list[CommandSpec] = Field(default_factory=list)
 
@@ -125,6 +134,9 @@ class Campaign(_Strict):
     facts: list[str] = Field(default_factory=list)
     hosts: list[Host] = Field(min_length=1)
     vars: dict[str, str] = Field(default_factory=dict)
+    # Names of environment variables a command may use as {{NAME}}: passed on stdin, never on a command
+    # line, and redacted everywhere. Variables under `vars` named like *_TOKEN, *_KEY, … are secrets too.
+    secrets: list[str] = Field(default_factory=list)
     baseline: Baseline = Field(default_factory=Baseline)
     benchmark: BenchSpec
     stress: list[StressSpec] = Field(default_factory=list)

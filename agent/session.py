@@ -31,6 +31,7 @@ from agent.brain.rules import RuleBrain
 from agent.campaign import LoadedCampaign, load_campaign
 from agent.context import RunContext
 from agent.journal import Event, Journal, read_events
+from agent.transports import HostRouter, ssh_factory
 from policies.decisions import DecisionError
 from policies.engine import PolicyEngine
 from policies.expr import engine_version
@@ -38,6 +39,7 @@ from policies.gates import Gate
 from policies.schema import Policy, load_policy, load_policy_text
 from policies.yamlsrc import SourceError
 from tools.artifacts import ArtifactStore
+from tools.secrets import Redactor, is_secret_name
 from tools.transport import LocalTransport
 
 Status = Literal["finished", "paused", "failed", "stopped"]
@@ -137,10 +139,21 @@ def new_session_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
 
 
-def create(campaign_path: Path, policy_ref: str | Path, *, demo: bool = False) -> SessionDir:
+def create(
+    campaign_path: Path,
+    policy_ref: str | Path,
+    *,
+    demo: bool = False,
+    accept_new_host_keys: bool = False,
+    ssh_config: str | None = None,
+    campaign_text: str | None = None,
+) -> SessionDir:
     """Validate everything first (nothing is created for a bad file), then lay out the session."""
-    loaded = load_campaign(campaign_path)
+    loaded = load_campaign(campaign_path, text=campaign_text)
     policy = load_policy(policy_ref)
+    missing = [name for name in loaded.campaign.secrets if not os.environ.get(name)]
+    if missing:
+        raise SourceError(loaded.path, None, f"the campaign needs secret(s) {', '.join(missing)} in the environment")
     d = SessionDir(new_session_id())
     d.root.mkdir(parents=True)
     (d.root / "campaign.yaml").write_text(loaded.text)
@@ -157,6 +170,8 @@ def create(campaign_path: Path, policy_ref: str | Path, *, demo: bool = False) -
             "policy_sha256": policy.sha256,
             "created": datetime.now(UTC).isoformat(timespec="seconds"),
             "demo": demo,
+            "accept_new_host_keys": accept_new_host_keys,
+            "ssh_config": ssh_config,
             "status": "created",
         }
     )
@@ -179,7 +194,25 @@ class Runner:
         for listener in listeners or []:
             self.journal.subscribe(listener)
         artifacts = ArtifactStore(d.artifacts)
-        self.transport = LocalTransport(d.hosts, artifacts)
+        campaign = self.loaded.campaign
+        secrets = {name: os.environ.get(name, "") for name in campaign.secrets}
+        secrets |= {k: v for k, v in campaign.vars.items() if is_secret_name(k)}
+        redact = Redactor.from_environment()
+        redact.add(*secrets.values())
+        self.transport = HostRouter(
+            LocalTransport(d.hosts, artifacts, redact=redact),
+            ssh_factory(
+                artifacts=artifacts,
+                hosts=campaign.hosts,
+                campaign_dir=Path(self.meta["campaign_dir"]),
+                pinned=d.root / "known_hosts.pinned",
+                accept_new=bool(self.meta.get("accept_new_host_keys")),
+                on_pin=self._pinned,
+                redact=redact,
+                session=d.id,
+                ssh_config=self.meta.get("ssh_config"),
+            ),
+        )
         self.ctx = RunContext(
             session=d.id,
             campaign=self.loaded.campaign,
@@ -191,11 +224,18 @@ class Runner:
             engine=PolicyEngine(self.policy),
             brain=RuleBrain(),
             headless=headless,
+            secrets=secrets,
+            redact=redact,
+        )
+
+    def _pinned(self, hostname: str, key_type: str, fingerprint: str) -> None:
+        self.journal.append(
+            "hostkey.pinned", host=hostname, key_type=key_type, fingerprint=fingerprint, by="--accept-new-host-keys"
         )
 
     def _campaign(self) -> LoadedCampaign:
-        loaded = load_campaign(self.dir.root / "campaign.yaml")
-        return loaded
+        # The session's own copy, read as if it sat where the campaign did (relative paths stay valid).
+        return load_campaign(self.meta["campaign"], text=(self.dir.root / "campaign.yaml").read_text())
 
     def _policy(self) -> Policy:
         return load_policy_text((self.dir.root / "policy.yaml").read_text(), path=self.meta["policy"])
@@ -281,6 +321,8 @@ class Runner:
             self._set_status("failed")
             self.journal.close()
             raise RunFailed(f"{type(exc).__name__}: {exc}") from exc
+        finally:
+            self.transport.close()
         if snapshot.interrupts:
             return self._outcome_paused(snapshot, elapsed=time.monotonic() - started)
         values = snapshot.values
@@ -480,6 +522,23 @@ def demo_campaign() -> Path:
     if not path.exists():
         raise SessionError(f"the demo campaign is missing ({path}); run from a signoff checkout")
     return path
+
+
+def demo_over_ssh(campaign: Path, target: str) -> str:
+    """The demo campaign with its hosts on one SSH host (`HOST[:PORT]`, an address or ssh_config alias)."""
+    import yaml
+
+    from policies.yamlsrc import YamlSource
+
+    host, _, port = target.rpartition(":") if target.count(":") == 1 else (target, "", "")
+    if not host or (port and not port.isdigit()):
+        raise ValueError(f"--ssh takes HOST or HOST:PORT, not {target!r}")
+    data = YamlSource(campaign, campaign.read_text()).data
+    for h in data["hosts"]:
+        h.update(transport="ssh", address=host)
+        if port:
+            h["port"] = int(port)
+    return yaml.safe_dump(data, sort_keys=False)
 
 
 def remove(d: SessionDir) -> None:

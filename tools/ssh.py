@@ -70,12 +70,13 @@ class Endpoint:
         return f"{self.name} ({self.user + '@' if self.user else ''}{self.address}:{self.port})"
 
 
-def resolve(host: Host, *, environ: Mapping[str, str] | None = None) -> Endpoint:
+def resolve(host: Host, *, environ: Mapping[str, str] | None = None, ssh_config: str | None = None) -> Endpoint:
     """Inventory fields win; anything missing comes from `ssh -G` (OpenSSH semantics, Include and all),
     or from paramiko's SSHConfig when no OpenSSH client is installed."""
     env = os.environ if environ is None else environ
-    cfg = _ssh_config(host.address or host.name)
-    address = host.address or cfg.get("hostname") or host.name
+    alias = host.address or host.name
+    cfg = _ssh_config(alias, ssh_config)
+    address = cfg.get("hostname") or alias
     port = host.port if host.port != 22 or "port" not in cfg else int(cfg["port"])
     user = host.user or cfg.get("user")
     keys = (
@@ -107,7 +108,7 @@ def resolve(host: Host, *, environ: Mapping[str, str] | None = None) -> Endpoint
             use_agent=host.use_agent,
             key_path=host.key_path,
         )
-        endpoint.proxy_jump = resolve(jump_host, environ=env)
+        endpoint.proxy_jump = resolve(jump_host, environ=env, ssh_config=ssh_config)
     return endpoint
 
 
@@ -117,11 +118,12 @@ def _as_list(value: Any) -> list[str]:
     return value if isinstance(value, list) else [value]
 
 
-def _ssh_config(alias: str) -> dict[str, Any]:
+def _ssh_config(alias: str, config_file: str | None = None) -> dict[str, Any]:
     ssh = shutil.which("ssh")
     if ssh:
+        argv = [ssh, *(["-F", config_file] if config_file else []), "-G", alias]
         try:
-            out = subprocess.run([ssh, "-G", alias], capture_output=True, text=True, timeout=5, check=True).stdout
+            out = subprocess.run(argv, capture_output=True, text=True, timeout=5, check=True).stdout
         except (subprocess.SubprocessError, OSError):
             out = ""
         cfg: dict[str, Any] = {}
@@ -136,10 +138,16 @@ def _ssh_config(alias: str) -> dict[str, Any]:
             return cfg
     import paramiko
 
-    path = Path("~/.ssh/config").expanduser()
+    path = Path(config_file or "~/.ssh/config").expanduser()
     if not path.exists():
         return {}
     return dict(paramiko.SSHConfig.from_path(str(path)).lookup(alias))
+
+
+def user_known_hosts(alias: str, config_file: str | None = None) -> list[Path]:
+    """The known_hosts files OpenSSH would use for `alias` (UserKnownHostsFile)."""
+    value = _ssh_config(alias, config_file).get("userknownhostsfile", "")
+    return [Path(os.path.expanduser(p)) for p in str(value).split() if p]
 
 
 class KnownHosts:
@@ -245,7 +253,9 @@ class SSHTransport:
         *,
         redact: Callable[[str], str] = str,
         session: str = "session",
+        ssh_config: str | None = None,
     ) -> None:
+        self.ssh_config = ssh_config
         self.artifacts = artifacts
         self.known_hosts = known_hosts
         self.redact = redact
@@ -262,7 +272,7 @@ class SSHTransport:
     def endpoint(self, host: Host) -> Endpoint:
         with self._guard:
             if host.name not in self._endpoints:
-                self._endpoints[host.name] = resolve(host)
+                self._endpoints[host.name] = resolve(host, ssh_config=self.ssh_config)
             return self._endpoints[host.name]
 
     def _host_lock(self, name: str) -> threading.Lock:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from langgraph.runtime import Runtime
 
 from agent.context import RunContext
-from agent.execute import CommandRefused, run_spec
+from agent.execute import CommandRefused, run_spec, upload
 from agent.state import State
 
 
@@ -15,6 +16,12 @@ def setup(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
     approved = state.get("approved", [])
     failures = []
+    for up in ctx.campaign.baseline.upload:
+        errors = upload(ctx, ctx.campaign_dir / up.src, up.dest or Path(up.src).name, up.on)
+        if errors:
+            message = f"baseline upload of {up.src} failed: {errors[0]}"
+            ctx.journal.append("setup.failed", error=message)
+            return {"route": "report", "stopping": True, "report": {"error": message}}
     try:
         for spec in ctx.campaign.baseline.setup:
             failures += [r for r in run_spec(ctx, spec, purpose="setup", approved=approved) if not r.ok]
