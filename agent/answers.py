@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from policies.decisions import DecisionError
 from policies.engine import SessionRule, kinds_for_condition
 from policies.expr import Condition, EvalError
 from policies.gates import ALLOWED, FACTS, Decision, Gate
@@ -31,7 +32,30 @@ class Answer(BaseModel):
         }
 
 
+TARGETED = ("plan", "triage", "continue_or_ask")
+
+
+def check_targets(gate: Gate, decision: Decision) -> None:
+    """Refuse decisions that name options in a state they cannot apply to (DecisionError)."""
+    status = gate.status
+    if decision.action in ("skip", "defer", "select") and not decision.targets and gate.kind in TARGETED:
+        raise DecisionError(f"{decision.action} which option? name it, e.g. '{decision.action} #{_example(gate)}'")
+    for t in decision.targets:
+        state = status.get(str(t))
+        if decision.action in ("skip", "defer") and state not in ("pending", "current", None):
+            raise DecisionError(f"#{t} is already {state}; only options still to try can be skipped or deferred")
+        if decision.action == "select" and state in ("no-go", "kept", "current"):
+            why = "its investigation found a blocker" if state == "no-go" else f"it is {state}"
+            raise DecisionError(f"#{t} cannot be selected: {why}")
+
+
+def _example(gate: Gate) -> str:
+    pending = [k for k, v in gate.status.items() if v == "pending"]
+    return pending[0] if pending else "2"
+
+
 def answer(gate: Gate, decision: Decision, *, next_rule: int) -> Answer:
+    check_targets(gate, decision)
     if decision.condition is None:
         if decision.action == "ask":
             return Answer(decision=None, echo="ASK: the gate stays open for a person")

@@ -42,6 +42,10 @@ def load_campaign(path: str | Path, *, text: str | None = None) -> LoadedCampaig
         for m in TEMPLATE_VAR.finditer(text):
             if m.group(1) not in known:
                 raise source.error(loc, f"unknown variable {{{{{m.group(1)}}}}}; known: {', '.join(sorted(known))}")
+    if campaign.benchmark.num_prompts is None:
+        for loc, text in _strings(source.data):
+            if "num_prompts" in {m.group(1) for m in TEMPLATE_VAR.finditer(text)}:
+                raise source.error(loc, "uses {{num_prompts}}, but benchmark.num_prompts is not set")
     names = [h.name for h in campaign.hosts]
     if len(set(names)) != len(names):
         raise source.error(("hosts",), "host names must be unique")

@@ -24,8 +24,7 @@ class CommandRefused(RuntimeError):
 
     def __init__(self, command: str, verdict: Verdict) -> None:
         self.command, self.verdict = command, verdict
-        why = f"matches {verdict.pattern!r}" if verdict.pattern else "matches no allow pattern"
-        super().__init__(f"command {verdict.klass}: {verdict.part!r} {why}")
+        super().__init__(f"command {verdict.klass}: {verdict.part!r} {verdict.reason}")
 
 
 @dataclass(frozen=True)

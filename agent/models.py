@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
 
 from tools.benchparse import ParserName
 from tools.transport import Host
@@ -55,7 +55,7 @@ class Probe(CommandSpec):
 
 
 class Option(_Strict):
-    id: int = Field(ge=1, le=999)
+    id: StrictInt = Field(ge=1, le=999)
     title: str = Field(min_length=1)
     hypothesis: str = ""
     expected_gain_pct: float | None = None
@@ -95,11 +95,11 @@ class BenchSpec(CommandSpec):
     parser: ParserName = "vllm-json"
     paths: dict[str, str] | None = None
     patterns: dict[str, str] | None = None
-    num_prompts: int | None = Field(default=None, ge=1)
+    num_prompts: StrictInt | None = Field(default=None, ge=1)
     metric: str = "output_tok_s"
     higher_is_better: bool = True
-    pairs: int = Field(default=6, ge=2, le=50)
-    max_pairs: int = Field(default=10, ge=2, le=50)
+    pairs: StrictInt = Field(default=6, ge=2, le=50)
+    max_pairs: StrictInt = Field(default=10, ge=2, le=50)
     noise_pct: float = Field(default=1.0, ge=0)
     equivalence_pct: float = Field(default=2.0, ge=0)
     guardrails: list[str] = Field(default_factory=list)
@@ -110,6 +110,13 @@ class BenchSpec(CommandSpec):
     def _pairs(self) -> BenchSpec:
         if self.max_pairs < self.pairs:
             raise ValueError(f"max_pairs ({self.max_pairs}) is below pairs ({self.pairs})")
+        declared = set(self.paths or {}) | set(self.patterns or {})
+        for name in [self.metric, *self.guardrails]:
+            if not is_known_metric(name) and name not in declared:
+                raise ValueError(
+                    f"unknown metric {name!r}: use output_tok_s, total_tok_s, req_s, duration_s, or a latency such "
+                    "as p99_tpot / median_ttft / mean_itl / p99_e2e (or declare it under paths/patterns)"
+                )
         if self.parser == "json-path" and not self.paths:
             raise ValueError("parser json-path needs `paths` (field → dotted path)")
         if self.parser == "regex" and not self.patterns:
@@ -117,14 +124,22 @@ class BenchSpec(CommandSpec):
         return self
 
 
+def is_known_metric(name: str) -> bool:
+    return name in THROUGHPUT_METRICS or bool(LATENCY_METRIC.fullmatch(name))
+
+
+THROUGHPUT_METRICS = {"output_tok_s", "total_tok_s", "req_s", "duration_s"}
+LATENCY_METRIC = re.compile(r"(mean|median|std|p\d+(?:\.\d+)?)_(ttft|tpot|itl|e2e)")
+
+
 class StressSpec(CommandSpec):
     name: str
-    runs: int = Field(default=1, ge=1, le=100)
+    runs: StrictInt = Field(default=1, ge=1, le=100)
     timeout: float = Field(default=300.0, gt=0, le=86_400)
 
 
 class RollbackSpec(_Strict):
-    verify_runs: int = Field(default=3, ge=1, le=20)
+    verify_runs: StrictInt = Field(default=3, ge=1, le=20)
     tolerance_pct: float = Field(default=5.0, gt=0)
 
 
@@ -142,6 +157,15 @@ class Campaign(_Strict):
     stress: list[StressSpec] = Field(default_factory=list)
     rollback: RollbackSpec = Field(default_factory=RollbackSpec)
     options: list[Option] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Campaign:
+        if self.goal.metric != self.benchmark.metric:
+            raise ValueError(
+                f"goal.metric ({self.goal.metric}) differs from benchmark.metric "
+                f"({self.benchmark.metric}); the goal is judged on what the benchmark measures"
+            )
+        return self
 
     def option(self, option_id: int) -> Option:
         for option in self.options:

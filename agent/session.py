@@ -406,15 +406,19 @@ class Runner:
                 f"session {self.dir.id} is not waiting for a decision (status: {self.meta.get('status')})"
             )
         interrupt_id, gate = found
+        answers = self._answers()
+        if interrupt_id in answers:
+            raise SessionError(
+                f"gate {gate.id} already has a recorded answer ({answers[interrupt_id].get('echo', 'see journal')}); "
+                f"run `signoff resume {self.dir.id}` to apply it"
+            )
         try:
-            decision = self.ctx.brain.interpret(text, gate)
+            decision = self.ctx.brain.interpret(text, gate).model_copy(update={"by": by})
+            result = answer_gate(gate, decision, next_rule=self._rule_count() + 1)
         except DecisionError as exc:
             self.journal.append("decision.rejected", gate=gate.id, gate_kind=gate.kind, raw=text, by=by, error=str(exc))
             self.journal.close()
             raise
-        decision = decision.model_copy(update={"by": by})
-        existing = self._rule_count()
-        result = answer_gate(gate, decision, next_rule=existing + 1)
         for rule in result.rules:
             self.journal.append("rule.added", rule=rule.model_dump(mode="json"), gate=gate.id, by=by, raw=text)
         self.journal.append(
@@ -429,8 +433,7 @@ class Runner:
             echo=result.echo,
             interrupt=interrupt_id,
         )
-        answers = self._answers()
-        answers[interrupt_id] = result.payload()
+        answers[interrupt_id] = {**result.payload(), "echo": result.echo}
         self._write_answers(answers)
         self.journal.close()
         return interrupt_id, result.echo
@@ -513,8 +516,23 @@ def list_sessions() -> list[dict[str, Any]]:
             meta = json.loads(meta_path.read_text())
         except (OSError, json.JSONDecodeError):
             continue
-        out.append({k: meta.get(k) for k in ("id", "campaign_name", "policy_name", "status", "created", "demo")})
+        row = {k: meta.get(k) for k in ("id", "campaign_name", "policy_name", "status", "created", "demo")}
+        if row["status"] == "running" and not _lock_held(meta_path.parent / "lock"):
+            row["status"] = "interrupted"  # the runner died (kill -9, crash); `signoff resume` continues it
+        out.append(row)
     return out
+
+
+def _lock_held(path: Path) -> bool:
+    if not path.exists():
+        return False
+    with path.open("a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(fh, fcntl.LOCK_UN)
+        return False
 
 
 def demo_campaign() -> Path:

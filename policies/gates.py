@@ -66,6 +66,7 @@ FACTS: dict[GateKind, dict[str, FactSpec]] = {
         "option": _s('the option id, e.g. "2"'),
         "verdict": _s("safety verdict from stress, benchmarks and investigation", VERDICTS),
         "ab_verdict": _s("A/B verdict on the primary metric", AB_VERDICTS),
+        "has_estimate": _b("the A/B produced an estimate (else gain_pct, ci_low, ci_high are 0.0)"),
         "gain_pct": _d("effect on the primary metric in %, positive = better"),
         "ci_low": _d("lower bound of the 95% CI of the gain, %"),
         "ci_high": _d("upper bound of the 95% CI of the gain, %"),
@@ -89,6 +90,7 @@ FACTS: dict[GateKind, dict[str, FactSpec]] = {
         "option": _s("the option that was rolled back"),
         "health_ok": _b("the health check passed after the revert"),
         "verified": _b("health ok and the baseline metric is back within tolerance"),
+        "measured": _b("the baseline metric was re-measured (else delta_pct is 0.0)"),
         "delta_pct": _d("baseline metric after revert vs before, %"),
     },
     "command": {
@@ -176,6 +178,7 @@ class Gate(BaseModel):
     facts: dict[str, Any]
     allowed: list[Action]
     options: list[int] = Field(default_factory=list)  # option ids a one-liner may name here
+    status: dict[str, str] = Field(default_factory=dict)  # option id → pending/current/kept/skipped/…
     evidence: list[str] = Field(default_factory=list)
     recommendation: Decision | None = None
 

@@ -38,11 +38,19 @@ class GatePolicy(_Strict):
     on_error: Action = "ask"
     headless_default: Action | None = None
 
-    @model_validator(mode="after")
-    def _on_error_never_approves(self) -> GatePolicy:
-        if self.on_error not in ("ask", "stop", "skip", "reject", "rollback"):
-            raise ValueError("on_error must fail closed: one of ask, stop, skip, reject, rollback")
-        return self
+
+# Answers that never let a run go ahead: what an evaluation error may turn into, per gate kind.
+FAIL_CLOSED: dict[str, tuple[str, ...]] = {
+    "plan": ("ask", "stop"),
+    "triage": ("ask", "stop"),
+    "continue_or_ask": ("ask", "stop"),
+    "safety": ("ask", "stop", "skip", "defer", "rollback"),
+    "rollback": ("ask", "stop"),
+    "command": ("ask", "stop", "reject"),
+    "budget": ("ask", "stop"),
+}
+# At these gates skip/defer/select need option ids, which a policy rule cannot name.
+NEEDS_TARGETS = {"plan", "triage", "continue_or_ask"}
 
 
 class CommandRules(_Strict):
@@ -99,14 +107,39 @@ class Policy:
         self.sha256 = hashlib.sha256(source.text.encode()).hexdigest()
         self.model = model
         self.rules: dict[GateKind, list[CompiledRule]] = {}
+        seen_ids: dict[str, int] = {}
         for kind, gate in model.gates.items():
             compiled = []
+            if gate.on_error not in FAIL_CLOSED[kind]:
+                raise source.error(
+                    ("gates", kind, "on_error"),
+                    f"on_error must fail closed: at a {kind} gate one of {', '.join(FAIL_CLOSED[kind])}",
+                )
             for i, rule in enumerate(gate.rules):
                 loc = ("gates", kind, "rules", i)
+                if rule.id in seen_ids:
+                    raise source.error(
+                        (*loc, "id"),
+                        f"rule id {rule.id!r} is already used at line {seen_ids[rule.id]}; "
+                        "decisions cite rule ids, so they must be unique",
+                    )
+                seen_ids[rule.id] = source.line((*loc, "id")) or 0
                 if rule.decide not in ALLOWED[kind]:
                     raise source.error((*loc, "decide"), _not_allowed(kind, rule.decide))
-                if rule.then is not None and rule.then not in ALLOWED[kind]:
-                    raise source.error((*loc, "then"), _not_allowed(kind, rule.then))
+                if kind in NEEDS_TARGETS and rule.decide in ("skip", "defer", "select"):
+                    raise source.error(
+                        (*loc, "decide"),
+                        f"{rule.decide} at a {kind} gate needs option ids, which a "
+                        "rule cannot name; use continue, stop or ask",
+                    )
+                if rule.then is not None and (
+                    rule.then != "rollback" or kind != "safety" or rule.decide in ("continue", "approve", "retry")
+                ):
+                    raise source.error(
+                        (*loc, "then"),
+                        "then: rollback is the only follow-up, for a safety rule that "
+                        "skips, defers or stops (those always roll back; `then` makes it explicit)",
+                    )
                 try:
                     condition = Condition(rule.when, FACTS[kind])
                 except ExprError as exc:
@@ -116,8 +149,20 @@ class Policy:
                 compiled.append(
                     CompiledRule(spec=rule, kind=kind, condition=condition, line=source.line((*loc, "when")))
                 )
-            if gate.headless_default is not None and gate.headless_default not in ALLOWED[kind]:
-                raise source.error(("gates", kind, "headless_default"), _not_allowed(kind, gate.headless_default))
+            if gate.headless_default is not None and (
+                gate.headless_default not in ALLOWED[kind]
+                or gate.headless_default == "ask"
+                or (kind in NEEDS_TARGETS and gate.headless_default in ("skip", "defer", "select"))
+            ):
+                raise source.error(
+                    ("gates", kind, "headless_default"),
+                    f"headless_default is the answer when nobody is there: at a {kind} gate one of "
+                    + ", ".join(
+                        a
+                        for a in ALLOWED[kind]
+                        if a not in ("ask", "skip", "defer", "select") or (kind not in NEEDS_TARGETS and a != "ask")
+                    ),
+                )
             self.rules[kind] = compiled
         self._source = source
 

@@ -67,12 +67,18 @@ class YamlSource:
         self.text = text
         self.lines: dict[Loc, int] = {}
         node = _compose(text, path)
-        self.data: Any = {} if node is None else _build(node, (), self.lines, path)
+        if node is None:
+            raise SourceError(path, 1, "the file is empty")
+        self.data: Any = _build(node, (), self.lines, path)
 
     @classmethod
     def read(cls, path: Path) -> YamlSource:
         try:
             text = path.read_text(encoding="utf-8")
+            if "\x00" in text:
+                raise SourceError(
+                    path, text[: text.index("\x00")].count("\n") + 1, "contains a NUL byte; not a text file"
+                )
         except FileNotFoundError:
             raise SourceError(path, None, "file not found") from None
         except (OSError, UnicodeDecodeError) as exc:

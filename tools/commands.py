@@ -1,8 +1,11 @@
 """Command permission check, run before anything touches a host.
 
 Claude-Code-style semantics: deny beats ask beats allow, first match wins within a class, and a
-compound command (`a && b; c | d`) is split so that every part must be allowed on its own.
-A command that matches no pattern is `ask`: an unlisted command never runs unseen.
+compound command is split so that every part must be allowed on its own. Parts are separated by
+`;`, `&&`, `||`, `|`, `&` and newlines; the bodies of `$(…)`, backticks and `<(…)`/`>(…)` are
+checked as commands of their own. A command that matches no pattern is `ask`, and so is output
+redirected outside the working directory (`> /etc/…`, `> ~/…`, `> ../…`): an allow pattern for
+`echo *` must not quietly allow `echo x > /etc/passwd`.
 """
 
 from __future__ import annotations
@@ -17,31 +20,54 @@ from pydantic import BaseModel
 
 CommandClass = Literal["allow", "ask", "deny"]
 
-_SPLIT = re.compile(r"\s*(?:&&|\|\||;|\||\n)\s*")
+_SEPARATORS = {";", "&&", "||", "|", "&", ";;", "|&"}
+_SUBST = re.compile(r"\$\(((?:[^()]|\([^()]*\))*)\)|`([^`]*)`|[<>]\(((?:[^()]|\([^()]*\))*)\)")
+_REDIRECT_OUT = re.compile(r"(?:^|\s)\d*>>?\|?\s*([^\s;&|]+)")
 
 
 class Verdict(BaseModel):
     klass: CommandClass
     part: str
     pattern: str | None
+    reason: str = ""
+
+
+def substitutions(command: str) -> list[str]:
+    """Bodies of command and process substitutions, innermost ones included."""
+    found = []
+    for m in _SUBST.finditer(command):
+        body = next(g for g in m.groups() if g is not None)
+        found.append(body)
+        found.extend(substitutions(body))
+    return found
 
 
 def split_compound(command: str) -> list[str]:
-    """Split on shell control operators outside quotes (a conservative approximation)."""
-    try:
-        lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|")
-        lexer.whitespace_split = True
-        tokens = list(lexer)
-    except ValueError:
-        # Unbalanced quotes: fall back to a plain split so nothing hides inside them.
-        return [p for p in _SPLIT.split(command) if p.strip()]
-    parts: list[list[str]] = [[]]
-    for tok in tokens:
-        if tok in {";", "&&", "||", "|", "&", ";;"}:
-            parts.append([])
-        else:
-            parts[-1].append(tok)
-    return [" ".join(p) for p in parts if p]
+    """Split on shell control operators and newlines outside quotes (a conservative approximation)."""
+    parts: list[str] = []
+    for line in command.splitlines() or [command]:
+        # fd duplications (`>&2`, `2<&-`) run nothing; `&>` is a redirection, not a background `&`.
+        line = re.sub(r"\d*[<>]&(?:\d+|-)", " ", line)
+        line = re.sub(r"&>>?", ">", line)
+        try:
+            lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|")
+            lexer.whitespace_split = True
+            tokens = list(lexer)
+        except ValueError:
+            # Unbalanced quotes: fall back to a plain split so nothing hides inside them.
+            parts.extend(p for p in re.split(r"\s*(?:&&|\|\||;|\||&)\s*", line) if p.strip())
+            continue
+        current: list[str] = []
+        for tok in tokens:
+            if tok in _SEPARATORS:
+                if current:
+                    parts.append(" ".join(current))
+                current = []
+            else:
+                current.append(tok)
+        if current:
+            parts.append(" ".join(current))
+    return parts
 
 
 def _match(part: str, patterns: Sequence[str]) -> str | None:
@@ -51,15 +77,31 @@ def _match(part: str, patterns: Sequence[str]) -> str | None:
     return None
 
 
+def _escapes_workdir(part: str) -> str | None:
+    for m in _REDIRECT_OUT.finditer(part):
+        target = m.group(1).strip("'\"")
+        if target.startswith(("/", "~", "$")) and target not in ("/dev/null", "/dev/stdout", "/dev/stderr"):
+            return target
+        if target == ".." or target.startswith("../") or "/../" in target:
+            return target
+    return None
+
+
 def classify(command: str, *, allow: Sequence[str], ask: Sequence[str], deny: Sequence[str]) -> Verdict:
     """The class of the whole command: the most restrictive class of any of its parts."""
     parts = split_compound(command) or [command.strip()]
+    for body in substitutions(command):
+        parts.extend(split_compound(body))
     for part in [command.strip(), *parts]:
         if (pattern := _match(part, deny)) is not None:
-            return Verdict(klass="deny", part=part, pattern=pattern)
+            return Verdict(klass="deny", part=part, pattern=pattern, reason=f"matches deny pattern {pattern!r}")
     for part in parts:
         if (pattern := _match(part, ask)) is not None:
-            return Verdict(klass="ask", part=part, pattern=pattern)
+            return Verdict(klass="ask", part=part, pattern=pattern, reason=f"matches ask pattern {pattern!r}")
         if _match(part, allow) is None:
-            return Verdict(klass="ask", part=part, pattern=None)
+            return Verdict(klass="ask", part=part, pattern=None, reason="matches no allow pattern")
+        if (target := _escapes_workdir(part)) is not None:
+            return Verdict(
+                klass="ask", part=part, pattern=None, reason=f"writes outside the working directory: {target}"
+            )
     return Verdict(klass="allow", part=command, pattern=None)

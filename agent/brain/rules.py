@@ -86,13 +86,25 @@ class RuleBrain:
         wedges = sum(1 for s in stress if s["outcome"] == "wedge")
         errors = sum(1 for s in stress if s["outcome"] == "error")
         failed = int(evidence.get("failed_candidate_runs", 0))
+        failed_a, runs_a = int(evidence.get("failed_baseline_runs", 0)), int(evidence.get("baseline_runs", 0))
         hazards = list(finding.get("hazards", []))
         reasons: list[str] = []
+        measurement_broken = runs_a > 0 and failed_a * 2 >= runs_a
+        if measurement_broken:
+            # The baseline fails as often as the candidate: the benchmark is broken, which says
+            # nothing about the option. Not "unsafe"; a person has to look.
+            reasons.append(
+                f"the benchmark also failed on the baseline ({failed_a} of {runs_a} runs): "
+                "a measurement problem, not evidence about the option"
+            )
+            failed = 0
         reasons.extend(stress_reasons(stress))
         if failed:
             reasons.append(f"{failed} candidate benchmark run(s) failed or were unreadable")
         if wedges or errors or failed:
             verdict = "unsafe"
+        elif measurement_broken:
+            verdict = "unknown"
         elif hazards and not stress:
             verdict = "unknown"
             reasons.append("investigation reported hazards and no stress test exercised them")

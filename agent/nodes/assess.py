@@ -20,6 +20,8 @@ def assess(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         "stress": state.get("stress", {}).get(key, []),
         "finding": state.get("findings", {}).get(key),
         "failed_candidate_runs": ab.get("failed_candidate_runs", 0),
+        "failed_baseline_runs": ab.get("failed_baseline_runs", 0),
+        "baseline_runs": ab.get("baseline_runs", 0),
     }
     assessment = ctx.brain.assess(option, evidence)
     data = assessment.model_dump(mode="json")

@@ -110,9 +110,12 @@ def benchmark(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         ctx.journal.append("bench.aborted", option=option.id, reason=str(exc))
         return {"route": "failed", "options": {key: {"outcome": "untested", "reasons": [str(exc)]}}}
     failed_candidate = sum(1 for r in runs if r.arm == "B" and not r.valid)
+    failed_baseline = sum(1 for r in runs if r.arm == "A" and not r.valid)
     ab = {
         **result.model_dump(mode="json"),
         "failed_candidate_runs": failed_candidate,
+        "failed_baseline_runs": failed_baseline,
+        "baseline_runs": sum(1 for r in runs if r.arm == "A"),
         "a_values": [r.value for r in runs if r.arm == "A" and r.valid],
         "invalid": [{"pair": r.pair, "arm": r.arm, "reason": r.reason} for r in runs if not r.valid],
     }

@@ -24,6 +24,21 @@ def active_rules(state: State) -> list[SessionRule]:
     return [r for r in rules if r.decision.scope == "standing" or r.id not in used]
 
 
+def option_status(state: State) -> dict[str, str]:
+    """What each option is now, for validating what a decision may name."""
+    queue = set(state.get("queue", []))
+    current = state.get("current")
+    out = {}
+    for key, o in state.get("options", {}).items():
+        if int(key) in queue:
+            out[key] = "pending"
+        elif current is not None and int(key) == current and o.get("outcome") == "untested":
+            out[key] = "current"
+        else:
+            out[key] = o.get("outcome", "untested")
+    return out
+
+
 def make_gate(
     state: State,
     kind: GateKind,
@@ -33,6 +48,7 @@ def make_gate(
     option: int | None = None,
     options: list[int] | None = None,
     evidence: list[str] | None = None,
+    status: dict[str, str] | None = None,
 ) -> Gate:
     return Gate(
         id=f"g{len(state.get('gates', [])) + 1}",
@@ -43,6 +59,7 @@ def make_gate(
         allowed=list(ALLOWED[kind]),
         options=options or [],
         evidence=evidence or [],
+        status=status if status is not None else option_status(state),
     )
 
 
@@ -83,21 +100,26 @@ def record(gate: Gate, decision: Decision) -> dict[str, Any]:
     }
 
 
-def requeue(queue: list[int], decision: Decision, plan: list[int]) -> tuple[list[int], dict[str, Any]]:
-    """Apply skip/defer/select targets to the queue; returns (queue, per-option updates)."""
+def requeue(
+    queue: list[int], decision: Decision, plan: list[int], status: dict[str, str]
+) -> tuple[list[int], dict[str, Any]]:
+    """Apply skip/defer/select targets to the queue; returns (queue, per-option updates).
+
+    Only pending options can be skipped or deferred, and kept or no-go options are never selected:
+    `agent.answers` refuses such decisions, and this keeps a policy or session rule from doing it.
+    """
     updates: dict[str, Any] = {}
     queue = list(queue)
     if decision.action in ("skip", "defer") and decision.targets:
         outcome = "deferred" if decision.action == "defer" or decision.scope == "for_now" else "skipped"
         for t in decision.targets:
-            if t in queue:
-                queue.remove(t)
-            updates[str(t)] = {
-                "outcome": outcome,
-                "reasons": [f"{decision.action} by {decision.by}" + (f": {decision.raw!r}" if decision.raw else "")],
-            }
+            if t not in queue:
+                continue
+            queue.remove(t)
+            why = f"{decision.action} by {decision.by}" + (f": {decision.raw!r}" if decision.raw else "")
+            updates[str(t)] = {"outcome": outcome, "reasons": [why]}
     if decision.action == "select" and decision.targets:
-        chosen = [t for t in decision.targets if t in plan]
+        chosen = [t for t in decision.targets if t in plan and status.get(str(t)) not in ("no-go", "kept", "current")]
         queue = chosen + [q for q in queue if q not in chosen]
         for t in chosen:
             updates[str(t)] = {"outcome": "untested"}
@@ -132,6 +154,7 @@ def triage_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         },
         options=sorted(int(k) for k in findings),
         evidence=[f"finding #{k}" for k in sorted(findings, key=int)],
+        status={k: ("no-go" if int(k) in no_go else "pending") for k in findings},
     )
     decision, update = resolve(state, runtime, gate)
     if decision is None:
@@ -139,7 +162,7 @@ def triage_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     options: dict[str, Any] = {str(o): {"outcome": "no-go"} for o in no_go}
     if decision.action == "stop":
         return {**update, "queue": [], "route": "report", "stopping": True, "options": options}
-    queue, changes = requeue(feasible, decision, plan)
+    queue, changes = requeue(feasible, decision, plan, gate.status)
     return {**update, "queue": queue, "route": "next", "options": {**options, **changes}}
 
 
@@ -154,6 +177,7 @@ def safety_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         "option": key,
         "verdict": a["verdict"],
         "ab_verdict": a["ab_verdict"],
+        "has_estimate": a["gain_pct"] is not None,
         "gain_pct": float(a["gain_pct"] if a["gain_pct"] is not None else 0.0),
         "ci_low": float(a["ci"][0]) if a["ci"] else 0.0,
         "ci_high": float(a["ci"][1]) if a["ci"] else 0.0,
@@ -236,7 +260,7 @@ def continue_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         return update
     if decision.action == "stop":
         return {**update, "route": "report", "stopping": bool(queue)}
-    queue, changes = requeue(queue, decision, state.get("plan", []))
+    queue, changes = requeue(queue, decision, state.get("plan", []), gate.status)
     return {**update, "queue": queue, "route": "next", "options": changes}
 
 
@@ -250,6 +274,7 @@ def rollback_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         "option": key,
         "health_ok": bool(v.get("health_ok")),
         "verified": bool(v.get("verified")),
+        "measured": v.get("delta_pct") is not None,
         "delta_pct": float(v.get("delta_pct") or 0.0),
     }
     question = (

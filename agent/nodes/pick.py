@@ -38,8 +38,29 @@ def denied(ctx: RunContext, scope: str) -> list[tuple[str, str, str]]:
     return [(h, c, k) for h, c, k in classified(ctx, scope) if k == "deny"]
 
 
+def initial_options(ctx: RunContext) -> dict[str, dict[str, Any]]:
+    return {
+        str(o.id): {
+            "title": o.title,
+            "outcome": "untested",
+            "reasons": [],
+            "verdict": None,
+            "gain_pct": None,
+            "ci": None,
+        }
+        for o in ctx.campaign.options
+    }
+
+
 def preflight(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
+    if not state.get("options"):
+        # Every option appears in every report, even when the run stops before it starts.
+        return {**_preflight(state, ctx), "options": initial_options(ctx)}
+    return _preflight(state, ctx)
+
+
+def _preflight(state: State, ctx: RunContext) -> dict[str, Any]:
     refused = denied(ctx, "campaign")
     if refused:
         for host, command, _ in refused:

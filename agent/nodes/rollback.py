@@ -48,7 +48,7 @@ def rollback(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     health_ok = revert_ok and all(r.ok for r in health)
     reference = state.get("ab", {}).get(str(option.id), {}).get("a_values", [])
     check: list[float] = []
-    if health_ok:
+    if health_ok and reference:
         for i in range(ctx.campaign.rollback.verify_runs):
             run = bench_once(ctx, pair=i, arm="A", option=option.id, approved=approved, purpose="verify")
             if run.valid and run.value is not None:
@@ -61,12 +61,20 @@ def rollback(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
             "delta_pct": None,
             "detail": "revert or health check failed" if revert_ok else "revert command failed",
         }
-    elif not reference or not check:
+    elif not reference:
+        # Never benchmarked (apply failed first): the health checks are all there is to verify.
+        v = {
+            "verified": True,
+            "health_ok": True,
+            "delta_pct": None,
+            "detail": "health checks pass; this option was never benchmarked, so there is no metric to compare",
+        }
+    elif not check:
         v = {
             "verified": False,
             "health_ok": True,
             "delta_pct": None,
-            "detail": "no valid baseline measurements to compare against",
+            "detail": "no valid baseline measurement after the revert",
         }
     else:
         ok, delta = within_band(reference, check, tolerance)

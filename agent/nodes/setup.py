@@ -36,18 +36,7 @@ def setup(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         message = f"baseline setup failed on {f.host}: {f.command!r} {why} {detail[0]}".strip()
         ctx.journal.append("setup.failed", error=message)
         return {"route": "report", "stopping": True, "report": {"error": message}}
-    options = {
-        str(o.id): {
-            "title": o.title,
-            "outcome": "untested",
-            "reasons": [],
-            "verdict": None,
-            "gain_pct": None,
-            "ci": None,
-        }
-        for o in ctx.campaign.options
-    }
-    return {"route": "plan", "options": options}
+    return {"route": "plan"}
 
 
 def plan(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
