@@ -259,7 +259,10 @@ class Runner:
             conn.close()
 
     def _config(self) -> dict[str, Any]:
-        return {"configurable": {"thread_id": self.dir.id}, "max_concurrency": 8, "recursion_limit": 500}
+        # Investigation subagents run one per option in parallel; LangGraph's default pool is cpus+4
+        # threads, which would quietly serialize a wide fan-out of blocking SSH probes on a small box.
+        width = max(8, len(self.loaded.campaign.options))
+        return {"configurable": {"thread_id": self.dir.id}, "max_concurrency": width, "recursion_limit": 500}
 
     def start(self) -> Outcome:
         self.journal.append(

@@ -42,7 +42,7 @@ gates:
     rules:
       - {id: skip-unsafe, when: 'verdict == "unsafe"', decide: skip, then: rollback}
       - {id: keep, when: 'verdict == "safe" && ab_verdict == "improved"', decide: continue}
-  continue_or_ask: {rules: [{id: go, when: has_next_step, decide: continue}, {id: done, decide: stop}]}
+  continue_or_ask: {rules: [{id: next, when: has_next_step, decide: continue}, {id: done, decide: stop}]}
   rollback: {rules: [{id: ok, when: verified, decide: approve}]}
 """
 
@@ -130,7 +130,9 @@ def test_a_run_that_cannot_start_fails_with_one_line_and_a_journal_entry(cli, va
 
 
 def test_setup_failure_still_reports_every_option(cli, variant):
-    broken = MINI.replace('setup: ["{{simserve}} init --seed 3"]', 'setup: ["{{simserve}} init --seed 3 && test -f no-such-file"]')
+    broken = MINI.replace(
+        'setup: ["{{simserve}} init --seed 3"]', 'setup: ["{{simserve}} init --seed 3 && test -f no-such-file"]'
+    )
     r = cli("run", str(variant(broken, name="setupfail")), "--policy", "autonomous", "--json")
     assert r.code == 1
     out = r.json()

@@ -199,7 +199,11 @@ def test_upload_and_the_wrapper_quotes_everything(ssh_transport, sshd, tmp_path)
     ssh_transport.put(host, local, "payload.txt")
     r = ssh_transport.run(host, "cat payload.txt", timeout=10)
     assert r.stdout_tail == local.read_text()
-    assert "setsid -w sh -c" in wrap("echo 'x'", timeout=5, cwd="/a b", env={"K": "v w"})
+    odd = f"{ssh_transport.workdir(host)}/dir with 'quotes' and $(dollars)"
+    assert ssh_transport.run(host, 'mkdir -p "$D"', timeout=10, env={"D": odd}).ok
+    r = ssh_transport.run(host, 'pwd; printf "%s\\n" "$V"', timeout=10, cwd=odd, env={"V": "a 'b' \"c\" `d`"})
+    assert r.stdout_tail.splitlines() == [odd, "a 'b' \"c\" `d`"]
+    assert wrap("true", timeout=5, cwd=None, env=None).startswith("echo __SIGNOFF_PGID=$$ >&2; exec timeout")
 
 
 @pytest.mark.parametrize("secret_env", ["DEPLOY_TOKEN"])
@@ -217,3 +221,46 @@ def test_redaction_over_ssh(sshd, tmp_path, secret_env):
     for f in (tmp_path / "a").iterdir():
         assert canary.encode() not in f.read_bytes()
     t.close()
+
+
+def test_proxy_jump_tunnels_through_a_direct_tcpip_channel(sshd, tmp_path):
+    t = SSHTransport(ArtifactStore(tmp_path / "a"), KnownHosts([sshd.known_hosts], None))
+    jump = f"{sshd.user}@127.0.0.1:{sshd.port}"
+    r = t.run(sshd.host(name="behind-jump", proxy_jump=jump), "echo $SSH_CONNECTION", timeout=10)
+    assert r.ok, r.error
+    # Seen from the target, the client is the jump host's forwarding, i.e. 127.0.0.1 again, via a tunnel.
+    assert r.stdout_tail.startswith("127.0.0.1 ")
+    t.close()
+
+
+def test_ssh_agent_only_when_asked(sshd, tmp_path, monkeypatch):
+    import subprocess
+
+    sock = tmp_path / "agent.sock"
+    agent = subprocess.Popen(["ssh-agent", "-D", "-a", str(sock)], stdout=subprocess.DEVNULL)
+    try:
+        for _ in range(50):
+            if sock.exists():
+                break
+            time.sleep(0.05)
+        monkeypatch.setenv("SSH_AUTH_SOCK", str(sock))
+        subprocess.run(["ssh-add", "-q", str(sshd.client_key)], check=True, capture_output=True)
+        no_key = {"key_path": None}
+        t = SSHTransport(ArtifactStore(tmp_path / "a"), KnownHosts([sshd.known_hosts], None))
+        r = t.run(sshd.host(name="agentless", **no_key), "true", timeout=10)
+        assert not r.ok and "no key to authenticate with" in r.error  # the agent is not consulted by default
+        r = t.run(sshd.host(name="agentful", use_agent=True, **no_key), "true", timeout=10)
+        assert r.ok, r.error
+        t.close()
+    finally:
+        agent.terminate()
+
+
+def test_a_dead_pooled_connection_is_replaced_once(ssh_transport, sshd):
+    host = sshd.host(name="flaky")
+    assert ssh_transport.run(host, "true", timeout=10).ok
+    conn = ssh_transport._pool["flaky"]
+    conn.client.get_transport().sock.close()  # the link dies under the pool
+    r = ssh_transport.run(host, "echo again", timeout=10)
+    assert r.ok and r.stdout_tail == "again\n"
+    assert ssh_transport._pool["flaky"] is not conn

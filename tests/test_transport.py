@@ -57,3 +57,18 @@ def test_redaction_applies_to_command_output_and_artifacts(tmp_path):
     for f in (tmp_path / "artifacts").iterdir():
         assert b"s3cr3t-canary" not in f.read_bytes()
     assert "token=***" in r.stdout_tail
+
+
+def test_output_without_newlines_streams_in_bounded_pieces(tmp_path):
+    from tools.output import StreamSink
+
+    store = ArtifactStore(tmp_path / "a")
+    pieces: list[str] = []
+    sink = StreamSink("stdout", store, lambda s, line: pieces.append(line), str)
+    text = ("é" * 50_000 + "x") * 20  # no newline at all, multi-byte characters across chunk borders
+    data = text.encode()
+    for i in range(0, len(data), 4093):
+        sink.feed(data[i : i + 4093])
+    _, _, name = sink.close()
+    assert (tmp_path / "a" / name).read_bytes() == data
+    assert "".join(pieces) == text and max(len(p.encode()) for p in pieces) <= (1 << 16) + 4093

@@ -13,6 +13,7 @@ from tools.artifacts import ArtifactStore
 LineCallback = Callable[[str, str], None]  # (stream name, line)
 
 TAIL_BYTES = 1 << 20  # 1 MiB per stream in memory; the rest is on disk
+MAX_LINE = 1 << 16  # longer "lines" are passed on in pieces of this size
 
 
 class StreamSink:
@@ -22,26 +23,45 @@ class StreamSink:
         self.name = name
         self.on_line = on_line
         self.redact = redact
+        self.redacting = redact is not str and bool(redact)  # an empty Redactor is falsy
         self.writer = store.writer()
         self.hash = hashlib.sha256()
-        self.partial = b""
+        self.partial_parts: list[bytes] = []
+        self.partial_size = 0
         self.tail: deque[bytes] = deque()
         self.tail_size = 0
         self.truncated = False
         self.filter: Callable[[str], bool] | None = None  # True = swallow the line (e.g. our PGID marker)
 
     def feed(self, data: bytes) -> None:
-        data = self.partial + data
-        *lines, self.partial = data.split(b"\n")
+        if b"\n" not in data:
+            # No newline yet: buffer, but never more than MAX_LINE (200 MB of one "line" is realistic
+            # for binary output, and re-concatenating it per chunk would be quadratic).
+            self.partial_parts.append(data)
+            self.partial_size += len(data)
+            if self.partial_size >= MAX_LINE:
+                buf = b"".join(self.partial_parts)
+                cut = _utf8_boundary(buf)
+                self._line(buf[:cut], b"")
+                self.partial_parts, self.partial_size = ([buf[cut:]], len(buf) - cut) if cut < len(buf) else ([], 0)
+            return
+        head, _, rest = data.partition(b"\n")
+        self._line(b"".join([*self.partial_parts, head]), b"\n")
+        *lines, tail = rest.split(b"\n")
         for raw in lines:
             self._line(raw, b"\n")
+        self.partial_parts, self.partial_size = ([tail], len(tail)) if tail else ([], 0)
 
     def _line(self, raw: bytes, end: bytes) -> None:
-        text = raw.decode(errors="replace")
-        if self.filter is not None and self.filter(text):
-            return
-        clean = self.redact(text)
-        out = clean.encode() + end
+        if self.filter is None and not self.redacting and self.on_line is None:
+            out = raw + end  # fast path: bytes straight through (nothing to redact or show)
+            clean = ""
+        else:
+            text = raw.decode(errors="replace")
+            if self.filter is not None and self.filter(text):
+                return
+            clean = self.redact(text) if self.redacting else text
+            out = clean.encode() + end if self.redacting else raw + end
         self.writer.write(out)
         self.hash.update(out)
         self.tail.append(out)
@@ -54,8 +74,22 @@ class StreamSink:
 
     def close(self) -> tuple[str, str, str]:
         """(text tail, sha256 of the full redacted stream, artifact name)."""
-        if self.partial:
-            self._line(self.partial, b"")
-            self.partial = b""
+        if self.partial_parts:
+            self._line(b"".join(self.partial_parts), b"")
+            self.partial_parts, self.partial_size = [], 0
         _, name = self.writer.close()
         return b"".join(self.tail).decode(errors="replace"), self.hash.hexdigest(), name
+
+
+def _utf8_boundary(buf: bytes) -> int:
+    """The largest cut point that does not split a UTF-8 character."""
+    cut = len(buf)
+    back = 0
+    while cut > 0 and back < 4 and (buf[cut - 1] & 0xC0) == 0x80:
+        cut -= 1
+        back += 1
+    if cut > 0 and buf[cut - 1] >= 0xC0:
+        need = 2 if buf[cut - 1] < 0xE0 else 3 if buf[cut - 1] < 0xF0 else 4
+        if back + 1 < need:
+            return cut - 1
+    return len(buf)

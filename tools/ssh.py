@@ -337,6 +337,11 @@ class SSHTransport:
 
         with self._guard:
             gate = self._handshakes.setdefault(endpoint.address, threading.BoundedSemaphore(HANDSHAKES_PER_HOST))
+        if not endpoint.key_paths and not endpoint.use_agent:
+            raise TransportError(
+                f"{endpoint.label()}: no key to authenticate with: set key_path on the host, an IdentityFile "
+                "in ssh_config, or use_agent: true"
+            )
         last: Exception | None = None
         for attempt in range(4):
             with gate:
@@ -349,7 +354,8 @@ class SSHTransport:
                 client.set_missing_host_key_policy(self.known_hosts.policy())
                 try:
                     client.connect(
-                        endpoint.address,
+                        transport_factory=_fast_transport,
+                        hostname=endpoint.address,
                         port=endpoint.port,
                         username=endpoint.user,
                         key_filename=endpoint.key_paths or None,
@@ -409,6 +415,8 @@ class SSHTransport:
             env=None,
             stdin=None,
         )
+        if result.error is not None:
+            raise TransportError(result.error)
         if not result.ok:
             raise TransportError(
                 f"{host.name}: cannot create working directory {path}: {result.error or result.stderr_tail.strip()}"
@@ -490,6 +498,7 @@ class SSHTransport:
         def grab_pgid(line: str) -> bool:
             if not pgid and line.startswith(PGID_MARK):
                 pgid.append(int(line[len(PGID_MARK) :]))
+                err.filter = None  # only the first line is ours
                 return True
             return False
 
@@ -601,18 +610,35 @@ class SSHTransport:
             conn.close()
 
 
+def _fast_transport(sock: Any, **kwargs: Any) -> Any:
+    """A paramiko Transport tuned for bulk output: AES-GCM first (AES-NI; measured 265 vs 243 MB/s for
+    CTR on loopback). Negotiation still falls back to any cipher both sides have."""
+    import paramiko
+
+    t = paramiko.Transport(sock, **kwargs)  # a 16 MiB window measured 4× *slower* here: keep paramiko's 2 MiB
+    options = t.get_security_options()
+    gcm = [c for c in options.ciphers if "gcm" in c]
+    options.ciphers = tuple(gcm + [c for c in options.ciphers if c not in gcm])
+    return t
+
+
 def wrap(command: str, *, timeout: float, cwd: str | None, env: Mapping[str, str] | None) -> str:
-    """Run `command` in its own session and process group under `timeout`, printing the group id
-    first on stderr; the remote deadline holds even if signoff or the link dies."""
+    """Run `command` under `timeout` and print its process group id first, on stderr.
+
+    sshd starts every session's shell with setsid(), so that shell's pid is the process group of
+    everything the command spawns: `kill -TERM -PGID` reaches all of it. The remote `timeout` is the
+    backstop that holds even if signoff or the link dies; our own deadline fires first.
+    """
     prefix = ""
     if cwd:
         prefix += f"cd {shlex.quote(cwd)} || exit 126; "
     for key, value in (env or {}).items():
         prefix += f"export {key}={shlex.quote(value)}; "
-    inner = prefix + command
-    remote_deadline = max(1, int(timeout + 5))  # ours fires first; this one is the backstop
-    script = f'echo {PGID_MARK}$$ >&2; exec timeout -k {int(KILL_GRACE) + 1} {remote_deadline} sh -c "$0"'
-    return f"exec setsid -w sh -c {shlex.quote(script)} {shlex.quote(inner)}"
+    remote_deadline = max(1, int(timeout + 5))
+    return (
+        f"echo {PGID_MARK}$$ >&2; exec timeout -k {int(KILL_GRACE) + 1} {remote_deadline} "
+        f"sh -c {shlex.quote(prefix + command)}"
+    )
 
 
 def _drain(chan: Any, out: StreamSink, err: StreamSink, deadline: float) -> bool:
@@ -623,10 +649,10 @@ def _drain(chan: Any, out: StreamSink, err: StreamSink, deadline: float) -> bool
             return False
         got = False
         while chan.recv_ready():
-            out.feed(chan.recv(65536))
+            out.feed(chan.recv(1 << 20))
             got = True
         while chan.recv_stderr_ready():
-            err.feed(chan.recv_stderr(65536))
+            err.feed(chan.recv_stderr(1 << 20))
             got = True
         # Data, EOF and CLOSE can all arrive while we read the other stream: finish only when both
         # buffers are empty *after* the end was seen, or the tail of the output is lost.
