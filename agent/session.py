@@ -199,6 +199,7 @@ class Runner:
         secrets |= {k: v for k, v in campaign.vars.items() if is_secret_name(k)}
         redact = Redactor.from_environment()
         redact.add(*secrets.values())
+        redact.add(*(os.environ.get(h.passphrase_env, "") for h in campaign.hosts if h.passphrase_env))
         self.transport = HostRouter(
             LocalTransport(d.hosts, artifacts, redact=redact),
             ssh_factory(

@@ -264,3 +264,16 @@ def test_a_dead_pooled_connection_is_replaced_once(ssh_transport, sshd):
     r = ssh_transport.run(host, "echo again", timeout=10)
     assert r.ok and r.stdout_tail == "again\n"
     assert ssh_transport._pool["flaky"] is not conn
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a root login needs root to run sshd")
+def test_timeout_kill_leaves_nothing_behind_for_a_root_login_too(ssh_transport, sshd):
+    # sshd refuses the RFC 4254 `signal` request for root; the process-group kill must not depend on it.
+    # (The test sshd's AuthorizedKeysFile is shared by every user, root included.)
+    import subprocess
+
+    marker = f"signoff-root-wedge-{os.getpid()}"
+    r = ssh_transport.run(sshd.host(name="as-root", user="root"), f"sleep 300 # {marker}", timeout=1.5)
+    assert r.timed_out and r.killed, r.error
+    time.sleep(0.5)
+    assert subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.strip() == ""
