@@ -38,7 +38,9 @@ TARGETED = ("plan", "triage", "continue_or_ask")
 def check_targets(gate: Gate, decision: Decision) -> None:
     """Refuse decisions that name options in a state they cannot apply to (DecisionError)."""
     status = gate.status
-    if decision.action in ("skip", "defer", "select") and not decision.targets and gate.kind in TARGETED:
+    # A conditional "skip it if it's unsafe" is a rule for the gate of whichever option it meets later.
+    untargeted = decision.condition is None
+    if untargeted and decision.action in ("skip", "defer", "select") and not decision.targets and gate.kind in TARGETED:
         raise DecisionError(f"{decision.action} which option? name it, e.g. '{decision.action} #{_example(gate)}'")
     for t in decision.targets:
         state = status.get(str(t))

@@ -37,6 +37,14 @@ AcceptKeysOpt = Annotated[
     bool,
     typer.Option("--accept-new-host-keys", help="Trust-on-first-use: pin unknown SSH host keys (journaled)."),
 ]
+FailOnOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--fail-on",
+        help="ask,default,deadline: exit 4 if a gate was decided by a person, a headless "
+        "default or a deadline (for CI).",
+    ),
+]
 SshConfigOpt = Annotated[
     str | None, typer.Option("--ssh-config", help="An ssh_config file to resolve SSH hosts with (ssh -F).")
 ]
@@ -47,7 +55,10 @@ def _fail(message: str, code: int) -> typer.Exit:
     return typer.Exit(code)
 
 
-def _finish(out: Any, as_json: bool) -> None:
+FAIL_ON_MATCHED = 4
+
+
+def _finish(out: Any, as_json: bool, fail_on: list[str] | None = None) -> None:
     from agent.render import print_paused, print_report, summary_json
 
     if as_json:
@@ -56,7 +67,25 @@ def _finish(out: Any, as_json: bool) -> None:
         print_paused(out)
     else:
         print_report(out)
-    raise typer.Exit(out.exit_code)
+    code = out.exit_code
+    if code == 0 and fail_on:
+        bad = out.forbidden(set(fail_on))
+        if bad:
+            typer.echo(
+                f"signoff: --fail-on {','.join(fail_on)}: {len(bad)} gate(s) decided by "
+                + ", ".join(sorted({g["decided_as"] for g in bad})),
+                err=True,
+            )
+            code = FAIL_ON_MATCHED
+    raise typer.Exit(code)
+
+
+def _fail_on(values: list[str] | None) -> list[str]:
+    out = [v.strip() for raw in values or [] for v in raw.split(",") if v.strip()]
+    wrong = [v for v in out if v not in ("ask", "default", "deadline")]
+    if wrong:
+        raise _fail(f"--fail-on takes ask, default, deadline (not {', '.join(wrong)})", BAD_INPUT)
+    return out
 
 
 def _run(
@@ -68,10 +97,12 @@ def _run(
     accept_new_host_keys: bool = False,
     ssh_config: str | None = None,
     campaign_text: str | None = None,
+    fail_on: list[str] | None = None,
 ) -> None:
     from agent.render import Progress
     from agent.session import RunFailed, Runner, SessionError, SourceError, create
 
+    checks = _fail_on(fail_on)
     try:
         d = create(
             campaign,
@@ -93,7 +124,7 @@ def _run(
         raise _fail(f"session {d.id} failed: {exc}; see its journal, then `signoff resume {d.id}`", FAILED) from None
     except KeyboardInterrupt:
         raise _fail(f"interrupted; `signoff resume {d.id}` continues from the last step", 130) from None
-    _finish(out, as_json)
+    _finish(out, as_json, checks)
 
 
 @app.command()
@@ -107,6 +138,7 @@ def demo(
     ] = None,
     ssh_config: SshConfigOpt = None,
     accept_new_host_keys: AcceptKeysOpt = False,
+    fail_on: FailOnOpt = None,
 ) -> None:
     """Run the built-in decode-throughput demo (simulated hosts; no keys, no network)."""
     from agent.session import SessionError, demo_campaign, demo_over_ssh
@@ -124,6 +156,7 @@ def demo(
         accept_new_host_keys=accept_new_host_keys,
         ssh_config=ssh_config,
         campaign_text=text,
+        fail_on=fail_on,
     )
 
 
@@ -135,6 +168,7 @@ def run(
     as_json: JsonOpt = False,
     ssh_config: SshConfigOpt = None,
     accept_new_host_keys: AcceptKeysOpt = False,
+    fail_on: FailOnOpt = None,
 ) -> None:
     """Run a campaign. Pauses (exit 3) at any gate the policy says to ask about."""
     _run(
@@ -144,6 +178,7 @@ def run(
         demo=False,
         accept_new_host_keys=accept_new_host_keys,
         ssh_config=ssh_config,
+        fail_on=fail_on,
     )
 
 
@@ -153,19 +188,22 @@ def decide(
     text: Annotated[str, typer.Argument(help='One line, e.g. "skip #2 for now if it\'s unsafe".')],
     by: Annotated[str | None, typer.Option("--by", help="Who decides (default: your user name).")] = None,
     no_resume: Annotated[bool, typer.Option("--no-resume", help="Record the decision; resume later.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", help="Confirm a hedged, rollback, stop or standing decision.")] = False,
     as_json: JsonOpt = False,
+    fail_on: FailOnOpt = None,
 ) -> None:
     """Answer the gate a paused session is waiting at, then resume it."""
     from agent.render import Progress
     from agent.session import DecisionError, RunFailed, Runner, SessionDir, SessionError
 
+    checks = _fail_on(fail_on)
     who = f"human:{by or getpass.getuser()}"
     try:
         d = SessionDir.find(session)
         with d.locked():
             runner = Runner(d, headless=True, listeners=[Progress(plain=True if as_json else None)])
             try:
-                _, echo = runner.decide(text, by=who)
+                _, echo = runner.decide(text, by=who, confirmed=yes)
             except DecisionError as exc:
                 raise _fail(f"{exc} (nothing changed)", BAD_INPUT) from None
             typer.echo(f"decided: {echo}", err=True)
@@ -178,27 +216,34 @@ def decide(
         raise _fail(str(exc), BAD_INPUT) from None
     except RunFailed as exc:
         raise _fail(f"session {session} failed: {exc}", FAILED) from None
-    _finish(out, as_json)
+    _finish(out, as_json, checks)
 
 
 @app.command()
 def resume(
     session: Annotated[str, typer.Argument(help="Session id.")],
+    revisit: Annotated[
+        bool, typer.Option("--revisit", help="Reopen the options deferred 'for now' and try them again.")
+    ] = False,
     as_json: JsonOpt = False,
+    fail_on: FailOnOpt = None,
 ) -> None:
-    """Continue a paused or interrupted session (applies decisions recorded with --no-resume)."""
+    """Continue a paused or interrupted session (applies decisions recorded with --no-resume and expired
+    gate deadlines); with --revisit, reopen a finished session's deferred options."""
     from agent.render import Progress
     from agent.session import RunFailed, Runner, SessionDir, SessionError
 
+    checks = _fail_on(fail_on)
     try:
         d = SessionDir.find(session)
         with d.locked():
-            out = Runner(d, headless=True, listeners=[Progress(plain=True if as_json else None)]).resume()
+            runner = Runner(d, headless=True, listeners=[Progress(plain=True if as_json else None)])
+            out = runner.revisit() if revisit else runner.resume()
     except SessionError as exc:
         raise _fail(str(exc), BAD_INPUT) from None
     except RunFailed as exc:
         raise _fail(f"session {session} failed: {exc}", FAILED) from None
-    _finish(out, as_json)
+    _finish(out, as_json, checks)
 
 
 @app.command()
@@ -251,23 +296,81 @@ def decision_parse(
 def policy_check(
     file: Annotated[str, typer.Argument(help="Policy file or preset name.")],
     as_json: JsonOpt = False,
+    strict: Annotated[bool, typer.Option("--strict", help="Exit 1 on lint warnings too.")] = False,
 ) -> None:
-    """Load a policy: schema, CEL type checks against each gate's facts, and its `tests:`."""
-    from policies.schema import SourceError, load_policy
+    """Load a policy (schema, CEL type checks against each gate's facts, its `tests:`) and lint it."""
+    from policies.schema import SourceError, lint, load_policy
 
     try:
         p = load_policy(file)
     except SourceError as exc:
         if as_json:
-            typer.echo(json.dumps({"ok": False, "error": str(exc), "file": exc.path, "line": exc.line}))
+            typer.echo(json.dumps({"ok": False, "error": str(exc), "file": exc.path, "line": exc.line, "warnings": []}))
         raise _fail(str(exc), BAD_INPUT) from None
     rules = sum(len(r) for r in p.rules.values())
+    warnings = lint(p)
     if as_json:
         typer.echo(
-            json.dumps({"ok": True, "name": p.name, "sha256": p.sha256, "rules": rules, "tests": len(p.model.tests)})
+            json.dumps(
+                {
+                    "ok": True,
+                    "name": p.name,
+                    "sha256": p.sha256,
+                    "rules": rules,
+                    "tests": len(p.model.tests),
+                    "warnings": [w.model_dump() | {"file": str(p.path)} for w in warnings],
+                }
+            )
         )
     else:
-        typer.echo(f"OK: {p.name} ({p.path}) — {rules} rules, {len(p.model.tests)} tests pass")
+        for w in warnings:
+            typer.echo(f"{p.path}:{w.line or 1}: warning: {w.message}", err=True)
+        typer.echo(
+            f"OK: {p.name} ({p.path}) — {rules} rules, {len(p.model.tests)} tests pass"
+            + (f", {len(warnings)} warning(s)" if warnings else "")
+        )
+    if strict and warnings:
+        raise typer.Exit(FAILED)
+
+
+@policy_app.command("explain")
+def policy_explain(
+    file: Annotated[str, typer.Argument(help="Policy file or preset name.")],
+    gate: Annotated[str, typer.Option("--gate", help="Gate kind.")],
+    facts: Annotated[str, typer.Option("--facts", help='The gate\'s facts as JSON, e.g. \'{"verdict": "unsafe"}\'.')],
+    as_json: JsonOpt = False,
+) -> None:
+    """Show the decision a policy makes for these facts, the rule that made it, and why earlier rules did not."""
+    from policies.engine import PolicyEngine
+    from policies.gates import FACTS, GATE_KINDS
+    from policies.schema import SourceError, load_policy
+
+    if gate not in GATE_KINDS:
+        raise _fail(f"unknown gate kind {gate!r}; one of {', '.join(GATE_KINDS)}", BAD_INPUT)
+    try:
+        values = json.loads(facts)
+        if not isinstance(values, dict):
+            raise ValueError("not an object")
+    except ValueError as exc:
+        raise _fail(f"--facts must be a JSON object: {exc}", BAD_INPUT) from None
+    try:
+        p = load_policy(file)
+        ex = PolicyEngine(p).explain(gate, values)  # type: ignore[arg-type]
+    except SourceError as exc:
+        raise _fail(str(exc), BAD_INPUT) from None
+    except ValueError as exc:
+        known = ", ".join(f"{n} ({s.type})" for n, s in FACTS[gate].items())  # type: ignore[index]
+        raise _fail(f"{exc}; facts of a {gate} gate: {known}", BAD_INPUT) from None
+    if as_json:
+        typer.echo(ex.model_dump_json(indent=2, exclude_none=True))
+        return
+    d = ex.decision
+    typer.echo(f"decision: {d.action}" + (f" (then {d.then})" if d.then else "") + f" — by {d.by}")
+    for step in ex.steps:
+        typer.echo(f"  {step.rule}: {step.outcome}" + (f" — {step.detail}" if step.detail else ""))
+    missing = [n for n in FACTS[gate] if n not in values]  # type: ignore[index]
+    if missing:
+        typer.echo(f"  (facts not given: {', '.join(missing)}; rules that read them fail closed)")
 
 
 def main() -> None:

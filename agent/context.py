@@ -31,6 +31,8 @@ class RunContext:
     headless: bool = True
     secrets: dict[str, str] = field(default_factory=dict)  # name → value; never journaled
     redact: Callable[[str], str] = str
+    started_at: float = 0.0  # epoch seconds when the session started (budget: wall time)
+    spent_usd: float = 0.0  # LLM spend so far (RuleBrain spends nothing)
 
     def secret_names(self) -> set[str]:
         return set(self.secrets)

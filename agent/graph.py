@@ -1,7 +1,7 @@
 """The LangGraph StateGraph: nodes and edges, nothing else (DESIGN §4).
 
-preflight → [command gate] → setup → plan → investigate × N (Send) → triage gate
-  → pick next → [command gate] → apply → benchmark → stress → assess → safety gate
+preflight → [command gate] → setup → plan → plan gate → investigate × N (Send) → triage gate
+  → pick next → [budget gate] → [command gate] → apply → benchmark → stress → assess → safety gate
   → keep | rollback → [rollback gate] → continue-or-ask gate → pick next … → report
 """
 
@@ -37,6 +37,8 @@ def build() -> StateGraph:
     g.add_node("setup", setup.setup)
     g.add_node("plan", setup.plan)
     g.add_node("investigate", investigate.investigate)
+    g.add_node("plan_gate", gates.plan_gate)
+    g.add_node("budget_gate", gates.budget_gate)
     g.add_node("triage_gate", gates.triage_gate)
     g.add_node("pick_next", pick.pick_next)
     g.add_node("command_gate", gates.command_gate)
@@ -54,14 +56,22 @@ def build() -> StateGraph:
     g.add_edge(START, "preflight")
     g.add_conditional_edges("preflight", _route, {"command": "command_gate", "approved": "setup", "report": "report"})
     g.add_conditional_edges("setup", _route, {"plan": "plan", "report": "report"})
-    g.add_conditional_edges("plan", investigate.fan_out, ["investigate"])
+    g.add_edge("plan", "plan_gate")
+    g.add_conditional_edges("plan_gate", _after_plan_gate, ["investigate", "plan_gate", "report"])
     g.add_edge("investigate", "triage_gate")
     g.add_conditional_edges("triage_gate", _route, {"next": "pick_next", "report": "report", "reask": "triage_gate"})
     g.add_conditional_edges(
         "pick_next",
         _route,
-        {"apply": "apply", "command": "command_gate", "skip": "continue_gate", "report": "report"},
+        {
+            "apply": "apply",
+            "command": "command_gate",
+            "skip": "continue_gate",
+            "report": "report",
+            "budget": "budget_gate",
+        },
     )
+    g.add_conditional_edges("budget_gate", _route, {"next": "pick_next", "report": "report", "reask": "budget_gate"})
     g.add_conditional_edges("command_gate", _command_route, ["setup", "apply", "pick_next", "report", "command_gate"])
     g.add_conditional_edges("apply", _route, {"benchmark": "benchmark", "failed": "rollback"})
     g.add_conditional_edges("benchmark", _route, {"stress": "stress", "failed": "rollback"})
@@ -84,6 +94,15 @@ def build() -> StateGraph:
     )
     g.add_edge("report", END)
     return g
+
+
+def _after_plan_gate(state: State) -> Any:
+    route = state.get("route")
+    if route == "reask":
+        return "plan_gate"
+    if route == "report" or not state.get("plan"):
+        return "report"
+    return investigate.fan_out(state)
 
 
 def _command_route(state: State) -> str:

@@ -147,6 +147,23 @@ def print_report(out: Any, console: Console | None = None) -> None:
         )
         for reason in o["reasons"]:
             console.print(Text(f"  • {reason}"))
+    if out.session_rules:
+        console.print("session rules (given by people during the run):")
+        for r in out.session_rules:
+            d = r["decision"]
+            console.print(
+                Text(
+                    f"  {r['id']}: {d['action'].upper()}"
+                    + (f" {', '.join('#' + str(t) for t in r.get('targets') or [])}" if r.get("targets") else "")
+                    + (f" IF {r['when']}" if r.get("when") else "")
+                    + f" [{d.get('scope', 'once')}] — "
+                    + f"{d.get('raw') or ''!r} by {d.get('by')}"
+                )
+            )
+    deferred = [o for o in out.options if o["outcome"] == "deferred"]
+    if deferred:
+        ids = ", ".join(f"#{o['id']}" for o in deferred)
+        console.print(f"deferred for now: {ids} — reopen with `signoff resume {out.session} --revisit`")
     if out.gates:
         gates = Table(title="gates and who decided", expand=False)
         for col in ("gate", "option", "answer", "decided by", "text typed"):
@@ -182,6 +199,9 @@ def print_paused(out: Any, console: Console | None = None) -> None:
     if rec:
         console.print(f"policy: {escape(rec.get('action', 'ask'))} ({escape(str(rec.get('by')))})")
     console.print(f"answers: {', '.join(a for a in g.get('allowed', []) if a != 'ask')}")
+    if g.get("deadline"):
+        dl = g["deadline"]
+        console.print(f"deadline: {escape(dl['at'])} — then {escape(dl['on_deadline'])} (applied by `signoff resume`)")
     if out.echo:
         console.print(Text(out.echo, style="italic"))
     console.print(f'\nto answer: [bold]signoff decide {out.session} "continue"[/] (or any one-line decision)')

@@ -20,7 +20,7 @@ import sqlite3
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
@@ -35,7 +35,7 @@ from agent.transports import HostRouter, ssh_factory
 from policies.decisions import DecisionError
 from policies.engine import PolicyEngine
 from policies.expr import engine_version
-from policies.gates import Gate
+from policies.gates import Decision, Gate
 from policies.schema import Policy, load_policy, load_policy_text
 from policies.yamlsrc import SourceError
 from tools.artifacts import ArtifactStore
@@ -60,6 +60,8 @@ class Outcome(BaseModel):
     options: list[dict[str, Any]] = []
     gates: list[dict[str, Any]] = []
     pending_gate: dict[str, Any] | None = None
+    session_rules: list[dict[str, Any]] = []
+    deferred: dict[str, Any] | None = None  # {"options": [...], "revisit": "signoff resume ID --revisit"}
     goal: dict[str, Any] | None = None
     journal: str
     error: str | None = None
@@ -68,6 +70,23 @@ class Outcome(BaseModel):
     @property
     def exit_code(self) -> int:
         return EXIT[self.status]
+
+    def forbidden(self, fail_on: set[str]) -> list[dict[str, Any]]:
+        """Gates decided in a way `--fail-on` forbids (ask = a person had to answer)."""
+        names = {"ask": "human", "default": "headless-default", "deadline": "deadline"}
+        return [g for g in self.gates if g["decided_as"] in {names[f] for f in fail_on}]
+
+
+def decided_as(by: str | None) -> str:
+    """human | policy-rule | session-rule | headless-default | deadline (from a decision's `by`)."""
+    by = by or ""
+    if by.startswith("human:"):
+        return "human"
+    if by.startswith("session-rule:"):
+        return "session-rule"
+    if by in ("headless-default", "deadline"):
+        return by
+    return "policy-rule"
 
 
 def home() -> Path:
@@ -227,6 +246,7 @@ class Runner:
             headless=headless,
             secrets=secrets,
             redact=redact,
+            started_at=datetime.fromisoformat(self.meta["created"]).timestamp(),
         )
 
     def _pinned(self, hostname: str, key_type: str, fingerprint: str) -> None:
@@ -293,7 +313,10 @@ class Runner:
         if pending:
             ready = {i: answers[i] for i in pending if i in answers}
             if not ready:
-                return self._outcome_paused(snapshot, note="still waiting for a decision")
+                expired = self._expired(snapshot.interrupts[0])
+                if expired is None:
+                    return self._outcome_paused(snapshot, note="still waiting for a decision")
+                ready = {snapshot.interrupts[0].id: expired}
             self.journal.append("session.resumed", answers=sorted(ready))
             self._clear_answers(list(ready))
             return self._drive(Command(resume=ready))
@@ -302,6 +325,38 @@ class Runner:
             self.journal.append("session.resumed", answers=[])
             return self._drive(None)
         return self.outcome()
+
+    def _expired(self, interrupt: Any) -> dict[str, Any] | None:
+        """The policy's on_deadline answer when a paused gate waited past its deadline (journaled)."""
+        value = interrupt.value
+        if not value.get("deadline_s") or not value.get("on_deadline"):
+            return None
+        opened = self._opened_at(interrupt.id)
+        if opened is None or datetime.now(UTC) < opened + timedelta(seconds=value["deadline_s"]):
+            return None
+        gate = value["gate"]
+        decision = Decision(
+            action=value["on_deadline"],
+            by="deadline",
+            rationale=f"no answer within {value['deadline_s']:g}s of the gate opening",
+        )
+        self.journal.append(
+            "decision",
+            gate=gate["id"],
+            gate_kind=gate["kind"],
+            option=gate.get("option"),
+            decision=decision.model_dump(mode="json", exclude_none=True),
+            by="deadline",
+            interrupt=interrupt.id,
+            opened=opened.isoformat(),
+        )
+        return {"decision": decision.model_dump(mode="json"), "rules": []}
+
+    def _opened_at(self, interrupt_id: str) -> datetime | None:
+        for e in read_events(self.dir.journal):
+            if e["kind"] == "gate.opened" and e.get("interrupt") == interrupt_id:
+                return datetime.fromisoformat(e["ts"].replace("Z", "+00:00"))
+        return None
 
     def _drive(self, inp: Any) -> Outcome:
         started = time.monotonic()
@@ -401,7 +456,7 @@ class Runner:
         interrupt = snapshot.interrupts[0]
         return interrupt.id, Gate.model_validate(interrupt.value["gate"])
 
-    def decide(self, text: str, *, by: str) -> tuple[str, str]:
+    def decide(self, text: str, *, by: str, confirmed: bool = True) -> tuple[str, str]:
         """Record a one-line decision for the pending gate; returns (interrupt id, echo).
         Raises DecisionError (journaled, nothing changed) when the text is not understood."""
         found = self.pending()
@@ -419,6 +474,11 @@ class Runner:
         try:
             decision = self.ctx.brain.interpret(text, gate).model_copy(update={"by": by})
             result = answer_gate(gate, decision, next_rule=self._rule_count() + 1)
+            if decision.confirm and not confirmed:
+                why = "hedged" if decision.hedged else ("standing" if decision.scope == "standing" else decision.action)
+                raise DecisionError(
+                    f"understood as: {result.echo} — a {why} decision needs confirmation: repeat it with --yes"
+                )
         except DecisionError as exc:
             self.journal.append("decision.rejected", gate=gate.id, gate_kind=gate.kind, raw=text, by=by, error=str(exc))
             self.journal.close()
@@ -444,6 +504,35 @@ class Runner:
 
     def _goal(self, estimated: float | None) -> dict[str, Any]:
         return _goal_dict(self.loaded.campaign.goal, estimated)
+
+    def revisit(self) -> Outcome:
+        """Reopen the options a person deferred "for now" and try them again, in plan order."""
+        with self._graph() as graph:
+            cfg = self._config()
+            snapshot = graph.get_state(cfg)
+            if snapshot.interrupts:
+                raise SessionError(f"session {self.dir.id} is paused at a gate; answer it first")
+            if snapshot.next:
+                raise SessionError(f"session {self.dir.id} has not finished; `signoff resume {self.dir.id}` first")
+            options = snapshot.values.get("options", {})
+            plan = snapshot.values.get("plan", [])
+            deferred = [o for o in plan if options.get(str(o), {}).get("outcome") == "deferred"]
+            if not deferred:
+                raise SessionError(f"session {self.dir.id} has no deferred options to revisit")
+            reopened = {
+                str(o): {
+                    "outcome": "untested",
+                    "reasons": [*options[str(o)].get("reasons", []), "reopened with --revisit"],
+                }
+                for o in deferred
+            }
+            graph.update_state(
+                cfg,
+                {"queue": deferred, "stopping": False, "route": "next", "report": None, "options": reopened},
+                as_node="continue_gate",
+            )
+        self.journal.append("session.revisit", options=deferred, user=getpass.getuser())
+        return self._drive(None)
 
     def _rule_count(self) -> int:
         return sum(1 for e in read_events(self.dir.journal) if e["kind"] == "rule.added")
@@ -476,11 +565,16 @@ class Runner:
         summary = build_report(values, self.loaded.campaign.name)
         pending = None
         if snapshot.interrupts:
-            g = snapshot.interrupts[0].value["gate"]
+            value = snapshot.interrupts[0].value
+            g = value["gate"]
             pending = {
                 k: g.get(k)
                 for k in ("id", "kind", "option", "question", "facts", "allowed", "options", "recommendation")
             }
+            opened = self._opened_at(snapshot.interrupts[0].id)
+            if value.get("deadline_s") and opened is not None:
+                at = opened + timedelta(seconds=value["deadline_s"])
+                pending["deadline"] = {"at": at.isoformat(timespec="seconds"), "on_deadline": value["on_deadline"]}
             status: Status = "paused"
         else:
             status = self.meta.get("status") if self.meta.get("status") in EXIT else "failed"  # type: ignore[assignment]
@@ -491,9 +585,19 @@ class Runner:
                 {k: o[k] for k in ("id", "title", "outcome", "gain_pct", "ci", "verdict", "reasons")}
                 for o in summary["options"]
             ],
-            gates=[{k: g[k] for k in ("kind", "option", "action", "by", "rule", "raw")} for g in summary["gates"]],
+            gates=[
+                {
+                    **{k: g[k] for k in ("kind", "option", "action", "by", "rule", "raw")},
+                    "decided_as": decided_as(g["by"]),
+                }
+                for g in summary["gates"]
+            ],
+            session_rules=[r for r in (snapshot.values or {}).get("session_rules", [])],
             pending_gate=pending,
             goal=self._goal(summary.get("estimated_gain_pct")),
+            deferred={"options": summary["deferred"], "revisit": f"signoff resume {self.dir.id} --revisit"}
+            if summary["deferred"] and not snapshot.interrupts
+            else None,
             journal=str(self.dir.journal),
             error=summary.get("error"),
         )

@@ -40,6 +40,7 @@ _VERBS: list[tuple[str, Action]] = [
     (r"wait for me", "ask"), (r"pause", "ask"), (r"ask", "ask"),
     (r"go ahead with", "select"), (r"go with", "select"), (r"let'?s do", "select"), (r"pick", "select"),
     (r"choose", "select"), (r"take", "select"), (r"try", "select"), (r"select", "select"),
+    (r"do", "select"),
     (r"go ahead", "continue"), (r"continue", "continue"), (r"proceed", "continue"), (r"carry on", "continue"),
     (r"keep going", "continue"), (r"next", "continue"), (r"move on", "continue"),
     (r"hold off on", "defer"), (r"park", "defer"), (r"postpone", "defer"), (r"defer", "defer"),
@@ -57,6 +58,7 @@ _VERB_RE = [(re.compile(rf"^{pattern}\b"), action) for pattern, action in _VERBS
 
 _HEDGES = ("sounds like", "i think", "i guess", "maybe", "probably", "perhaps", "seems like")
 _LEADS = ("let's", "lets", "please", "ok so", "okay so", "so", "then", "just", "only", "and")
+_FILLER_PHRASES = ("for clarification", "for confirmation", "for guidance", "for me", "for now please")
 _FILLER = {
     "anyway",
     "anyways",
@@ -94,7 +96,8 @@ for _kind, _facts in FACTS.items():
 _BOOL_PHRASES: list[tuple[str, str]] = [
     (r"(?:you|we) have (?:a )?next steps?", "has_next_step"),
     (r"there (?:is|are) (?:a )?(?:next steps?|more options?|options? left)", "has_next_step"),
-    (r"(?:you are|you're|we are|we're) unsure|unsure|(?:you are|you're) not sure|in doubt", "confidence < 0.7"),
+    (r"(?:(?:you are|you're|we are|we're) )?(?:unsure|not sure|uncertain|in doubt)"
+     r"(?: (?:how to proceed|what to do|about it|about the next step))?", "confidence < 0.7"),
     (r"(?:you are|you're|we are|we're) (?:sure|confident)|confident", "confidence >= 0.7"),
     (r"it (?:wedges|hangs|hung|wedged)|(?:there are|any) wedges", "wedges > 0"),
     (r"(?:it is |it's )?verified", "verified"),
@@ -190,12 +193,12 @@ def _clause(text: str, gate_option: int | None, known: Sequence[int]) -> Decisio
         raise DecisionError(f"didn't understand {text!r}: no decision verb; try: {', '.join(EXAMPLES)}")
     vm, action = found
     rest = text[vm.end() :].strip()
-    targets, rest = _targets(rest, gate_option, known)
     runs = None
     rm = re.search(r"\b(?:with )?(\d+) (?:runs|pairs|seeds|attempts)\b|\b(\d+) times\b", rest)
-    if rm:
+    if rm:  # before targets: in "try again 3 times" the 3 is a count, not option #3
         runs = int(rm.group(1) or rm.group(2))
         rest = (rest[: rm.start()] + rest[rm.end() :]).strip()
+    targets, rest = _targets(rest, gate_option, known)
     scope: Scope = "once"
     for pattern, value in _SCOPES:
         sm = re.search(rf"\b{pattern}\b", rest)
@@ -208,6 +211,8 @@ def _clause(text: str, gate_option: int | None, known: Sequence[int]) -> Decisio
     if cm:
         condition = _condition(cm.group(0))
         rest = rest[: cm.start()].strip()
+    for phrase in _FILLER_PHRASES:
+        rest = rest.replace(phrase, " ")
     leftover = [w for w in re.split(r"[ ,]+", rest) if w and w not in _FILLER]
     if leftover and not (action == "ask" and set(leftover) <= {"me", "first"}):
         raise DecisionError(f"didn't understand {' '.join(leftover)!r} in {text!r}; try: {', '.join(EXAMPLES)}")

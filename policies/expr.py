@@ -58,6 +58,9 @@ def _env(facts_key: tuple[tuple[str, FactKind], ...]):
 def _clean_message(raw: str) -> str:
     # "INVALID_ARGUMENT: ERROR: <input>:1:10: found no matching overload …\n | expr\n | ^" → first line
     first = raw.splitlines()[0] if raw else raw
+    missing = re.search(r'No value with name "([^"]+)" found', first)
+    if missing:
+        return f"fact {missing.group(1)} was not given"
     first = re.sub(r"^INVALID_ARGUMENT: ERROR: <input>:\d+:(\d+):", r"col \1:", first)
     return re.sub(r" \(in container ''\)", "", first)
 

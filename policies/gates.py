@@ -55,6 +55,7 @@ FACTS: dict[GateKind, dict[str, FactSpec]] = {
     "plan": {
         "options": _i("number of options in the plan"),
         "proposed": _i("options the brain added beyond the campaign"),
+        "reordered": _b("the brain changed the campaign's order"),
     },
     "triage": {
         "no_go_count": _i("options whose investigation found a blocker"),

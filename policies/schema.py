@@ -8,6 +8,7 @@ file:line. A policy that loads is a policy that cannot surprise anyone mid-campa
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 from typing import Any
 
@@ -33,10 +34,43 @@ class RuleSpec(_Strict):
     note: str | None = None
 
 
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)\s*$")
+
+
+def parse_duration(text: str) -> float:
+    """'45s', '30m', '2h', '1d' → seconds."""
+    m = _DURATION.match(text)
+    if not m:
+        raise ValueError(f"{text!r} is not a duration like 45s, 30m, 2h or 1d")
+    return float(m.group(1)) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)]
+
+
 class GatePolicy(_Strict):
     rules: list[RuleSpec] = Field(default_factory=list)
     on_error: Action = "ask"
     headless_default: Action | None = None
+    deadline: str | None = None  # how long a paused gate waits for a person, e.g. "30m"
+    on_deadline: Action | None = None  # the answer when nobody answered in time (journaled `by: deadline`)
+
+    @model_validator(mode="after")
+    def _deadline_pair(self) -> GatePolicy:
+        if (self.deadline is None) != (self.on_deadline is None):
+            raise ValueError("deadline and on_deadline go together")
+        if self.deadline is not None:
+            parse_duration(self.deadline)
+        return self
+
+    @property
+    def deadline_s(self) -> float | None:
+        return parse_duration(self.deadline) if self.deadline else None
+
+
+class Budgets(_Strict):
+    """Limits that open a `budget` gate before the next option is tried."""
+
+    wall_min: float | None = Field(default=None, gt=0)
+    llm_usd: float | None = Field(default=None, ge=0)
+    options: int | None = Field(default=None, ge=1)
 
 
 # Answers that never let a run go ahead: what an evaluation error may turn into, per gate kind.
@@ -78,6 +112,7 @@ class PolicyFile(_Strict):
     description: str = ""
     commands: CommandRules = Field(default_factory=CommandRules)
     gates: dict[GateKind, GatePolicy] = Field(default_factory=dict)
+    budgets: Budgets = Field(default_factory=Budgets)
     tests: list[PolicyTest] = Field(default_factory=list)
 
     @model_validator(mode="after")
@@ -149,6 +184,15 @@ class Policy:
                 compiled.append(
                     CompiledRule(spec=rule, kind=kind, condition=condition, line=source.line((*loc, "when")))
                 )
+            if gate.on_deadline is not None and (
+                gate.on_deadline not in ALLOWED[kind]
+                or gate.on_deadline == "ask"
+                or (kind in NEEDS_TARGETS and gate.on_deadline in ("skip", "defer", "select"))
+            ):
+                raise source.error(
+                    ("gates", kind, "on_deadline"),
+                    f"on_deadline cannot be {gate.on_deadline!r} at a {kind} gate: it answers the gate when nobody did",
+                )
             if gate.headless_default is not None and (
                 gate.headless_default not in ALLOWED[kind]
                 or gate.headless_default == "ask"
@@ -192,6 +236,44 @@ class Policy:
                     + (f" by rule {want_rule}" if want_rule else "")
                     + f", but the policy decides {got.action} by {got.rule or 'no rule'}",
                 )
+
+
+class LintIssue(BaseModel):
+    level: str  # "warning" (the policy loads) — errors never reach here: they fail the load
+    line: int | None
+    message: str
+
+
+def lint(policy: Policy) -> list[LintIssue]:
+    """What loads but is probably not what the author meant."""
+    issues: list[LintIssue] = []
+    for kind, rules in policy.rules.items():
+        catch_all = None
+        for rule in rules:
+            unconditional = rule.spec.when.strip() == "true"
+            if catch_all is not None:
+                issues.append(
+                    LintIssue(
+                        level="warning",
+                        line=rule.line,
+                        message=f"gates.{kind}: rule {rule.spec.id!r} can never match: rule "
+                        f"{catch_all!r} before it always matches",
+                    )
+                )
+            elif unconditional:
+                catch_all = rule.spec.id
+        gate = policy.gate(kind)
+        if catch_all is None and gate.headless_default is None:
+            line = rules[-1].line if rules else None
+            issues.append(
+                LintIssue(
+                    level="warning",
+                    line=line,
+                    message=f"gates.{kind}: no fallback rule (when: true); facts no rule matches "
+                    "will pause the run and ask",
+                )
+            )
+    return issues
 
 
 def _not_allowed(kind: GateKind, action: Action) -> str:

@@ -20,6 +20,7 @@ class SourceError(ValueError):
     """A user file is wrong; `str()` is the one-line message with file:line."""
 
     def __init__(self, path: Path | str, line: int | None, message: str) -> None:
+        message = " ".join(message.split())  # one line, whatever the underlying library said
         self.path, self.line, self.message = str(path), line, message
         where = f"{self.path}:{line}" if line else self.path
         super().__init__(f"{where}: {message}")
@@ -33,8 +34,11 @@ def _compose(text: str, path: Path) -> yaml.Node | None:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
         raise SourceError(path, line, f"invalid YAML: {exc.problem or exc.context}") from None
+    except yaml.reader.ReaderError as exc:
+        line = text[: exc.position].count("\n") + 1
+        raise SourceError(path, line, f"invalid YAML: {exc.reason} (character {exc.character!r})") from None
     except yaml.YAMLError as exc:
-        raise SourceError(path, None, f"invalid YAML: {exc}") from None
+        raise SourceError(path, None, f"invalid YAML: {str(exc).splitlines()[0]}") from None
 
 
 def _build(node: yaml.Node, loc: Loc, lines: dict[Loc, int], path: Path) -> Any:
@@ -53,7 +57,11 @@ def _build(node: yaml.Node, loc: Loc, lines: dict[Loc, int], path: Path) -> Any:
         return out
     if isinstance(node, yaml.SequenceNode):
         return [_build(item, (*loc, i), lines, path) for i, item in enumerate(node.value)]
-    return _DUMMY.construct_object(node, deep=True)
+    try:
+        return _DUMMY.construct_object(node, deep=True)
+    except (yaml.YAMLError, ValueError, TypeError, OverflowError) as exc:
+        # e.g. `2026-13-45` looks like a timestamp to YAML and fails to build as one
+        raise SourceError(path, node.start_mark.line + 1, f"invalid value {node.value!r}: {exc}") from None
 
 
 _DUMMY = yaml.SafeLoader("")

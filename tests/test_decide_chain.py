@@ -33,6 +33,8 @@ def test_one_line_decisions_drive_a_paused_campaign_to_the_end(cli, variant, hom
     assert two["outcome"] == "deferred" and two["verdict"] == "unsafe"
 
     r = cli("decide", session, "Sounds like 3 is bigger win anyways", "--by", "alice", "--json")
+    assert r.code == 2 and "hedged decision needs confirmation: repeat it with --yes" in r.stderr
+    r = cli("decide", session, "Sounds like 3 is bigger win anyways", "--by", "alice", "--yes", "--json")
     assert r.code == 3, r.stderr
     out = r.json()
     assert out["pending_gate"]["kind"] == "safety" and out["pending_gate"]["option"] == 3
@@ -44,7 +46,8 @@ def test_one_line_decisions_drive_a_paused_campaign_to_the_end(cli, variant, hom
     outcomes = {o["id"]: o["outcome"] for o in out["options"]}
     assert outcomes == {1: "no-go", 2: "deferred", 3: "kept"}
     gates = [(g["kind"], g["option"], g["action"], g["by"]) for g in out["gates"]]
-    assert gates[:4] == [
+    assert gates[0] == ("plan", None, "approve", "policy:nothing-to-approve")
+    assert gates[1:5] == [
         ("triage", None, "continue", "human:alice"),
         ("safety", 2, "skip", "session-rule:1"),
         ("continue_or_ask", 2, "select", "human:alice"),
@@ -95,7 +98,7 @@ def test_gibberish_decision_changes_nothing(cli, variant, home):
 def test_no_resume_records_then_resume_applies(cli, variant, home):
     campaign = variant()
     session = cli("run", str(campaign), "--policy", "ask-everything", "--json").json()["session"]
-    r = cli("decide", session, "stop", "--no-resume", "--json")
+    r = cli("decide", session, "stop", "--no-resume", "--yes", "--json")
     assert r.code == 3 and "recorded" in r.json()["echo"]
     answers = json.loads((home / "sessions" / session / "answers.json").read_text())
     assert len(answers) == 1
@@ -121,7 +124,7 @@ def test_a_second_recorded_answer_for_the_same_gate_is_refused(cli, variant, hom
     r = cli("decide", session, "stop", "--no-resume")
     assert r.code == 2 and "already has a recorded answer" in r.stderr
     r = cli("resume", session, "--json")
-    assert r.json()["gates"][0]["action"] == "continue"
+    assert r.json()["gates"][1]["action"] == "continue"  # gates[0] is the plan, approved by rule
 
 
 def test_kill_9_mid_run_then_resume_finishes_with_the_same_verdicts(cli, variant, home):

@@ -37,6 +37,7 @@ version: 1
 name: allow-all-cautious
 commands: {deny: [%s], allow: ["*"]}
 gates:
+  plan: {rules: [{id: plan-ok, decide: approve}]}
   triage: {rules: [{id: go, decide: continue}]}
   safety:
     rules:

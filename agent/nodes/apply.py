@@ -18,6 +18,7 @@ def apply(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     undo = [{"host": h.name, "command": c} for spec in option.revert for h, c in rendered(ctx, spec)]
     ctx.journal.append("undo.recorded", option=option.id, revert=undo)
     ctx.journal.append("phase", phase="apply", option=option.id, title=option.title)
+    tried = {"tried": [option.id]}
     try:
         results = [
             r
@@ -25,7 +26,7 @@ def apply(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
             for r in run_spec(ctx, spec, purpose="apply", option=option.id, approved=state.get("approved", []))
         ]
     except CommandRefused as exc:
-        return {"route": "failed", "options": {key: {"outcome": "untested", "reasons": [str(exc)]}}}
+        return {**tried, "route": "failed", "options": {key: {"outcome": "untested", "reasons": [str(exc)]}}}
     failed = [r for r in results if not r.ok]
     if failed:
         f = failed[0]
@@ -33,5 +34,5 @@ def apply(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         reason = f"apply failed on {f.host}: {'timeout' if f.timed_out else f'exit {f.exit_code}'} {said[0]}".strip()
         ctx.journal.append("apply.failed", option=option.id, reason=reason)
         # Half-applied is the worst state to leave a host in: roll back.
-        return {"route": "failed", "options": {key: {"outcome": "untested", "reasons": [reason]}}}
-    return {"route": "benchmark"}
+        return {**tried, "route": "failed", "options": {key: {"outcome": "untested", "reasons": [reason]}}}
+    return {**tried, "route": "benchmark"}

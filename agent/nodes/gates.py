@@ -78,7 +78,10 @@ def resolve(state: State, runtime: Runtime[RunContext], gate: Gate) -> tuple[Dec
                 rationale=f"nobody present; policy headless_default for {gate.kind}",
             )
         else:
-            answer = interrupt({"gate": gate.model_dump(mode="json")})
+            gp = ctx.policy.gate(gate.kind)
+            answer = interrupt(
+                {"gate": gate.model_dump(mode="json"), "deadline_s": gp.deadline_s, "on_deadline": gp.on_deadline}
+            )
             rules = answer.get("rules", [])
             if answer.get("decision") is None:
                 return None, {"session_rules": rules, "route": "reask"}
@@ -124,6 +127,63 @@ def requeue(
         for t in chosen:
             updates[str(t)] = {"outcome": "untested"}
     return queue, updates
+
+
+# ---------------------------------------------------------------- plan
+
+
+def plan_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    ctx = runtime.context
+    plan = state.get("plan", [])
+    campaign_ids = [o.id for o in ctx.campaign.options]
+    proposed = [o for o in plan if o not in campaign_ids]
+    reordered = [o for o in plan if o in campaign_ids] != [o for o in campaign_ids if o in plan]
+    options = state.get("options", {})
+    lines = ["Plan, in order:"]
+    for o in plan:
+        lines.append(f"- #{o} {options.get(str(o), {}).get('title', '(proposed)')}")
+    lines.append("Approve it? (skip or defer options, or go with one first)")
+    gate = make_gate(
+        state,
+        "plan",
+        "\n".join(lines),
+        {"options": len(plan), "proposed": len(proposed), "reordered": reordered},
+        options=list(plan),
+        status={str(o): "pending" for o in plan},
+    )
+    decision, update = resolve(state, runtime, gate)
+    if decision is None:
+        return update
+    if decision.action == "stop":
+        return {**update, "route": "report", "stopping": True}
+    new_plan, changes = requeue(plan, decision, plan, gate.status)
+    return {**update, "plan": new_plan, "route": "next", "options": changes}
+
+
+# ---------------------------------------------------------------- budget
+
+
+def budget_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    b = state.get("budget") or {}
+    limits = runtime.context.policy.model.budgets
+    over = ", ".join(b.get("exceeded", []))
+    gate = make_gate(
+        state,
+        "budget",
+        f"Budget reached ({over}) with {len(state.get('queue', []))} option(s) left "
+        f"(limits: {limits.model_dump(exclude_none=True)}). Continue anyway, or stop with the report?",
+        {
+            "spent_usd": float(b.get("spent_usd", 0.0)),
+            "elapsed_min": float(b.get("elapsed_min", 0.0)),
+            "options_tried": int(b.get("options_tried", 0)),
+        },
+    )
+    decision, update = resolve(state, runtime, gate)
+    if decision is None:
+        return update
+    if decision.action in ("continue", "approve"):
+        return {**update, "route": "next", "budget_approved": True}
+    return {**update, "route": "report", "stopping": True}
 
 
 # ---------------------------------------------------------------- triage

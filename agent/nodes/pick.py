@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -75,11 +76,32 @@ def _preflight(state: State, ctx: RunContext) -> dict[str, Any]:
     return {"route": "approved"}
 
 
+def check_budget(state: State, ctx: RunContext) -> dict[str, Any]:
+    """Budget facts now, and which of the policy's limits they exceed."""
+    limits = ctx.policy.model.budgets
+    facts = {
+        "elapsed_min": round((time.time() - ctx.started_at) / 60, 3),
+        "spent_usd": round(ctx.spent_usd, 4),
+        "options_tried": len(set(state.get("tried", []))),
+    }
+    exceeded = []
+    if limits.wall_min is not None and facts["elapsed_min"] >= limits.wall_min:
+        exceeded.append(f"wall time {facts['elapsed_min']:.1f} ≥ {limits.wall_min:g} min")
+    if limits.llm_usd is not None and facts["spent_usd"] >= limits.llm_usd:
+        exceeded.append(f"LLM spend ${facts['spent_usd']:.2f} ≥ ${limits.llm_usd:g}")
+    if limits.options is not None and facts["options_tried"] >= limits.options:
+        exceeded.append(f"{facts['options_tried']} options tried ≥ {limits.options}")
+    return {**facts, "exceeded": exceeded}
+
+
 def pick_next(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
     queue = list(state.get("queue", []))
     if state.get("stopping") or not queue:
         return {"route": "report", "current": state.get("current")}
+    budget = check_budget(state, ctx)
+    if budget["exceeded"] and not state.get("budget_approved"):
+        return {"route": "budget", "budget": budget}
     current = queue.pop(0)
     key = str(current)
     update: dict[str, Any] = {"queue": queue, "current": current, "retry_pairs": None, "verification": None}
