@@ -8,6 +8,7 @@ timeout, and secrets travel on stdin (the command line only says "$NAME").
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,6 +99,7 @@ def run_spec(
     option: int | None = None,
     approved: list[str] | tuple[str, ...] = (),
     timeout: float | None = None,
+    diagnose: Callable[[Host], None] | None = None,
 ) -> list[CommandResult]:
     """Run `spec` on all its hosts in parallel (wall time ≈ the slowest host); refuse before running
     anything on any host if one of the rendered commands is not permitted."""
@@ -118,13 +120,26 @@ def run_spec(
             )
             raise CommandRefused(p.command, verdict)
     limit = timeout or spec.timeout
+
+    def one(p: Planned) -> CommandResult:
+        hook = (lambda: diagnose(p.host)) if diagnose is not None else None
+        return run_one(ctx, p, purpose=purpose, option=option, timeout=limit, on_timeout=hook)
+
     if len(planned) == 1:
-        return [run_one(ctx, planned[0], purpose=purpose, option=option, timeout=limit)]
+        return [one(planned[0])]
     with ThreadPoolExecutor(max_workers=len(planned)) as pool:
-        return list(pool.map(lambda p: run_one(ctx, p, purpose=purpose, option=option, timeout=limit), planned))
+        return list(pool.map(one, planned))
 
 
-def run_one(ctx: RunContext, p: Planned, *, purpose: str, option: int | None, timeout: float) -> CommandResult:
+def run_one(
+    ctx: RunContext,
+    p: Planned,
+    *,
+    purpose: str,
+    option: int | None,
+    timeout: float,
+    on_timeout: Callable[[], None] | None = None,
+) -> CommandResult:
     ctx.journal.append(
         "command.started",
         host=p.host.name,
@@ -134,7 +149,7 @@ def run_one(ctx: RunContext, p: Planned, *, purpose: str, option: int | None, ti
         timeout_s=timeout,
         secrets=list(p.secrets),
     )
-    result = ctx.transport.run(p.host, p.script, timeout=timeout, stdin=p.stdin)
+    result = ctx.transport.run(p.host, p.script, timeout=timeout, stdin=p.stdin, on_timeout=on_timeout)
     result = result.model_copy(update={"command": ctx.redact(p.command)})
     ctx.journal.append(
         "command.finished",

@@ -136,6 +136,11 @@ class StressSpec(CommandSpec):
     name: str
     runs: StrictInt = Field(default=1, ge=1, le=100)
     timeout: float = Field(default=300.0, gt=0, le=86_400)
+    # Run on the same host when the scenario overruns its deadline, *before* the kill: a py-spy dump of
+    # a hung engine is the evidence a wedge leaves, and it is gone once the process is.
+    diagnose: str | None = None
+    diagnose_timeout: float = Field(default=30.0, gt=0, le=600)
+    crash_patterns: list[str] | None = None  # regexes; default: known engine crash and watchdog lines
 
 
 class RollbackSpec(_Strict):

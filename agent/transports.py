@@ -37,8 +37,11 @@ class HostRouter:
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
         stdin: bytes | None = None,
+        on_timeout: Callable[[], None] | None = None,
     ) -> CommandResult:
-        return self._for(host).run(host, command, timeout=timeout, on_line=on_line, env=env, cwd=cwd, stdin=stdin)
+        return self._for(host).run(
+            host, command, timeout=timeout, on_line=on_line, env=env, cwd=cwd, stdin=stdin, on_timeout=on_timeout
+        )
 
     def workdir(self, host: Host) -> str:
         return self._for(host).workdir(host)

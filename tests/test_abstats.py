@@ -66,3 +66,77 @@ def test_abba_order_and_band():
     ok, delta = within_band([100.0, 101.0], [99.0, 100.0], 5.0)
     assert ok and math.isclose(delta, -0.995, abs_tol=0.01)
     assert not within_band([100.0], [90.0], 5.0)[0]
+
+
+scipy_stats = pytest.importorskip("scipy.stats")
+
+
+def test_paired_t_ci_matches_scipy():
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    for n in (2, 5, 6, 8, 10, 17, 31, 45):
+        a = 800 * np.exp(rng.normal(0, 0.02, n))
+        b = a * 1.05 * np.exp(rng.normal(0, 0.02, n))
+        _effect, low, high = paired_ci(list(b / a))
+        ci = scipy_stats.ttest_rel(np.log(b), np.log(a)).confidence_interval(0.95)
+        assert low == pytest.approx((math.exp(ci.low) - 1) * 100, abs=1e-4)
+        assert high == pytest.approx((math.exp(ci.high) - 1) * 100, abs=1e-4)
+
+
+def test_wilcoxon_matches_scipy_exact():
+    import numpy as np
+
+    from tools.abstats import wilcoxon_p
+
+    rng = np.random.default_rng(11)
+    for n in (6, 7, 8, 10, 12):
+        for _ in range(5):
+            d = list(rng.normal(0.01, 0.02, n))
+            assert wilcoxon_p(d) == pytest.approx(scipy_stats.wilcoxon(d, method="exact").pvalue, rel=1e-9)
+    assert wilcoxon_p([math.log(b / a) for a, b in zip(A, B, strict=True)]) == pytest.approx(0.03125)
+
+
+def test_report_line_names_the_method_and_the_cross_check():
+    line = analyse(runs_from(A, B), metric="output_throughput").summary()
+    assert line == (
+        "output_throughput +5.3% (95% CI +4.7%…+5.9%, paired t, 6 interleaved pairs; Wilcoxon p=0.031) → improved"
+    )
+
+
+def _simulate(
+    effect: float, *, design: str, reps: int, pairs: int = 8, cv: float = 0.015, drift: float = 0.04, seed: int = 1
+) -> tuple[float, float]:
+    """(CI coverage of the true effect, share of improved/regressed verdicts) under linear drift."""
+    import random
+
+    rng = random.Random(seed)
+    covered = false = 0
+    total_runs = 2 * pairs
+    for _ in range(reps):
+        if design == "interleaved":
+            arms = [arm for i in range(pairs) for arm in pair_order(i)]
+            pair_of = [i for i in range(pairs) for _ in range(2)]
+        else:  # AAAA…BBBB: every A first, then every B
+            arms = ["A"] * pairs + ["B"] * pairs
+            pair_of = list(range(pairs)) * 2
+        runs = []
+        for t, (arm, p) in enumerate(zip(arms, pair_of, strict=True)):
+            value = 800 * (1 + effect if arm == "B" else 1) * math.exp(drift * t / total_runs + rng.gauss(0, cv))
+            runs.append(BenchRun(pair=p, arm=arm, value=value, valid=True))
+        r = analyse(runs, metric="m")
+        if r.ci_low is not None and r.ci_low <= effect * 100 <= r.ci_high:
+            covered += 1
+        if r.verdict in ("improved", "regressed") and effect == 0.0:
+            false += 1
+    return covered / reps, false / reps
+
+
+def test_interleaving_keeps_coverage_and_false_verdicts_in_check_where_sequential_fails():
+    coverage, _ = _simulate(0.05, design="interleaved", reps=400)
+    _, false_rate = _simulate(0.0, design="interleaved", reps=400, seed=2)
+    assert coverage >= 0.93
+    assert false_rate <= 0.025
+    seq_coverage, _ = _simulate(0.05, design="sequential", reps=400)
+    _, seq_false = _simulate(0.0, design="sequential", reps=400, seed=2)
+    assert seq_coverage < 0.5 and seq_false > 0.25

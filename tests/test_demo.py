@@ -39,7 +39,8 @@ def test_demo_reaches_the_evidence_based_verdicts(cli, home):
     assert low < three["gain_pct"] < high and low > 1.0
 
     goal = out["goal"]
-    assert goal["target_pct"] == 20.0 and goal["estimated_pct"] == three["gain_pct"] and goal["met"] is True
+    assert goal["target_pct"] == 20.0 and goal["estimated_pct"] == three["gain_pct"]
+    assert goal["met"] is (three["gain_pct"] >= 20.0)
 
     decided = {(g["kind"], g["option"]): g["by"] for g in out["gates"]}
     assert decided[("triage", None)] == "policy:proceed-with-feasible"

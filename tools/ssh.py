@@ -436,6 +436,7 @@ class SSHTransport:
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
         stdin: bytes | None = None,
+        on_timeout: Callable[[], None] | None = None,
     ) -> CommandResult:
         if timeout <= 0:
             raise ValueError("every command needs a positive timeout")
@@ -445,7 +446,9 @@ class SSHTransport:
             return CommandResult(
                 host=host.name, command=self.redact(command), exit_code=None, duration_s=0.0, error=str(exc)
             )
-        return self._exec(host, command, timeout=timeout, on_line=on_line, cwd=workdir, env=env, stdin=stdin)
+        return self._exec(
+            host, command, timeout=timeout, on_line=on_line, cwd=workdir, env=env, stdin=stdin, on_timeout=on_timeout
+        )
 
     def _open(self, host: Host) -> tuple[_Connection, Any]:
         """A session channel on the pooled connection; reconnect once if the connection died."""
@@ -488,6 +491,7 @@ class SSHTransport:
         cwd: str | None,
         env: Mapping[str, str] | None,
         stdin: bytes | None,
+        on_timeout: Callable[[], None] | None = None,
     ) -> CommandResult:
         started = time.monotonic()
         shown = self.redact(command)
@@ -530,6 +534,8 @@ class SSHTransport:
             deadline = started + timeout
             timed_out = not _drain(chan, out, err, deadline)
             if timed_out:
+                if on_timeout is not None:
+                    on_timeout()
                 killed = self._kill(host, pgid[0] if pgid else None)
                 _drain(chan, out, err, time.monotonic() + KILL_GRACE)
             elif chan.status_event.wait(max(0.0, deadline - time.monotonic()) + 1.0):

@@ -1,16 +1,32 @@
 """Stress outcomes. A stress command that overruns its deadline is a *wedge*: the only reliable
 wedge detector, since load clients wait for hours on a hung server and `/health` can still say 200.
+A non-zero exit, or output carrying a known crash signature, is a *crash* — even with exit 0, since
+load clients often exit 0 after the server died under them.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import BaseModel
 
 from tools.transport import CommandResult
 
-StressOutcome = Literal["ok", "wedge", "error"]
+StressOutcome = Literal["ok", "wedge", "crash"]
+
+# What engines print when they die or their watchdogs fire (research/bench-stats.md §3.1).
+CRASH_SIGNATURES = [
+    r"EngineDeadError",
+    r"EngineCore encountered an issue",
+    r"Watchdog caught collective operation timeout",
+    r"Watchdog timeout \(self\.watchdog_timeout",
+    r"Health check failed\. Server couldn't get a response",
+    r"token_to_kv_pool_allocator memory leak detected",
+    r"Background loop stopped",
+    r"CUDA error: an illegal memory access",
+    r"NCCL error",
+]
 
 
 class StressResult(BaseModel):
@@ -23,21 +39,33 @@ class StressResult(BaseModel):
     killed: bool = False
     evidence: str = ""
     artifact: str | None = None
+    diagnosis: str | None = None  # artifact of the diagnose command run before the kill
 
 
-def classify(scenario: str, run: int, result: CommandResult, timeout_s: float) -> StressResult:
-    if result.timed_out:
-        outcome: StressOutcome = "wedge"
-        tail = (result.stdout_tail + result.stderr_tail).strip().splitlines()[-3:]
+def classify(
+    scenario: str, run: int, result: CommandResult, timeout_s: float, signatures: list[str] | None = None
+) -> StressResult:
+    tail = (result.stdout_tail + "\n" + result.stderr_tail).strip()
+    crash = next((m for p in (signatures or CRASH_SIGNATURES) if (m := re.search(p, tail))), None)
+    if result.error is not None and not result.timed_out:
+        outcome: StressOutcome = "crash"
+        evidence = f"could not run: {result.error}"
+    elif result.timed_out:
+        outcome = "wedge"
+        last = tail.splitlines()[-3:]
         evidence = (
             f"no completion within {timeout_s:g}s deadline; process group "
             f"{'killed' if result.killed else 'could NOT be killed'}"
-            + (f"; last output: {' | '.join(tail)}" if tail else "")
+            + (f"; last output: {' | '.join(last)}" if last else "")
         )
-    elif result.exit_code != 0:
-        outcome = "error"
-        tail = (result.stderr_tail or result.stdout_tail).strip().splitlines()[-2:]
-        evidence = f"exit {result.exit_code}" + (f": {' | '.join(tail)}" if tail else "")
+    elif result.exit_code != 0 or crash is not None:
+        outcome = "crash"
+        if crash is not None:
+            line = next((ln for ln in tail.splitlines() if crash.group(0) in ln), crash.group(0))
+            evidence = f"crash signature: {line.strip()[:200]}"
+        else:
+            last = (result.stderr_tail or result.stdout_tail).strip().splitlines()[-2:]
+            evidence = f"exit {result.exit_code}" + (f": {' | '.join(last)}" if last else "")
     else:
         outcome = "ok"
         evidence = f"completed in {result.duration_s:.2f}s"

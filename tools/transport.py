@@ -80,6 +80,7 @@ class Transport(Protocol):
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
         stdin: bytes | None = None,
+        on_timeout: Callable[[], None] | None = None,  # runs before the kill (e.g. a py-spy dump)
     ) -> CommandResult: ...
 
     def workdir(self, host: Host) -> str: ...
@@ -112,6 +113,7 @@ class LocalTransport:
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
         stdin: bytes | None = None,
+        on_timeout: Callable[[], None] | None = None,
     ) -> CommandResult:
         if timeout <= 0:
             raise ValueError("every command needs a positive timeout")
@@ -149,6 +151,8 @@ class LocalTransport:
             proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
+            if on_timeout is not None:
+                on_timeout()
             killed = _kill_group(proc)
         for t in readers:
             t.join(timeout=5)

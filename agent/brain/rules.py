@@ -84,7 +84,7 @@ class RuleBrain:
         stress = evidence.get("stress", [])
         finding = evidence.get("finding") or {}
         wedges = sum(1 for s in stress if s["outcome"] == "wedge")
-        errors = sum(1 for s in stress if s["outcome"] == "error")
+        errors = sum(1 for s in stress if s["outcome"] == "crash")
         failed = int(evidence.get("failed_candidate_runs", 0))
         failed_a, runs_a = int(evidence.get("failed_baseline_runs", 0)), int(evidence.get("baseline_runs", 0))
         hazards = list(finding.get("hazards", []))
@@ -156,7 +156,7 @@ def stress_reasons(stress: list[dict[str, Any]]) -> list[str]:
     lines = []
     for scenario in dict.fromkeys(s["scenario"] for s in stress):
         runs = [s for s in stress if s["scenario"] == scenario]
-        for outcome in ("wedge", "error"):
+        for outcome in ("wedge", "crash"):
             bad = [s for s in runs if s["outcome"] == outcome]
             if bad:
                 lines.append(
@@ -168,7 +168,8 @@ def stress_reasons(stress: list[dict[str, Any]]) -> list[str]:
 def ab_summary(ab: dict[str, Any]) -> str:
     if ab.get("effect_pct") is None:
         return f"{ab['metric']}: no estimate ({'; '.join(ab.get('reasons', []))})"
+    wilcoxon = f"; Wilcoxon p={ab['wilcoxon_p']:.3f}" if ab.get("wilcoxon_p") is not None else ""
     return (
         f"{ab['metric']} {ab['effect_pct']:+.1f}% (95% CI {ab['ci_low']:+.1f}%…{ab['ci_high']:+.1f}%, "
-        f"paired t on {ab['pairs']} interleaved pairs) → {ab['verdict']}"
+        f"paired t, {ab['pairs']} interleaved pairs{wilcoxon}) → {ab['verdict']}"
     )

@@ -14,7 +14,7 @@ from langgraph.runtime import Runtime
 from agent.context import RunContext
 from agent.execute import CommandRefused, run_spec
 from agent.state import State
-from tools.abstats import BenchRun, analyse, pair_order
+from tools.abstats import BenchRun, analyse, outlier_pairs, pair_order
 from tools.benchparse import BenchParseError, parse
 
 
@@ -94,6 +94,16 @@ def benchmark(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
 
     try:
         run_pairs(0, target)
+        for pair in outlier_pairs(runs)[:2]:
+            # An outlier pair is measured again and the first measurement kept in the journal, not dropped.
+            old = [r for r in runs if r.pair == pair]
+            ctx.journal.append(
+                "bench.outlier", option=option.id, pair=pair, values={r.arm: r.value for r in old}, action="re-run"
+            )
+            runs[:] = [r for r in runs if r.pair != pair]
+            for arm in pair_order(pair):
+                set_arm(arm)
+                runs.append(bench_once(ctx, pair=pair, arm=arm, option=option.id, approved=approved))
         result = _analyse(ctx, runs)
         if result.verdict == "inconclusive" and target < spec.max_pairs and not state.get("retry_pairs"):
             ctx.journal.append(

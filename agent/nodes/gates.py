@@ -63,14 +63,27 @@ def make_gate(
     )
 
 
-def resolve(state: State, runtime: Runtime[RunContext], gate: Gate) -> tuple[Decision | None, dict[str, Any]]:
-    """(decision, state update). A None decision means: ask this gate again (a rule was added)."""
+def resolve(
+    state: State, runtime: Runtime[RunContext], gate: Gate, *, critical: bool = False
+) -> tuple[Decision | None, dict[str, Any]]:
+    """(decision, state update). A None decision means: ask this gate again (a rule was added).
+
+    A critical gate (an unverified rollback) never goes on by itself: a rule, session rule, default
+    or deadline that would continue is overridden to ask; only a person can accept it.
+    """
     ctx = runtime.context
     decision = ctx.engine.decide(gate, active_rules(state))
+    if critical and decision.action in ("approve", "continue"):
+        decision = Decision(
+            action="ask",
+            by=decision.by,
+            rule=decision.rule,
+            rationale=f"critical gate: {decision.by} would {decision.action}; a person must decide",
+        )
     gate = gate.model_copy(update={"recommendation": decision})
     if decision.action == "ask":
         default = ctx.policy.gate(gate.kind).headless_default
-        if ctx.headless and default is not None:
+        if ctx.headless and default is not None and not (critical and default in ("approve", "continue")):
             decision = Decision(
                 action=default,
                 by="headless-default",
@@ -79,8 +92,13 @@ def resolve(state: State, runtime: Runtime[RunContext], gate: Gate) -> tuple[Dec
             )
         else:
             gp = ctx.policy.gate(gate.kind)
+            on_deadline = gp.on_deadline if not (critical and gp.on_deadline in ("approve", "continue")) else None
             answer = interrupt(
-                {"gate": gate.model_dump(mode="json"), "deadline_s": gp.deadline_s, "on_deadline": gp.on_deadline}
+                {
+                    "gate": gate.model_dump(mode="json"),
+                    "deadline_s": gp.deadline_s if on_deadline else None,
+                    "on_deadline": on_deadline,
+                }
             )
             rules = answer.get("rules", [])
             if answer.get("decision") is None:
@@ -338,11 +356,11 @@ def rollback_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         "delta_pct": float(v.get("delta_pct") or 0.0),
     }
     question = (
-        f"Rollback of #{key} did not verify: {v.get('detail', 'no detail')}. "
-        "Retry the revert, accept it as is, or stop?"
+        f"**CRITICAL** — rollback of #{key} did not verify: {v.get('detail', 'no detail')}. The hosts may not "
+        "be on the known-good baseline. Retry the revert, accept it as is, or stop?"
     )
     gate = make_gate(state, "rollback", question, facts, option=state["current"])
-    decision, update = resolve(state, runtime, gate)
+    decision, update = resolve(state, runtime, gate, critical=True)
     if decision is None:
         return update
     if decision.action == "retry":

@@ -16,7 +16,8 @@ from agent.state import State
 def scope_commands(ctx: RunContext, scope: str) -> list[CommandSpec]:
     c = ctx.campaign
     if scope == "campaign":
-        return [*c.baseline.setup, *c.baseline.health, c.benchmark, *c.stress]
+        diagnose = [CommandSpec(run=s.diagnose, on=s.on) for s in c.stress if s.diagnose]
+        return [*c.baseline.setup, *c.baseline.health, c.benchmark, *c.stress, *diagnose]
     option = c.option(int(scope))
     return [*option.apply, *option.revert]
 

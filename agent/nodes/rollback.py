@@ -46,7 +46,10 @@ def rollback(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         return {"verification": v}
     revert_ok = all(r.ok for r in results)
     health_ok = revert_ok and all(r.ok for r in health)
-    reference = state.get("ab", {}).get(str(option.id), {}).get("a_values", [])
+    # The pre-apply baseline if there is one; the A arm only as a fallback (a broken revert corrupts it too).
+    reference = state.get("baselines", {}).get(str(option.id)) or state.get("ab", {}).get(str(option.id), {}).get(
+        "a_values", []
+    )
     check: list[float] = []
     if health_ok and reference:
         for i in range(ctx.campaign.rollback.verify_runs):

@@ -199,6 +199,24 @@ def cmd_stress(args: argparse.Namespace) -> None:
     print(f"{args.scenario}: drained, 0 running, 0 waiting, kv usage back to baseline", flush=True)
 
 
+def cmd_dump(_: argparse.Namespace) -> None:
+    """What `py-spy dump` of a wedged scheduler looks like; captured before the hung process is killed."""
+    state = load()
+    hung = state["overlap_scheduler"]
+    print("Process 4812: python -m sglang.launch_server (simulated)")
+    for rank in range(state["tp_size"]):
+        where = (
+            (
+                "all_reduce (torch/distributed/distributed_c10d.py:2501)"
+                if hung and rank in (3, 5)
+                else "copy_done.synchronize (scheduler.py:1187)"
+            )
+            if hung
+            else "event_loop_overlap (scheduler.py:902)"
+        )
+        print(f"Thread rank{rank} (active): {where}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(prog="simserve.py", description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -209,6 +227,7 @@ def main() -> None:
         p.add_argument("feature", choices=sorted(FEATURES))
     sub.add_parser("health")
     sub.add_parser("show")
+    sub.add_parser("dump")
     p = sub.add_parser("probe")
     p.add_argument("what", choices=["ep", "gpu"])
     p = sub.add_parser("bench")
@@ -238,6 +257,8 @@ def main() -> None:
         cmd_bench(args)
     elif args.cmd == "stress":
         cmd_stress(args)
+    elif args.cmd == "dump":
+        cmd_dump(args)
 
 
 if __name__ == "__main__":

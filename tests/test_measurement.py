@@ -1,0 +1,91 @@
+"""Measurement you can sign: crash signatures, diagnosis before the kill, outlier re-runs, and
+rollbacks whose failed verification never continues on its own."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conftest import journal_events
+from tests.test_evidence import ALLOW_ALL, MINI
+from tools.abstats import BenchRun, outlier_pairs
+from tools.stress import classify
+from tools.transport import CommandResult
+
+
+def result(**kw) -> CommandResult:
+    return CommandResult(**{"host": "h", "command": "c", "exit_code": 0, "duration_s": 1.0, **kw})
+
+
+def test_crash_signatures_count_even_with_exit_zero():
+    r = classify(
+        "s",
+        1,
+        result(stdout_tail="sent 200\nvllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue\n"),
+        60,
+    )
+    assert r.outcome == "crash" and "EngineDeadError" in r.evidence
+    r = classify(
+        "s",
+        1,
+        result(
+            stderr_tail="[rank3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE)"
+        ),
+        60,
+    )
+    assert r.outcome == "crash"
+    assert classify("s", 1, result(exit_code=3, stderr_tail="boom"), 60).outcome == "crash"
+    assert classify("s", 1, result(stdout_tail="drained, 0 running"), 60).outcome == "ok"
+    r = classify("s", 1, result(exit_code=None, timed_out=True, killed=True, stdout_tail="waiting"), 2)
+    assert r.outcome == "wedge" and "killed" in r.evidence
+    assert classify("s", 1, result(stdout_tail="custom fatal"), 60, [r"custom fatal"]).outcome == "crash"
+
+
+def test_outlier_pairs_are_found_by_robust_distance():
+    def runs(ratios):
+        out = []
+        for i, q in enumerate(ratios):
+            out += [
+                BenchRun(pair=i, arm="A", value=100.0, valid=True),
+                BenchRun(pair=i, arm="B", value=100.0 * q, valid=True),
+            ]
+        return out
+
+    assert outlier_pairs(runs([1.05, 1.06, 1.04, 1.05, 1.055, 1.30])) == [5]
+    assert outlier_pairs(runs([1.05, 1.06, 1.04, 1.05, 1.055, 1.045])) == []
+
+
+def test_a_hung_stress_run_is_diagnosed_before_it_is_killed(cli):
+    r = cli("demo", "--json")
+    assert r.code == 0
+    journal = Path(r.json()["journal"])
+    events = journal_events(journal)
+    diagnoses = [e for e in events if e["kind"] == "stress.diagnosis"]
+    wedges = [e for e in events if e["kind"] == "stress.result" and e["outcome"] == "wedge"]
+    assert diagnoses and len(diagnoses) == len(wedges)
+    # The diagnosis ran while the hung process was still alive: it is journaled before the wedge result.
+    assert diagnoses[0]["seq"] < wedges[0]["seq"]
+    dump = (journal.parent / "artifacts" / diagnoses[0]["artifact"]).read_text()
+    assert "all_reduce" in dump and "rank3" in dump
+    assert all("diagnosis before the kill: artifacts/sha256-" in w["evidence"] for w in wedges)
+
+
+def test_a_broken_revert_opens_a_critical_rollback_gate_that_no_rule_can_pass(cli, variant, tmp_path):
+    # The option makes the benchmark fail (so it is rolled back), but its revert does not undo the other
+    # change it made: the baseline after the revert is 20 % off, so verification must fail.
+    broken = MINI.replace('apply: ["touch broken"]', 'apply: ["{{simserve}} apply moe-occupancy && touch broken"]')
+    broken = broken.replace('revert: ["rm -f broken"]', 'revert: ["rm -f broken"]')
+    policy = tmp_path / "p.yaml"
+    policy.write_text(
+        (ALLOW_ALL % "").replace(
+            "rollback: {rules: [{id: ok, when: verified, decide: approve}]}",
+            "rollback: {rules: [{id: always-ok, decide: approve}]}",
+        )
+    )
+    r = cli("run", str(variant(broken, name="brokenrevert")), "--policy", str(policy), "--json")
+    assert r.code == 3, r.stderr
+    gate = r.json()["pending_gate"]
+    assert gate["kind"] == "rollback" and gate["facts"]["verified"] is False and gate["facts"]["measured"] is True
+    assert gate["question"].startswith("**CRITICAL**")
+    assert gate["recommendation"]["action"] == "ask" and "a person must decide" in gate["recommendation"]["rationale"]
+    rollback = next(e for e in journal_events(r.json()["journal"]) if e["kind"] == "rollback")
+    assert rollback["verified"] is False and rollback["delta_pct"] > 10
