@@ -104,6 +104,10 @@ class BenchSpec(CommandSpec):
     equivalence_pct: float = Field(default=2.0, ge=0)
     guardrails: list[str] = Field(default_factory=list)
     guardrail_pct: float = 5.0
+    restart: str | None = None  # run before every benchmark run, in both arms (e.g. restart the server)
+    warmup: str | None = None  # run before every benchmark run, after `restart`, in both arms
+    calibrate_pairs: StrictInt = Field(default=0, ge=0, le=20)  # A/A pairs at setup: measures the noise floor
+    post_stress_runs: StrictInt = Field(default=0, ge=0, le=10)  # candidate runs after stress: `degraded` check
     timeout: float = Field(default=600.0, gt=0, le=86_400)
 
     @model_validator(mode="after")

@@ -139,6 +139,18 @@ def print_report(out: Any, console: Console | None = None) -> None:
                 style="bold",
             )
         )
+    cal = out.calibration or {}
+    if cal.get("sd_pct") is not None:
+        console.print(
+            f"noise (A/A, {cal['pairs']} pairs): sd of log ratios {cal['sd_pct']:.2f}% → effects under "
+            f"±{cal['noise_floor_pct']:.1f}% are not resolvable at {cal['at_pairs']} pairs"
+        )
+        for oid, c in cal.get("options", {}).items():
+            if c["below_noise_floor"]:
+                console.print(
+                    f"  #{oid}: hoped-for {c['expected_pct']:+g}% is below that floor; it would take about "
+                    f"{c['pairs_needed'] or 'unbounded'} pairs"
+                )
     for o in out.options:
         if not o["reasons"]:
             continue

@@ -62,6 +62,7 @@ class Outcome(BaseModel):
     pending_gate: dict[str, Any] | None = None
     session_rules: list[dict[str, Any]] = []
     deferred: dict[str, Any] | None = None  # {"options": [...], "revisit": "signoff resume ID --revisit"}
+    calibration: dict[str, Any] | None = None  # A/A noise floor, when the campaign asked for it
     goal: dict[str, Any] | None = None
     journal: str
     error: str | None = None
@@ -582,7 +583,7 @@ class Runner:
             session=self.dir.id,
             status=status,
             options=[
-                {k: o[k] for k in ("id", "title", "outcome", "gain_pct", "ci", "verdict", "reasons")}
+                {k: o[k] for k in ("id", "title", "outcome", "gain_pct", "ci", "verdict", "reasons", "evidence")}
                 for o in summary["options"]
             ],
             gates=[
@@ -595,6 +596,7 @@ class Runner:
             session_rules=[r for r in (snapshot.values or {}).get("session_rules", [])],
             pending_gate=pending,
             goal=self._goal(summary.get("estimated_gain_pct")),
+            calibration=summary.get("calibration"),
             deferred={"options": summary["deferred"], "revisit": f"signoff resume {self.dir.id} --revisit"}
             if summary["deferred"] and not snapshot.interrupts
             else None,

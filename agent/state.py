@@ -38,6 +38,7 @@ class State(TypedDict, total=False):
     stopping: bool
     command_scope: str | None  # "campaign" or an option id awaiting command approval
     report: dict[str, Any] | None
+    calibration: dict[str, Any] | None  # A/A noise measured at setup (optional)
     baselines: Annotated[dict[str, list[float]], merge]  # option → baseline metric measured before its apply
     tried: Annotated[list[int], operator.add]  # options that reached apply (budget: options tried)
     budget: dict[str, Any] | None  # the facts of the last budget check

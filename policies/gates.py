@@ -73,7 +73,7 @@ FACTS: dict[GateKind, dict[str, FactSpec]] = {
         "ci_high": _d("upper bound of the 95% CI of the gain, %"),
         "pairs": _i("valid interleaved A/B pairs"),
         "wedges": _i("stress runs that hung past their deadline"),
-        "stress_errors": _i("stress runs that exited non-zero"),
+        "stress_errors": _i("stress runs that crashed, or a server left degraded after the stress"),
         "failed_requests": _i("benchmark runs of the candidate not counted (failures, garbage, timeouts)"),
         "hazards": _i("hazards reported by the option's investigation"),
         "confidence": _d("0..1, how sure the assessment is"),

@@ -32,6 +32,11 @@ def test_demo_reaches_the_evidence_based_verdicts(cli, home):
     assert any("TP barrier" in x for x in two["reasons"])
     assert 3.0 < two["gain_pct"] < 10.0
 
+    ev = two["evidence"]
+    assert ev["ab"]["pairs"] == len(ev["ab"]["ratios"]) >= 5 and ev["ab"]["wilcoxon_p"] is not None
+    assert [s["outcome"] for s in ev["stress"] if s["scenario"] == "abort-cascade"].count("wedge") >= 1
+    assert all(s["artifact"].startswith("sha256-") for s in ev["stress"])
+
     three = opts[3]
     assert three["outcome"] == "kept" and three["verdict"] == "safe"
     assert 12.0 < three["gain_pct"] < 30.0

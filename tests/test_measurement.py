@@ -89,3 +89,56 @@ def test_a_broken_revert_opens_a_critical_rollback_gate_that_no_rule_can_pass(cl
     assert gate["recommendation"]["action"] == "ask" and "a person must decide" in gate["recommendation"]["rationale"]
     rollback = next(e for e in journal_events(r.json()["journal"]) if e["kind"] == "rollback")
     assert rollback["verified"] is False and rollback["delta_pct"] > 10
+
+
+CALIBRATED = """\
+name: calibrated
+goal: {text: "calibrate, then measure"}
+hosts: [{name: h1, roles: [server]}]
+vars: {simserve: "{{python}} simserve.py"}
+baseline:
+  upload: [{src: simserve.py}]
+  setup: ["{{simserve}} init --seed 5"]
+  health: ["{{simserve}} health"]
+benchmark:
+  run: "{{simserve}} bench --wall 0.01"
+  on: h1
+  num_prompts: 900
+  pairs: 5
+  max_pairs: 6
+  timeout: 20
+  restart: "{{simserve}} health"
+  warmup: "{{simserve}} show"
+  calibrate_pairs: 4
+  post_stress_runs: 2
+stress: [{name: leaky, run: "{{simserve}} stress idle-busy-bursts --wall 0.01 --degrade", on: h1, timeout: 5}]
+options:
+  - {id: 1, title: occupancy, expected_gain_pct: 18, apply: ["{{simserve}} apply moe-occupancy"],
+     revert: ["{{simserve}} revert moe-occupancy"]}
+  - {id: 2, title: tiny tweak, expected_gain_pct: 0.5, apply: ["{{simserve}} apply overlap-scheduler"],
+     revert: ["{{simserve}} revert overlap-scheduler"]}
+"""
+
+
+def test_calibration_warmup_and_a_server_left_degraded_by_stress(cli, variant):
+    r = cli("run", str(variant(CALIBRATED, name="calibrated")), "--policy", "autonomous", "--json")
+    # The leak survives the revert, so the rollback cannot verify: a critical gate, even for `autonomous`.
+    assert r.code == 3, r.stderr
+    out = r.json()
+    assert out["pending_gate"]["kind"] == "rollback" and out["pending_gate"]["facts"]["delta_pct"] < -10
+    cal = out["calibration"]
+    assert cal["pairs"] == 4 and 0 < cal["sd_pct"] < 10 and cal["noise_floor_pct"] > 0
+    assert cal["options"]["2"]["below_noise_floor"] is True and cal["options"]["1"]["below_noise_floor"] is False
+    one = {o["id"]: o for o in out["options"]}[1]
+    # +20 % measured, but the server was slower after the stress test: that is a hazard, not a win.
+    assert one["gain_pct"] > 10 and one["verdict"] == "unsafe" and one["outcome"] == "skipped"
+    assert any(x.startswith("rollback NOT verified") for x in one["reasons"])
+    assert any("post-stress benchmark: DEGRADED" in x for x in one["reasons"]), one["reasons"]
+    events = journal_events(out["journal"])
+    purposes = [e["purpose"] for e in events if e["kind"] == "command.started"]
+    benches = [i for i, p in enumerate(purposes) if p.startswith("bench:")]
+    assert {purposes[i] for i in benches} == {"bench:A", "bench:B"}
+    for i in benches:  # every run of either arm gets the same preparation
+        arm = purposes[i][-1]
+        assert purposes[i - 2 : i] == [f"restart:{arm}", f"warmup:{arm}"]
+    assert any(e["kind"] == "calibration" for e in events)

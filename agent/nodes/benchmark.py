@@ -13,6 +13,7 @@ from langgraph.runtime import Runtime
 
 from agent.context import RunContext
 from agent.execute import CommandRefused, run_spec
+from agent.models import CommandSpec
 from agent.state import State
 from tools.abstats import BenchRun, analyse, outlier_pairs, pair_order
 from tools.benchparse import BenchParseError, parse
@@ -22,6 +23,13 @@ def bench_once(
     ctx: RunContext, *, pair: int, arm: str, option: int | None, approved: list[str], purpose: str = "ab"
 ) -> BenchRun:
     spec = ctx.campaign.benchmark
+    for step, command in (("restart", spec.restart), ("warmup", spec.warmup)):
+        if command:  # the same preparation in both arms, before every run
+            prep = CommandSpec(run=command, on=spec.on, timeout=spec.timeout)
+            if not all(r.ok for r in run_spec(ctx, prep, purpose=f"{step}:{arm}", option=option, approved=approved)):
+                run = BenchRun(pair=pair, arm=arm, value=None, valid=False, reason=f"{step} command failed")
+                ctx.journal.append("bench.run", option=option, purpose=purpose, **run.model_dump(mode="json"))
+                return run
     result = run_spec(ctx, spec, purpose=f"bench:{arm}", option=option, approved=approved)[0]
     value, reason, guard = None, None, {}
     if result.timed_out:

@@ -17,7 +17,8 @@ def scope_commands(ctx: RunContext, scope: str) -> list[CommandSpec]:
     c = ctx.campaign
     if scope == "campaign":
         diagnose = [CommandSpec(run=s.diagnose, on=s.on) for s in c.stress if s.diagnose]
-        return [*c.baseline.setup, *c.baseline.health, c.benchmark, *c.stress, *diagnose]
+        prep = [CommandSpec(run=cmd, on=c.benchmark.on) for cmd in (c.benchmark.restart, c.benchmark.warmup) if cmd]
+        return [*c.baseline.setup, *c.baseline.health, c.benchmark, *prep, *c.stress, *diagnose]
     option = c.option(int(scope))
     return [*option.apply, *option.revert]
 

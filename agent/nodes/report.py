@@ -10,6 +10,39 @@ from agent.context import RunContext
 from agent.state import State
 
 
+def _evidence(state: State, key: str) -> dict[str, Any] | None:
+    """The measurements behind a verdict, with artifact references for the raw output."""
+    ab = state.get("ab", {}).get(key)
+    stress = state.get("stress", {}).get(key)
+    if ab is None and stress is None:
+        return None
+    out: dict[str, Any] = {}
+    if ab is not None:
+        out["ab"] = {
+            k: ab.get(k)
+            for k in (
+                "metric",
+                "pairs",
+                "ratios",
+                "effect_pct",
+                "ci_low",
+                "ci_high",
+                "wilcoxon_p",
+                "verdict",
+                "a_mean",
+                "b_mean",
+                "guardrails",
+                "invalid",
+            )
+        }
+    if stress is not None:
+        out["stress"] = [
+            {k: s.get(k) for k in ("scenario", "run", "host", "outcome", "evidence", "artifact", "diagnosis")}
+            for s in stress
+        ]
+    return out
+
+
 def build_report(state: State, campaign_name: str) -> dict[str, Any]:
     options = []
     for key, o in sorted(state.get("options", {}).items(), key=lambda kv: int(kv[0])):
@@ -31,6 +64,7 @@ def build_report(state: State, campaign_name: str) -> dict[str, Any]:
                 "ab_verdict": o.get("ab_verdict"),
                 "reasons": reasons,
                 "rollback": o.get("rollback"),
+                "evidence": _evidence(state, key),
                 "decided_by": [
                     g["decision"].get("by")
                     for g in state.get("gates", [])
@@ -63,6 +97,7 @@ def build_report(state: State, campaign_name: str) -> dict[str, Any]:
         "kept": [o["id"] for o in options if o["outcome"] == "kept"],
         "deferred": [o["id"] for o in options if o["outcome"] == "deferred"],
         "error": report.get("error"),
+        "calibration": state.get("calibration"),
     }
 
 

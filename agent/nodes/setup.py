@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -9,7 +11,9 @@ from langgraph.runtime import Runtime
 
 from agent.context import RunContext
 from agent.execute import CommandRefused, run_spec, upload
+from agent.nodes.benchmark import bench_once
 from agent.state import State
+from tools.abstats import t975
 
 
 def setup(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
@@ -36,7 +40,52 @@ def setup(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         message = f"baseline setup failed on {f.host}: {f.command!r} {why} {detail[0]}".strip()
         ctx.journal.append("setup.failed", error=message)
         return {"route": "report", "stopping": True, "report": {"error": message}}
-    return {"route": "plan"}
+    return {"route": "plan", "calibration": calibrate(ctx, state.get("approved", []))}
+
+
+def calibrate(ctx: RunContext, approved: list[str]) -> dict[str, Any] | None:
+    """Optional A/A pairs on the untouched baseline: how noisy is this benchmark here, and can the
+    hoped-for effects be told from that noise with the pairs we plan to run?"""
+    spec = ctx.campaign.benchmark
+    if not spec.calibrate_pairs:
+        return None
+    ctx.journal.append("phase", phase="calibration", pairs=spec.calibrate_pairs)
+    runs = [
+        bench_once(ctx, pair=i, arm=arm, option=None, approved=approved, purpose="calibrate")
+        for i in range(spec.calibrate_pairs)
+        for arm in ("A", "B")
+    ]
+    logs = [
+        math.log(b.value / a.value)  # type: ignore[operator]
+        for a, b in zip(runs[::2], runs[1::2], strict=True)
+        if a.valid and b.valid
+    ]
+    if len(logs) < 2:
+        result: dict[str, Any] = {"pairs": len(logs), "error": "too few valid A/A pairs to estimate the noise"}
+        ctx.journal.append("calibration", **result)
+        return result
+    sd = statistics.stdev(logs)
+    floor = t975(spec.max_pairs - 1) * sd / math.sqrt(spec.max_pairs) * 100
+    per_option = {}
+    for o in ctx.campaign.options:
+        if o.expected_gain_pct is None:
+            continue
+        margin = o.expected_gain_pct - spec.noise_pct
+        needed = math.ceil(((t975(spec.pairs - 1) + 0.9) * sd * 100 / margin) ** 2) if margin > 0 else None
+        per_option[str(o.id)] = {
+            "expected_pct": o.expected_gain_pct,
+            "pairs_needed": max(5, needed) if needed else None,
+            "below_noise_floor": margin <= floor,
+        }
+    result = {
+        "pairs": len(logs),
+        "sd_pct": round(sd * 100, 3),
+        "noise_floor_pct": round(floor, 3),
+        "at_pairs": spec.max_pairs,
+        "options": per_option,
+    }
+    ctx.journal.append("calibration", **result)
+    return result
 
 
 def plan(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:

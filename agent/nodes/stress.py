@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -9,8 +10,9 @@ from langgraph.runtime import Runtime
 from agent.context import RunContext
 from agent.execute import CommandRefused, run_spec
 from agent.models import CommandSpec, StressSpec
+from agent.nodes.benchmark import bench_once
 from agent.state import State
-from tools.stress import classify
+from tools.stress import StressResult, classify
 from tools.transport import Host
 
 
@@ -51,7 +53,43 @@ def stress(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
                     r.evidence += f"; diagnosis before the kill: artifacts/{r.diagnosis}"
                 ctx.journal.append("stress.result", option=option, **r.model_dump(mode="json"))
                 results.append(r.model_dump(mode="json"))
+    results += degraded_check(ctx, state, option)
     return {"stress": {str(option): results}, "route": "assess"}
+
+
+def degraded_check(ctx: RunContext, state: State, option: int) -> list[dict[str, Any]]:
+    """A short benchmark of the candidate after the stress: is it still as fast as during the A/B?"""
+    runs = ctx.campaign.benchmark.post_stress_runs
+    before = state.get("ab", {}).get(str(option), {}).get("b_mean")
+    if not runs or not before:
+        return []
+    values = []
+    for i in range(runs):
+        run = bench_once(ctx, pair=i, arm="B", option=option, approved=state.get("approved", []), purpose="post-stress")
+        if run.valid and run.value is not None:
+            values.append(run.value)
+    tolerance = ctx.campaign.rollback.tolerance_pct
+    if not values:
+        outcome, evidence = "degraded", "no valid benchmark run after the stress tests"
+    else:
+        delta = (statistics.fmean(values) / before - 1) * 100
+        ok = abs(delta) <= tolerance
+        outcome = "ok" if ok else "degraded"
+        evidence = (
+            f"after stress {statistics.fmean(values):.1f} vs {before:.1f} during the A/B ({delta:+.1f}%, "
+            f"tolerance ±{tolerance:g}%) over {len(values)} run(s)"
+        )
+    r = StressResult(
+        scenario="post-stress benchmark",
+        run=1,
+        host=ctx.campaign.benchmark.on,
+        outcome=outcome,
+        duration_s=0.0,
+        timeout_s=ctx.campaign.benchmark.timeout,
+        evidence=evidence,
+    )
+    ctx.journal.append("stress.result", option=option, **r.model_dump(mode="json"))
+    return [r.model_dump(mode="json")]
 
 
 def _diagnoser(ctx: RunContext, spec: StressSpec, option: int, state: State, sink: dict[str, str]):

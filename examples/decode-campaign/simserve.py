@@ -89,6 +89,8 @@ def step_ms(state: dict, concurrency: int) -> float:
         step *= 0.94
     if state["moe_occupancy"] == "tuned":
         step *= 0.83
+    if state.get("degraded"):
+        step *= 1.25  # e.g. KV blocks leaked by aborted requests: fewer fit, smaller batches
     return step
 
 
@@ -196,6 +198,12 @@ def cmd_stress(args: argparse.Namespace) -> None:
             )
             while True:
                 time.sleep(3600)
+    if args.degrade:
+        state = load()
+        state["degraded"] = True
+        save(state)
+        print(f"{args.scenario}: drained, 0 running, 0 waiting, kv usage 31% above baseline", flush=True)
+        return
     print(f"{args.scenario}: drained, 0 running, 0 waiting, kv usage back to baseline", flush=True)
 
 
@@ -240,6 +248,7 @@ def main() -> None:
     p.add_argument("scenario", choices=["abort-cascade", "idle-busy-bursts"])
     p.add_argument("--requests", type=int, default=200)
     p.add_argument("--wall", type=float, default=0.2)
+    p.add_argument("--degrade", action="store_true", help="leave the server slower afterwards (a leak)")
     args = ap.parse_args()
     if args.cmd == "init":
         cmd_init(args)
