@@ -145,6 +145,9 @@ class StressSpec(CommandSpec):
     diagnose: str | None = None
     diagnose_timeout: float = Field(default=30.0, gt=0, le=600)
     crash_patterns: list[str] | None = None  # regexes; default: known engine crash and watchdog lines
+    # Run after each scenario run that finished: a non-zero exit means the server did not come back
+    # clean (requests stuck, KV blocks leaked, health lying) — a `leak` hazard.
+    check: str | None = None
 
 
 class RollbackSpec(_Strict):

@@ -142,3 +142,22 @@ def test_calibration_warmup_and_a_server_left_degraded_by_stress(cli, variant):
         arm = purposes[i][-1]
         assert purposes[i - 2 : i] == [f"restart:{arm}", f"warmup:{arm}"]
     assert any(e["kind"] == "calibration" for e in events)
+
+
+def test_stress_detectors_against_simserve_crash_and_leak(cli, variant):
+    campaign = CALIBRATED.replace("  calibrate_pairs: 4\n  post_stress_runs: 2\n", "").replace(
+        CALIBRATED[CALIBRATED.index("stress: [") : CALIBRATED.index("options:")].rstrip("\n"),
+        "stress:\n"
+        '  - {name: dies, run: "{{simserve}} stress abort-cascade --wall 0.01 --crash", on: h1, timeout: 5}\n'
+        '  - {name: leaky, run: "{{simserve}} stress idle-busy-bursts --wall 0.01 --degrade", on: h1, timeout: 5,\n'
+        '     check: "{{simserve}} leakcheck"}',
+    )
+    r = cli("run", str(variant(campaign, name="detectors")), "--policy", "autonomous", "--json")
+    out = r.json()
+    one = {o["id"]: o for o in out["options"]}[1]
+    outcomes = {s["scenario"]: s["outcome"] for s in one["evidence"]["stress"]}
+    assert outcomes == {"dies": "crash", "leaky": "leak"}
+    reasons = " ".join(one["reasons"])
+    assert "crash signature: vllm.v1.engine.exceptions.EngineDeadError" in reasons
+    assert "212 KV blocks leaked" in reasons
+    assert one["verdict"] == "unsafe"

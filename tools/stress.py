@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from tools.transport import CommandResult
 
-StressOutcome = Literal["ok", "wedge", "crash", "degraded"]
+StressOutcome = Literal["ok", "wedge", "crash", "degraded", "leak"]
 
 # What engines print when they die or their watchdogs fire (research/bench-stats.md §3.1).
 CRASH_SIGNATURES = [

@@ -17,6 +17,7 @@ def scope_commands(ctx: RunContext, scope: str) -> list[CommandSpec]:
     c = ctx.campaign
     if scope == "campaign":
         diagnose = [CommandSpec(run=s.diagnose, on=s.on) for s in c.stress if s.diagnose]
+        diagnose += [CommandSpec(run=s.check, on=s.on) for s in c.stress if s.check]
         prep = [CommandSpec(run=cmd, on=c.benchmark.on) for cmd in (c.benchmark.restart, c.benchmark.warmup) if cmd]
         return [*c.baseline.setup, *c.baseline.health, c.benchmark, *prep, *c.stress, *diagnose]
     option = c.option(int(scope))

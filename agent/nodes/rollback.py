@@ -4,6 +4,7 @@ health checks pass and the baseline metric is back within tolerance of this opti
 
 from __future__ import annotations
 
+import math
 import statistics
 from typing import Any
 
@@ -57,6 +58,12 @@ def rollback(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
             if run.valid and run.value is not None:
                 check.append(run.value)
     tolerance = ctx.campaign.rollback.tolerance_pct
+    cal = state.get("calibration") or {}
+    if cal.get("sd_pct") and reference and check:
+        # With a measured noise level, "back to baseline" means inside the A/A noise band of the
+        # difference of two means (3 SDs: a false alarm pauses the run, so keep them rare).
+        cv = cal["sd_pct"] / math.sqrt(2)
+        tolerance = round(max(0.5, 3 * cv * math.sqrt(1 / len(check) + 1 / len(reference))), 3)
     if not health_ok:
         v = {
             "verified": False,

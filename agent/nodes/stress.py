@@ -49,6 +49,8 @@ def stress(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
             for out in outs:
                 r = classify(spec.name, run, out, spec.timeout, spec.crash_patterns)
                 r.diagnosis = diagnoses.get(out.host)
+                if r.outcome == "ok" and spec.check:
+                    r = _checked(ctx, spec, r, option, state)
                 if r.diagnosis:
                     r.evidence += f"; diagnosis before the kill: artifacts/{r.diagnosis}"
                 ctx.journal.append("stress.result", option=option, **r.model_dump(mode="json"))
@@ -114,3 +116,25 @@ def _diagnoser(ctx: RunContext, spec: StressSpec, option: int, state: State, sin
         )
 
     return run
+
+
+def _checked(ctx: RunContext, spec: StressSpec, r: StressResult, option: int, state: State) -> StressResult:
+    """The scenario finished: is the server clean afterwards? (the campaign's check command)"""
+    check = CommandSpec(run=spec.check or "true", on=r.host, timeout=60)
+    try:
+        (result,) = run_spec(
+            ctx, check, purpose=f"check:{spec.name}", option=option, approved=state.get("approved", [])
+        )
+    except CommandRefused as exc:
+        return r.model_copy(update={"evidence": f"{r.evidence}; check not run: {exc}"})
+    if result.ok:
+        return r
+    said = (result.stdout_tail + result.stderr_tail).strip().splitlines()[-1:] or [result.error or ""]
+    return r.model_copy(
+        update={
+            "outcome": "leak",
+            "evidence": f"the check after the scenario failed "
+            f"({'timeout' if result.timed_out else f'exit {result.exit_code}'}): {said[0]}",
+            "artifact": result.artifact or r.artifact,
+        }
+    )

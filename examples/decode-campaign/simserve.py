@@ -113,6 +113,15 @@ def cmd_apply(args: argparse.Namespace, on: bool = True) -> None:
     print(f"{args.feature}: {'on' if on else 'off'} ({key}={state[key]!r})")
 
 
+def cmd_leakcheck(_: argparse.Namespace) -> None:
+    """Like scraping /metrics after the load drained: running, waiting and KV usage back to idle?
+    (`health` keeps saying ok: real health endpoints lie about this.)"""
+    state = load()
+    if state.get("degraded"):
+        sys.exit("kv_cache_usage_perc=0.31 with num_requests_running=0: 212 KV blocks leaked")
+    print("kv_cache_usage_perc=0.00 num_requests_running=0 num_requests_waiting=0")
+
+
 def cmd_health(_: argparse.Namespace) -> None:
     state = load()
     print(json.dumps({"status": "ok", "config": {k: state[k] for k in FEATURES_KEYS}}))
@@ -198,6 +207,14 @@ def cmd_stress(args: argparse.Namespace) -> None:
             )
             while True:
                 time.sleep(3600)
+    if args.crash:
+        # What vLLM prints when the engine core dies under the load client, which still exits 0.
+        print(
+            "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace "
+            "(above) for the root cause.",
+            flush=True,
+        )
+        return
     if args.degrade:
         state = load()
         state["degraded"] = True
@@ -236,6 +253,7 @@ def main() -> None:
     sub.add_parser("health")
     sub.add_parser("show")
     sub.add_parser("dump")
+    sub.add_parser("leakcheck")
     p = sub.add_parser("probe")
     p.add_argument("what", choices=["ep", "gpu"])
     p = sub.add_parser("bench")
@@ -249,6 +267,7 @@ def main() -> None:
     p.add_argument("--requests", type=int, default=200)
     p.add_argument("--wall", type=float, default=0.2)
     p.add_argument("--degrade", action="store_true", help="leave the server slower afterwards (a leak)")
+    p.add_argument("--crash", action="store_true", help="the engine dies under load (the client exits 0)")
     args = ap.parse_args()
     if args.cmd == "init":
         cmd_init(args)
@@ -268,6 +287,8 @@ def main() -> None:
         cmd_stress(args)
     elif args.cmd == "dump":
         cmd_dump(args)
+    elif args.cmd == "leakcheck":
+        cmd_leakcheck(args)
 
 
 if __name__ == "__main__":
