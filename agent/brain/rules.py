@@ -24,6 +24,8 @@ def _first_line(text: str) -> str:
 def probe_failure(probe: Probe, result: CommandResult) -> str | None:
     """Why a probe's expectation failed, in words an engineer would write down (None when it held)."""
     expect = probe.expect
+    if result.error is not None:
+        return result.error
     if result.timed_out:
         return f"probe timed out after {probe.timeout:g}s"
     if expect.exit is not None and result.exit_code != expect.exit:

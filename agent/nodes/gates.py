@@ -147,6 +147,17 @@ def requeue(
     return queue, updates
 
 
+def undo_plan(ctx: RunContext, option_id: int) -> str:
+    """The rollback proposal shown with every keep-or-roll-back question."""
+    option = ctx.campaign.option(option_id)
+    revert = "; ".join(spec.run for spec in option.revert)
+    rb = ctx.campaign.rollback
+    return (
+        f"Undo plan: `{revert}`, then health checks and {rb.verify_runs} baseline run(s) within "
+        f"±{rb.tolerance_pct:g}% of the baseline measured before the apply (the A/A band when calibrated)."
+    )
+
+
 # ---------------------------------------------------------------- plan
 
 
@@ -273,6 +284,7 @@ def safety_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
             f"#{key} {title}: safety **{a['verdict']}**, A/B **{a['ab_verdict']}**; "
             f"the assessment recommends **{a['recommendation']}**.",
             *[f"- {r}" for r in a["reasons"]],
+            undo_plan(runtime.context, current),
             "Keep it (continue), or skip it and roll back?",
         ]
     )
@@ -357,7 +369,8 @@ def rollback_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     }
     question = (
         f"**CRITICAL** — rollback of #{key} did not verify: {v.get('detail', 'no detail')}. The hosts may not "
-        "be on the known-good baseline. Retry the revert, accept it as is, or stop?"
+        f"be on the known-good baseline.\n{undo_plan(runtime.context, state['current'])}\n"
+        "Retry the revert, accept it as is, or stop?"
     )
     gate = make_gate(state, "rollback", question, facts, option=state["current"])
     decision, update = resolve(state, runtime, gate, critical=True)

@@ -28,16 +28,10 @@ def investigate(payload: dict[str, Any], runtime: Runtime[RunContext]) -> dict[s
         try:
             return run_spec(ctx, probe, purpose=f"probe:{probe.name}", option=option.id)
         except CommandRefused as exc:
-            # A probe the policy will not run is reported, never silently skipped.
-            from tools.transport import CommandResult as R
-
+            # A probe the policy will not run is reported (and counts against the option), never skipped.
             return [
-                R(
-                    host="-",
-                    command=exc.command,
-                    exit_code=None,
-                    duration_s=0.0,
-                    stderr_tail=f"not run: {exc}",
+                CommandResult(
+                    host="-", command=exc.command, exit_code=None, duration_s=0.0, error=f"probe not run: {exc}"
                 )
             ]
 
