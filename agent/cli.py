@@ -247,6 +247,38 @@ def resume(
 
 
 @app.command()
+def replay(
+    session: Annotated[str, typer.Argument(help="Session id.")],
+    check: Annotated[
+        bool, typer.Option("--verify", help="Check the hash chain, the head, and re-derive every policy decision.")
+    ] = False,
+    kind: Annotated[str | None, typer.Option("--kind", help="Only events whose kind starts with this.")] = None,
+    option: Annotated[int | None, typer.Option("--option", help="Only events about this option.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Read a session back from its journal (no host is touched, no gate can be answered)."""
+    from agent.replay import describe, events, verify_session
+    from agent.session import SessionDir, SessionError
+
+    try:
+        d = SessionDir.find(session)
+    except SessionError as exc:
+        raise _fail(str(exc), BAD_INPUT) from None
+    if check:
+        verdict = verify_session(d.journal)
+        typer.echo(verdict.model_dump_json() if as_json else verdict.line())
+        raise typer.Exit(0 if verdict.ok else FAILED)
+    chosen = events(d.journal, kind=kind, option=option)
+    if as_json:
+        typer.echo(json.dumps(chosen, indent=2))
+        return
+    for e in chosen:
+        line = describe(e)
+        if line is not None:
+            typer.echo(f"{e['seq']:>5} {e['ts'][11:23]} {line}")
+
+
+@app.command()
 def sessions(as_json: JsonOpt = False) -> None:
     """List sessions under $SIGNOFF_HOME (default ./.signoff)."""
     from agent.session import list_sessions

@@ -1,0 +1,122 @@
+"""Read a session's journal back, without touching a host or the graph: the timeline, and a
+verification that the chain is intact and that every policy decision follows from the journaled
+policy text and the journaled facts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from agent.journal import read_events, verify
+from policies.engine import PolicyEngine
+from policies.schema import load_policy_text
+from policies.yamlsrc import SourceError
+
+
+class ReplayVerdict(BaseModel):
+    ok: bool
+    events: int
+    gates: int
+    policy_decisions: int
+    failed_seq: int | None = None
+    error: str | None = None
+
+    def line(self) -> str:
+        if self.ok:
+            return f"OK: {self.events} events, {self.gates} gates, {self.policy_decisions} policy decisions re-derived"
+        return f"FAILED at seq {self.failed_seq}: {self.error}"
+
+
+def events(journal: Path, *, kind: str | None = None, option: int | None = None) -> list[dict[str, Any]]:
+    out = []
+    for e in read_events(journal):
+        if kind is not None and not e["kind"].startswith(kind):
+            continue
+        if option is not None and e.get("option") != option:
+            continue
+        out.append(e)
+    return out
+
+
+def verify_session(journal: Path) -> ReplayVerdict:
+    chain = verify(journal)
+    if not chain.ok:
+        return ReplayVerdict(
+            ok=False, events=chain.events, gates=0, policy_decisions=0, failed_seq=chain.failed_seq, error=chain.error
+        )
+    engine: PolicyEngine | None = None
+    opened: dict[str, dict[str, Any]] = {}
+    gates = derived = 0
+    for e in read_events(journal):
+        if e["kind"] == "session.started":
+            try:
+                engine = PolicyEngine(load_policy_text(e["policy_text"], path=e.get("policy", "<policy>")))
+            except SourceError as exc:
+                return ReplayVerdict(
+                    ok=False,
+                    events=chain.events,
+                    gates=gates,
+                    policy_decisions=derived,
+                    failed_seq=e["seq"],
+                    error=f"the journaled policy no longer loads: {exc}",
+                )
+        elif e["kind"] == "gate.opened":
+            opened[e["gate"]] = e
+            gates += 1
+        elif e["kind"] == "decision" and str(e.get("by", "")).startswith("policy:") and engine is not None:
+            gate = opened.get(e["gate"])
+            if gate is None:
+                return ReplayVerdict(
+                    ok=False,
+                    events=chain.events,
+                    gates=gates,
+                    policy_decisions=derived,
+                    failed_seq=e["seq"],
+                    error=f"decision for gate {e['gate']} with no gate.opened",
+                )
+            again = engine.evaluate(gate["gate_kind"], gate["facts"], option=gate.get("option"))
+            recorded = e["decision"]
+            if again.action != recorded.get("action") or again.rule != recorded.get("rule"):
+                return ReplayVerdict(
+                    ok=False,
+                    events=chain.events,
+                    gates=gates,
+                    policy_decisions=derived,
+                    failed_seq=e["seq"],
+                    error=f"gate {e['gate']}: the journal says {recorded.get('action')} by {recorded.get('rule')}, "
+                    f"the journaled policy and facts give {again.action} by {again.rule}",
+                )
+            derived += 1
+    return ReplayVerdict(ok=True, events=chain.events, gates=gates, policy_decisions=derived)
+
+
+def describe(e: dict[str, Any]) -> str | None:
+    """One timeline line per event worth reading back."""
+    k = e["kind"]
+    opt = f"#{e['option']} " if e.get("option") is not None else ""
+    if k == "command.finished":
+        status = "timeout" if e.get("timed_out") else (e.get("error") or f"exit {e.get('exit')}")
+        return f"{opt}{e['purpose']} on {e['host']}: {status} ({e['duration_s']:.2f}s)"
+    if k == "finding":
+        return f"{opt}finding: {'feasible' if e['feasible'] else 'NO-GO'} {'; '.join(e['blockers'] + e['hazards'])}"
+    if k == "ab.result":
+        return f"{opt}A/B: {e['summary']}"
+    if k == "stress.result":
+        return f"{opt}stress {e['scenario']} run {e['run']}: {e['outcome']} — {e['evidence']}"
+    if k == "gate.opened":
+        return f"gate {e['gate']} ({e['gate_kind']}) opened; facts {e['facts']}"
+    if k == "decision":
+        d = e.get("decision") or {}
+        raw = f" — {e['raw']!r}" if e.get("raw") else ""
+        return f"gate {e['gate']}: {d.get('action', 'ask')} by {e.get('by')}{raw}"
+    if k in ("rollback", "kept", "rule.added", "report") or k.startswith("session."):
+        detail = {
+            x: v
+            for x, v in e.items()
+            if x not in ("v", "seq", "ts", "session", "kind", "actor", "prev", "policy_text", "campaign_text")
+        }
+        return f"{opt}{k} {detail}"[:300]
+    return None
