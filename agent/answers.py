@@ -63,6 +63,10 @@ def answer(gate: Gate, decision: Decision, *, next_rule: int) -> Answer:
             return Answer(decision=None, echo="ASK: the gate stays open for a person")
         return Answer(decision=decision, echo=decision.describe())
     kinds = [k for k in kinds_for_condition(decision.condition) if decision.action in ALLOWED[k]]
+    if decision.action in ("continue", "approve"):
+        # "keep going unless unsure" is about moving on; keeping an option, accepting a rollback or
+        # running a command has to be said at that gate, not inferred from a rule given elsewhere.
+        kinds = [k for k in kinds if k in PROGRESSION or k == gate.kind]
     concerns_now = gate.kind in kinds and (not decision.targets or gate.option in decision.targets)
     if concerns_now:
         try:

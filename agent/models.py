@@ -125,6 +125,8 @@ class BenchSpec(CommandSpec):
             raise ValueError("parser json-path needs `paths` (field → dotted path)")
         if self.parser == "regex" and not self.patterns:
             raise ValueError("parser regex needs `patterns` (field → regex with one group)")
+        for field, pattern in (self.patterns or {}).items():
+            _compiles(pattern, f"patterns.{field}")
         return self
 
 
@@ -134,6 +136,13 @@ def is_known_metric(name: str) -> bool:
 
 THROUGHPUT_METRICS = {"output_tok_s", "total_tok_s", "req_s", "duration_s"}
 LATENCY_METRIC = re.compile(r"(mean|median|std|p\d+(?:\.\d+)?)_(ttft|tpot|itl|e2e)")
+
+
+def _compiles(pattern: str, where: str) -> None:
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"{where}: {pattern!r} is not a valid regex: {exc}") from None
 
 
 class StressSpec(CommandSpec):
@@ -148,6 +157,12 @@ class StressSpec(CommandSpec):
     # Run after each scenario run that finished: a non-zero exit means the server did not come back
     # clean (requests stuck, KV blocks leaked, health lying) — a `leak` hazard.
     check: str | None = None
+
+    @model_validator(mode="after")
+    def _patterns(self) -> StressSpec:
+        for i, pattern in enumerate(self.crash_patterns or []):
+            _compiles(pattern, f"crash_patterns[{i}]")
+        return self
 
 
 class RollbackSpec(_Strict):

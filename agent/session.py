@@ -401,8 +401,8 @@ class Runner:
     def _journal_gates(self, records: list[dict[str, Any]]) -> None:
         for g in records:
             by = g["decision"].get("by") or ""
-            if by.startswith("human:"):
-                continue  # journaled by `decide` when the person answered
+            if by.startswith("human:") or by == "deadline":
+                continue  # journaled when the person answered (`decide`) or the deadline passed (`resume`)
             self.journal.append(
                 "gate.opened",
                 gate=g["id"],

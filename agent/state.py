@@ -39,7 +39,7 @@ class State(TypedDict, total=False):
     command_scope: str | None  # "campaign" or an option id awaiting command approval
     report: dict[str, Any] | None
     calibration: dict[str, Any] | None  # A/A noise measured at setup (optional)
-    baselines: Annotated[dict[str, list[float]], merge]  # option → baseline metric measured before its apply
+    reference: list[float]  # the known-good baseline metric: measured at setup, replaced when an option is kept
     tried: Annotated[list[int], operator.add]  # options that reached apply (budget: options tried)
     budget: dict[str, Any] | None  # the facts of the last budget check
-    budget_approved: bool
+    budget_approved: list[str]  # limits a person or rule agreed to go past

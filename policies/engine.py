@@ -80,6 +80,13 @@ class PolicyEngine:
             if matched == "matched":
                 decision = rule.decision.model_copy(update={"by": rule.id, "rule": rule.id})
                 return Explanation(decision=decision, steps=steps)
+            other = rule.decision.otherwise
+            if matched == "no match" and other and other != "fall_through" and other in ALLOWED[kind]:
+                # "skip #2 if it's unsafe, otherwise continue": the person said what to do either way.
+                decision = rule.decision.model_copy(
+                    update={"action": other, "condition": None, "by": rule.id, "rule": rule.id, "scope": "once"}
+                )
+                return Explanation(decision=decision, steps=steps)
         gate_policy = self.policy.gate(kind)
         for compiled in self.policy.rules.get(kind, []):
             spec = compiled.spec

@@ -72,3 +72,18 @@ def test_generic_json_path_and_regex():
     assert r.output_tok_s == 640.25 and r.latency_ms["p99_tpot"] == 31.0
     with pytest.raises(BenchParseError, match="did not match"):
         parse("regex", "nothing here", patterns={"output_tok_s": r"tps=(\d+)"})
+
+
+def test_non_finite_and_odd_values_are_parse_errors_not_crashes():
+    with pytest.raises(BenchParseError, match="not a finite number"):
+        parse("json-path", '{"tok": 100, "done": NaN}', expected=10, paths={"output_tok_s": "tok", "completed": "done"})
+    with pytest.raises(BenchParseError):
+        parse(
+            "json-path", '{"tok": 100, "done": 1e400}', expected=10, paths={"output_tok_s": "tok", "completed": "done"}
+        )
+    r = parse("vllm-json", '{"completed": 10, "failed": 0, "output_throughput": 5.0, "errors": 5}', expected=10)
+    assert r.error_samples == []
+    value, why = parse("vllm-json", '{"completed": 10, "failed": 0, "output_throughput": 0}', expected=10).usable(
+        "output_tok_s"
+    )
+    assert value is None and "is 0" in why

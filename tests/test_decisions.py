@@ -180,3 +180,22 @@ def test_a_deferred_option_can_be_revisited():
     d = parse_decision("go with 2", kind="continue_or_ask", options=OPTS)
     a = answer(status_gate("continue_or_ask", CONT, {"1": "no-go", "2": "deferred", "3": "pending"}), d, next_rule=1)
     assert a.decision is not None and a.decision.targets == [2]
+
+
+def test_a_continue_rule_given_at_a_progression_gate_never_keeps_an_option():
+    d = parse_decision("keep going unless you are unsure", kind="triage", options=OPTS)
+    a = answer(gate("triage", TRIAGE), d, next_rule=1)
+    # It is a rule for later continue-or-ask gates, not for safety gates where "continue" means "keep".
+    assert a.rules == [] or all("safety" not in r.kinds for r in a.rules)
+
+
+def test_otherwise_of_a_session_rule_is_honoured():
+    from policies.engine import PolicyEngine, SessionRule
+    from policies.schema import load_policy
+
+    d = parse_decision("skip #2 if it's unsafe, otherwise continue", kind="plan", options=OPTS)
+    rule = SessionRule(id="session-rule:1", kinds=["safety"], targets=[2], when=d.condition, decision=d)
+    engine = PolicyEngine(load_policy("ask-everything"))
+    safe = {**SAFETY, "verdict": "safe", "wedges": 0}
+    assert engine.evaluate("safety", safe, option=2, session_rules=[rule]).action == "continue"
+    assert engine.evaluate("safety", SAFETY, option=2, session_rules=[rule]).action == "skip"

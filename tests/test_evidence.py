@@ -153,3 +153,21 @@ def test_a_benchmark_broken_on_both_arms_is_a_measurement_problem_not_unsafe(cli
     assert gate["kind"] == "safety" and gate["facts"]["verdict"] == "unknown"
     assert gate["facts"]["has_estimate"] is False
     assert "a measurement problem" in gate["question"]
+
+
+def test_a_command_rule_approves_only_the_command_it_looked_at(cli, variant, tmp_path):
+    two = MINI.replace('apply: ["touch broken"]', 'apply: ["touch approved-one", "touch second-one"]')
+    policy = tmp_path / "p.yaml"
+    policy.write_text(
+        (ALLOW_ALL % "").replace('allow: ["*"]', 'allow: ["*simserve.py *", "test *", "echo *", "rm -f *"]')
+        + "  command:\n    rules:\n"
+        + "      - {id: approve-first, when: 'command.startsWith(\"touch approved-one\")', decide: approve}\n"
+        + "      - {id: ask-rest, decide: ask}\n"
+    )
+    r = cli("run", str(variant(two, name="percommand")), "--policy", str(policy), "--json")
+    assert r.code == 3, r.stderr
+    gate = r.json()["pending_gate"]
+    # The rule approved the command it was shown; the next one is asked about on its own.
+    assert gate["kind"] == "command" and gate["facts"]["command"] == "touch second-one"
+    approvals = [g for g in r.json()["gates"] if g["kind"] == "command"]
+    assert [(g["action"], g["by"]) for g in approvals] == [("approve", "policy:approve-first")]

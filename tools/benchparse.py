@@ -45,9 +45,18 @@ class BenchRecord(BaseModel):
             return f"{self.failed} failed request(s)"
         if self.expected is not None and self.completed != self.expected:
             return f"completed {self.completed} of {self.expected} requests"
-        if self.output_tok_s is None or not math.isfinite(self.output_tok_s) or self.output_tok_s <= 0:
-            return "no usable output throughput"
+        if self.output_tok_s is not None and (not math.isfinite(self.output_tok_s) or self.output_tok_s <= 0):
+            return f"output throughput is {self.output_tok_s}"
         return None
+
+    def usable(self, metric: str) -> tuple[float | None, str | None]:
+        """The metric's value if it can be a data point (finite and positive), else why not."""
+        value = self.metric(metric)
+        if value is None:
+            return None, f"metric {metric!r} missing from the result"
+        if not math.isfinite(value) or value <= 0:
+            return None, f"metric {metric!r} is {value}"
+        return value, None
 
 
 def _last_json_object(text: str) -> dict[str, Any]:
@@ -112,7 +121,8 @@ def parse_vllm(text: str, expected: int | None) -> BenchRecord:
     failed = _int(data, "failed")
     if failed is None and expected is not None and completed is not None:
         failed = max(expected - completed, 0)  # legacy benchmark_serving.py has no 'failed'
-    errors = [e for e in data.get("errors", []) or [] if isinstance(e, str) and e]
+    raw_errors = data.get("errors")
+    errors = [e for e in raw_errors if isinstance(e, str) and e] if isinstance(raw_errors, list) else []
     return BenchRecord(
         tool="vllm",
         expected=expected,
@@ -182,6 +192,8 @@ def parse_fields(
             raise BenchParseError(f"pattern for {field!r} captured {m.group(0)!r}, not a number") from exc
     record = BenchRecord(tool="generic", expected=expected)
     for field, value in values.items():
+        if not math.isfinite(value):
+            raise BenchParseError(f"{field} is {value}, not a finite number")
         if field in {"completed", "failed"}:
             setattr(record, field, int(value))
         elif field in {"output_tok_s", "total_tok_s", "req_s", "duration_s"}:
@@ -203,8 +215,14 @@ def parse(
     paths: dict[str, str] | None = None,
     patterns: dict[str, str] | None = None,
 ) -> BenchRecord:
-    if parser == "vllm-json":
-        return parse_vllm(text, expected)
-    if parser == "sglang-jsonl":
-        return parse_sglang(text, expected)
-    return parse_fields(text, expected, paths=paths if parser == "json-path" else None, patterns=patterns)
+    try:
+        if parser == "vllm-json":
+            return parse_vllm(text, expected)
+        if parser == "sglang-jsonl":
+            return parse_sglang(text, expected)
+        return parse_fields(text, expected, paths=paths if parser == "json-path" else None, patterns=patterns)
+    except BenchParseError:
+        raise
+    except (ValueError, TypeError, OverflowError, re.error, RecursionError) as exc:
+        # Whatever the output holds, a bad run is a failed data point with a reason, never a crash.
+        raise BenchParseError(f"unusable result: {type(exc).__name__}: {exc}") from None

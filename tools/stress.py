@@ -46,7 +46,8 @@ def classify(
     scenario: str, run: int, result: CommandResult, timeout_s: float, signatures: list[str] | None = None
 ) -> StressResult:
     tail = (result.stdout_tail + "\n" + result.stderr_tail).strip()
-    crash = next((m for p in (signatures or CRASH_SIGNATURES) if (m := re.search(p, tail))), None)
+    # A campaign's own patterns add to the known signatures; they never switch those off.
+    crash = next((m for p in [*CRASH_SIGNATURES, *(signatures or [])] if (m := re.search(p, tail))), None)
     if result.error is not None and not result.timed_out:
         outcome: StressOutcome = "crash"
         evidence = f"could not run: {result.error}"

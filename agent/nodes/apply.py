@@ -8,7 +8,6 @@ from langgraph.runtime import Runtime
 
 from agent.context import RunContext
 from agent.execute import CommandRefused, rendered, run_spec
-from agent.nodes.benchmark import bench_once
 from agent.state import State
 
 
@@ -27,28 +26,8 @@ def apply(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
             "tolerance_pct": ctx.campaign.rollback.tolerance_pct,
         },
     )
-    # The known-good baseline, measured before anything changes: a rollback is verified against this,
-    # not against the A arm, which a broken revert would corrupt just the same.
-    ctx.journal.append("phase", phase="baseline", option=option.id)
-    baseline: list[float] = []
-    try:
-        # revert is idempotent by contract; running it first means a crash after an earlier apply (this node
-        # re-runs from the top on resume) cannot leave the option on while we measure the baseline.
-        for spec in option.revert:
-            run_spec(ctx, spec, purpose="pre-revert", option=option.id, approved=state.get("approved", []))
-    except CommandRefused as exc:
-        return {"route": "failed", "options": {key: {"outcome": "untested", "reasons": [str(exc)]}}}
-    for i in range(ctx.campaign.rollback.verify_runs):
-        try:
-            run = bench_once(
-                ctx, pair=i, arm="A", option=option.id, approved=state.get("approved", []), purpose="baseline"
-            )
-        except CommandRefused:
-            break
-        if run.valid and run.value is not None:
-            baseline.append(run.value)
     ctx.journal.append("phase", phase="apply", option=option.id, title=option.title)
-    tried = {"tried": [option.id], "baselines": {key: baseline}}
+    tried = {"tried": [option.id]}
     try:
         results = [
             r

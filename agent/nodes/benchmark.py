@@ -20,10 +20,17 @@ from tools.benchparse import BenchParseError, parse
 
 
 def bench_once(
-    ctx: RunContext, *, pair: int, arm: str, option: int | None, approved: list[str], purpose: str = "ab"
+    ctx: RunContext,
+    *,
+    pair: int,
+    arm: str,
+    option: int | None,
+    approved: list[str],
+    purpose: str = "ab",
+    restart: bool = True,
 ) -> BenchRun:
     spec = ctx.campaign.benchmark
-    for step, command in (("restart", spec.restart), ("warmup", spec.warmup)):
+    for step, command in (("restart", spec.restart if restart else None), ("warmup", spec.warmup)):
         if command:  # the same preparation in both arms, before every run
             prep = CommandSpec(run=command, on=spec.on, timeout=spec.timeout)
             if not all(r.ok for r in run_spec(ctx, prep, purpose=f"{step}:{arm}", option=option, approved=approved)):
@@ -52,9 +59,8 @@ def bench_once(
             reason = f"unreadable benchmark output: {exc}"
         else:
             reason = record.invalid_reason()
-            value = record.metric(spec.metric)
-            if reason is None and value is None:
-                reason = f"metric {spec.metric!r} missing from the result"
+            value, unusable = record.usable(spec.metric)
+            reason = reason or unusable
             guard = {g: v for g in spec.guardrails if (v := record.metric(g)) is not None}
     run = BenchRun(
         pair=pair,
@@ -135,6 +141,7 @@ def benchmark(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         "failed_baseline_runs": failed_baseline,
         "baseline_runs": sum(1 for r in runs if r.arm == "A"),
         "a_values": [r.value for r in runs if r.arm == "A" and r.valid],
+        "b_values": [r.value for r in runs if r.arm == "B" and r.valid],
         "invalid": [{"pair": r.pair, "arm": r.arm, "reason": r.reason} for r in runs if not r.valid],
     }
     ctx.journal.append("ab.result", option=option.id, summary=result.summary(), **result.model_dump(mode="json"))

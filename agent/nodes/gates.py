@@ -211,7 +211,7 @@ def budget_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     if decision is None:
         return update
     if decision.action in ("continue", "approve"):
-        return {**update, "route": "next", "budget_approved": True}
+        return {**update, "route": "next", "budget_approved": list(b.get("limits", []))}
     return {**update, "route": "report", "stopping": True}
 
 
@@ -408,7 +408,10 @@ def command_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     if decision is None:
         return update
     if decision.action == "approve":
-        return {**update, "approved": [c for _, c, _ in pending], "route": "approved", "command_scope": None}
+        # The facts described one command; approve exactly that one and ask about the next.
+        if len(pending) > 1:
+            return {**update, "approved": [command], "route": "reask"}
+        return {**update, "approved": [command], "route": "approved", "command_scope": None}
     if decision.action == "stop" or scope == "campaign":
         return {**update, "route": "report", "stopping": True, "command_scope": None}
     reason = f"commands not approved by {decision.by}: {', '.join(c for _, c, _ in pending)}"

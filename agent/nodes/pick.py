@@ -87,14 +87,17 @@ def check_budget(state: State, ctx: RunContext) -> dict[str, Any]:
         "spent_usd": round(ctx.spent_usd, 4),
         "options_tried": len(set(state.get("tried", []))),
     }
-    exceeded = []
+    exceeded, limits_hit = [], []
     if limits.wall_min is not None and facts["elapsed_min"] >= limits.wall_min:
         exceeded.append(f"wall time {facts['elapsed_min']:.1f} ≥ {limits.wall_min:g} min")
+        limits_hit.append("wall_min")
     if limits.llm_usd is not None and facts["spent_usd"] >= limits.llm_usd:
         exceeded.append(f"LLM spend ${facts['spent_usd']:.2f} ≥ ${limits.llm_usd:g}")
+        limits_hit.append("llm_usd")
     if limits.options is not None and facts["options_tried"] >= limits.options:
         exceeded.append(f"{facts['options_tried']} options tried ≥ {limits.options}")
-    return {**facts, "exceeded": exceeded}
+        limits_hit.append("options")
+    return {**facts, "exceeded": exceeded, "limits": limits_hit}
 
 
 def pick_next(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
@@ -103,8 +106,8 @@ def pick_next(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     if state.get("stopping") or not queue:
         return {"route": "report", "current": state.get("current")}
     budget = check_budget(state, ctx)
-    if budget["exceeded"] and not state.get("budget_approved"):
-        return {"route": "budget", "budget": budget}
+    if set(budget["limits"]) - set(state.get("budget_approved") or []):
+        return {"route": "budget", "budget": budget}  # a limit nobody has agreed to go past yet
     current = queue.pop(0)
     key = str(current)
     update: dict[str, Any] = {"queue": queue, "current": current, "retry_pairs": None, "verification": None}

@@ -24,7 +24,9 @@ def keep(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     decided = state["gates"][-1]["decision"]
     ctx.journal.append("kept", option=state["current"], gain_pct=a["gain_pct"], ci=a["ci"], by=decided.get("by"))
     reason = f"kept by {decided.get('by')}: {a['reasons'][-1]}"
-    return {"options": {key: {"outcome": "kept", "reasons": [reason]}}}
+    # The kept option is the new known-good baseline; its candidate-arm runs measured exactly that.
+    new_reference = state.get("ab", {}).get(key, {}).get("b_values") or state.get("reference", [])
+    return {"options": {key: {"outcome": "kept", "reasons": [reason]}}, "reference": new_reference}
 
 
 def rollback(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
@@ -47,10 +49,9 @@ def rollback(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         return {"verification": v}
     revert_ok = all(r.ok for r in results)
     health_ok = revert_ok and all(r.ok for r in health)
-    # The pre-apply baseline if there is one; the A arm only as a fallback (a broken revert corrupts it too).
-    reference = state.get("baselines", {}).get(str(option.id)) or state.get("ab", {}).get(str(option.id), {}).get(
-        "a_values", []
-    )
+    # The known-good baseline (setup, or the last kept option) — never the A arm, which a broken revert
+    # corrupts exactly as it corrupts the state being verified.
+    reference = state.get("reference") or []
     check: list[float] = []
     if health_ok and reference:
         for i in range(ctx.campaign.rollback.verify_runs):
@@ -77,7 +78,7 @@ def rollback(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
             "verified": True,
             "health_ok": True,
             "delta_pct": None,
-            "detail": "health checks pass; this option was never benchmarked, so there is no metric to compare",
+            "detail": "health checks pass; there is no valid baseline measurement to compare the metric with",
         }
     elif not check:
         v = {

@@ -40,7 +40,16 @@ def setup(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         message = f"baseline setup failed on {f.host}: {f.command!r} {why} {detail[0]}".strip()
         ctx.journal.append("setup.failed", error=message)
         return {"route": "report", "stopping": True, "report": {"error": message}}
-    return {"route": "plan", "calibration": calibrate(ctx, state.get("approved", []))}
+    calibration = calibrate(ctx, state.get("approved", []))
+    # The known-good baseline that every rollback is verified against, measured before anything changed
+    # (a revert can be broken, so it must never help produce its own reference).
+    ctx.journal.append("phase", phase="baseline")
+    reference = []
+    for i in range(ctx.campaign.rollback.verify_runs):
+        run = bench_once(ctx, pair=i, arm="A", option=None, approved=state.get("approved", []), purpose="baseline")
+        if run.valid and run.value is not None:
+            reference.append(run.value)
+    return {"route": "plan", "calibration": calibration, "reference": reference}
 
 
 def calibrate(ctx: RunContext, approved: list[str]) -> dict[str, Any] | None:

@@ -67,7 +67,16 @@ def degraded_check(ctx: RunContext, state: State, option: int) -> list[dict[str,
         return []
     values = []
     for i in range(runs):
-        run = bench_once(ctx, pair=i, arm="B", option=option, approved=state.get("approved", []), purpose="post-stress")
+        # No restart here: a restart would wipe exactly the damage this check is looking for.
+        run = bench_once(
+            ctx,
+            pair=i,
+            arm="B",
+            option=option,
+            approved=state.get("approved", []),
+            purpose="post-stress",
+            restart=False,
+        )
         if run.valid and run.value is not None:
             values.append(run.value)
     tolerance = ctx.campaign.rollback.tolerance_pct
@@ -75,7 +84,8 @@ def degraded_check(ctx: RunContext, state: State, option: int) -> list[dict[str,
         outcome, evidence = "degraded", "no valid benchmark run after the stress tests"
     else:
         delta = (statistics.fmean(values) / before - 1) * 100
-        ok = abs(delta) <= tolerance
+        worse = -delta if ctx.campaign.benchmark.higher_is_better else delta
+        ok = worse <= tolerance  # only a slowdown is degradation
         outcome = "ok" if ok else "degraded"
         evidence = (
             f"after stress {statistics.fmean(values):.1f} vs {before:.1f} during the A/B ({delta:+.1f}%, "
