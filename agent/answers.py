@@ -67,6 +67,11 @@ def answer(gate: Gate, decision: Decision, *, next_rule: int) -> Answer:
         # "keep going unless unsure" is about moving on; keeping an option, accepting a rollback or
         # running a command has to be said at that gate, not inferred from a rule given elsewhere.
         kinds = [k for k in kinds if k in PROGRESSION or k == gate.kind]
+    if not kinds:
+        raise DecisionError(
+            f"no gate can {decision.action} on {decision.condition!r} as a rule given here; "
+            "say it at the gate it is about"
+        )
     concerns_now = gate.kind in kinds and (not decision.targets or gate.option in decision.targets)
     if concerns_now:
         try:
