@@ -154,7 +154,7 @@ def undo_plan(ctx: RunContext, option_id: int) -> str:
     rb = ctx.campaign.rollback
     return (
         f"Undo plan: `{revert}`, then health checks and {rb.verify_runs} baseline run(s) within "
-        f"±{rb.tolerance_pct:g}% of the baseline measured before the apply (the A/A band when calibrated)."
+        f"±{rb.tolerance_pct:g}% of the known-good baseline (setup or last kept; the A/A band when calibrated)."
     )
 
 
