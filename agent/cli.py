@@ -10,6 +10,8 @@ from __future__ import annotations
 import getpass
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -86,6 +88,21 @@ def _fail_on(values: list[str] | None) -> list[str]:
     if wrong:
         raise _fail(f"--fail-on takes ask, default, deadline (not {', '.join(wrong)})", BAD_INPUT)
     return out
+
+
+@contextmanager
+def _existing_session(session: str) -> Iterator[Any]:
+    """Find and lock a session; its errors become one-line messages and exit codes."""
+    from agent.session import RunFailed, SessionDir, SessionError
+
+    try:
+        d = SessionDir.find(session)
+        with d.locked():
+            yield d
+    except SessionError as exc:
+        raise _fail(str(exc), BAD_INPUT) from None
+    except RunFailed as exc:
+        raise _fail(f"session {session} failed: {exc}", FAILED) from None
 
 
 def _run(
@@ -194,28 +211,22 @@ def decide(
 ) -> None:
     """Answer the gate a paused session is waiting at, then resume it."""
     from agent.render import Progress
-    from agent.session import DecisionError, RunFailed, Runner, SessionDir, SessionError
+    from agent.session import DecisionError, Runner
 
     checks = _fail_on(fail_on)
     who = f"human:{by or getpass.getuser()}"
-    try:
-        d = SessionDir.find(session)
-        with d.locked():
-            runner = Runner(d, headless=True, listeners=[Progress(plain=True if as_json else None)])
-            try:
-                _, echo = runner.decide(text, by=who, confirmed=yes)
-            except DecisionError as exc:
-                raise _fail(f"{exc} (nothing changed)", BAD_INPUT) from None
-            typer.echo(f"decided: {echo}", err=True)
-            if no_resume:
-                out = Runner(d, headless=True).outcome()
-                out.echo = f"recorded: {echo}; run `signoff resume {session}` to continue"
-            else:
-                out = Runner(d, headless=True, listeners=[Progress(plain=True if as_json else None)]).resume()
-    except SessionError as exc:
-        raise _fail(str(exc), BAD_INPUT) from None
-    except RunFailed as exc:
-        raise _fail(f"session {session} failed: {exc}", FAILED) from None
+    with _existing_session(session) as d:
+        runner = Runner(d, headless=True, listeners=[Progress(plain=True if as_json else None)])
+        try:
+            _, echo = runner.decide(text, by=who, confirmed=yes)
+        except DecisionError as exc:
+            raise _fail(f"{exc} (nothing changed)", BAD_INPUT) from None
+        typer.echo(f"decided: {echo}", err=True)
+        if no_resume:
+            out = Runner(d, headless=True).outcome()
+            out.echo = f"recorded: {echo}; run `signoff resume {session}` to continue"
+        else:
+            out = Runner(d, headless=True, listeners=[Progress(plain=True if as_json else None)]).resume()
     _finish(out, as_json, checks)
 
 
@@ -231,18 +242,12 @@ def resume(
     """Continue a paused or interrupted session (applies decisions recorded with --no-resume and expired
     gate deadlines); with --revisit, reopen a finished session's deferred options."""
     from agent.render import Progress
-    from agent.session import RunFailed, Runner, SessionDir, SessionError
+    from agent.session import Runner
 
     checks = _fail_on(fail_on)
-    try:
-        d = SessionDir.find(session)
-        with d.locked():
-            runner = Runner(d, headless=True, listeners=[Progress(plain=True if as_json else None)])
-            out = runner.revisit() if revisit else runner.resume()
-    except SessionError as exc:
-        raise _fail(str(exc), BAD_INPUT) from None
-    except RunFailed as exc:
-        raise _fail(f"session {session} failed: {exc}", FAILED) from None
+    with _existing_session(session) as d:
+        runner = Runner(d, headless=True, listeners=[Progress(plain=True if as_json else None)])
+        out = runner.revisit() if revisit else runner.resume()
     _finish(out, as_json, checks)
 
 

@@ -43,50 +43,36 @@ def events(journal: Path, *, kind: str | None = None, option: int | None = None)
 
 def verify_session(journal: Path) -> ReplayVerdict:
     chain = verify(journal)
-    if not chain.ok:
-        return ReplayVerdict(
-            ok=False, events=chain.events, gates=0, policy_decisions=0, failed_seq=chain.failed_seq, error=chain.error
-        )
     engine: PolicyEngine | None = None
     opened: dict[str, dict[str, Any]] = {}
     gates = derived = 0
+
+    def failed(seq: int | None, error: str | None) -> ReplayVerdict:
+        return ReplayVerdict(
+            ok=False, events=chain.events, gates=gates, policy_decisions=derived, failed_seq=seq, error=error
+        )
+
+    if not chain.ok:
+        return failed(chain.failed_seq, chain.error)
     for e in read_events(journal):
         if e["kind"] == "session.started":
             try:
                 engine = PolicyEngine(load_policy_text(e["policy_text"], path=e.get("policy", "<policy>")))
             except SourceError as exc:
-                return ReplayVerdict(
-                    ok=False,
-                    events=chain.events,
-                    gates=gates,
-                    policy_decisions=derived,
-                    failed_seq=e["seq"],
-                    error=f"the journaled policy no longer loads: {exc}",
-                )
+                return failed(e["seq"], f"the journaled policy no longer loads: {exc}")
         elif e["kind"] == "gate.opened":
             opened[e["gate"]] = e
             gates += 1
         elif e["kind"] == "decision" and str(e.get("by", "")).startswith("policy:") and engine is not None:
             gate = opened.get(e["gate"])
             if gate is None:
-                return ReplayVerdict(
-                    ok=False,
-                    events=chain.events,
-                    gates=gates,
-                    policy_decisions=derived,
-                    failed_seq=e["seq"],
-                    error=f"decision for gate {e['gate']} with no gate.opened",
-                )
+                return failed(e["seq"], f"decision for gate {e['gate']} with no gate.opened")
             again = engine.evaluate(gate["gate_kind"], gate["facts"], option=gate.get("option"))
             recorded = e["decision"]
             if again.action != recorded.get("action") or again.rule != recorded.get("rule"):
-                return ReplayVerdict(
-                    ok=False,
-                    events=chain.events,
-                    gates=gates,
-                    policy_decisions=derived,
-                    failed_seq=e["seq"],
-                    error=f"gate {e['gate']}: the journal says {recorded.get('action')} by {recorded.get('rule')}, "
+                return failed(
+                    e["seq"],
+                    f"gate {e['gate']}: the journal says {recorded.get('action')} by {recorded.get('rule')}, "
                     f"the journaled policy and facts give {again.action} by {again.rule}",
                 )
             derived += 1

@@ -21,6 +21,23 @@ DEMO = DEMO_DIR / "campaign.yaml"
 FIXTURES = Path(__file__).parent / "fixtures"
 SIGNOFF = [sys.executable, "-m", "agent.cli"]
 
+# The facts of a safety gate for an option that wedged under stress (shared by policy and decision tests).
+SAFETY = {
+    "option": "2",
+    "verdict": "unsafe",
+    "ab_verdict": "improved",
+    "gain_pct": 6.0,
+    "ci_low": 3.0,
+    "ci_high": 9.0,
+    "pairs": 6,
+    "wedges": 2,
+    "stress_errors": 0,
+    "failed_requests": 0,
+    "hazards": 1,
+    "confidence": 0.9,
+    "risk": "high",
+}
+
 
 @dataclass
 class Result:

@@ -7,6 +7,7 @@ import pytest
 from agent.answers import answer
 from policies.decisions import DecisionError, parse_decision
 from policies.gates import Gate
+from tests.conftest import SAFETY
 
 OPTS = [1, 2, 3]
 
@@ -81,21 +82,6 @@ def gate(kind: str, facts: dict, option: int | None = None) -> Gate:
 
 
 TRIAGE = {"no_go_count": 1, "hazard_count": 1, "feasible_count": 2, "has_next_step": True}
-SAFETY = {
-    "option": "2",
-    "verdict": "unsafe",
-    "ab_verdict": "improved",
-    "gain_pct": 6.0,
-    "ci_low": 3.0,
-    "ci_high": 9.0,
-    "pairs": 6,
-    "wedges": 2,
-    "stress_errors": 0,
-    "failed_requests": 0,
-    "hazards": 1,
-    "confidence": 0.9,
-    "risk": "high",
-}
 
 
 def test_conditional_for_a_later_gate_becomes_a_rule_and_progression_gates_proceed():

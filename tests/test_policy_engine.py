@@ -5,22 +5,7 @@ from __future__ import annotations
 from policies.engine import PolicyEngine, SessionRule
 from policies.gates import Decision
 from policies.schema import load_policy, load_policy_text
-
-SAFETY = {
-    "option": "2",
-    "verdict": "unsafe",
-    "ab_verdict": "improved",
-    "gain_pct": 6.0,
-    "ci_low": 3.0,
-    "ci_high": 9.0,
-    "pairs": 6,
-    "wedges": 2,
-    "stress_errors": 0,
-    "failed_requests": 0,
-    "hazards": 1,
-    "confidence": 0.9,
-    "risk": "high",
-}
+from tests.conftest import SAFETY
 
 
 def test_first_match_wins_and_explain_says_why_earlier_rules_did_not():

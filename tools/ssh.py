@@ -410,10 +410,6 @@ class SSHTransport:
             host,
             f"mkdir -p {shlex.quote(path)} && cd {shlex.quote(path)} && pwd",
             timeout=20,
-            on_line=None,
-            cwd=None,
-            env=None,
-            stdin=None,
         )
         if result.error is not None:
             raise TransportError(result.error)
@@ -487,10 +483,10 @@ class SSHTransport:
         command: str,
         *,
         timeout: float,
-        on_line: LineCallback | None,
-        cwd: str | None,
-        env: Mapping[str, str] | None,
-        stdin: bytes | None,
+        on_line: LineCallback | None = None,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        stdin: bytes | None = None,
         on_timeout: Callable[[], None] | None = None,
     ) -> CommandResult:
         started = time.monotonic()
@@ -584,15 +580,7 @@ class SSHTransport:
         # `kill -0` would still see zombies that only wait to be reaped; count live members instead.
         alive = f"ps -A -o pgid=,stat= | awk -v g={pgid} '$1 == g && $2 !~ /^Z/ {{n++}} END {{exit n > 0 ? 0 : 1}}'"
         for sig in ("TERM", "KILL"):
-            probe = self._exec(
-                host,
-                f"kill -{sig} -{pgid} 2>/dev/null; sleep 0.3; {alive}",
-                timeout=10,
-                on_line=None,
-                cwd=None,
-                env=None,
-                stdin=None,
-            )
+            probe = self._exec(host, f"kill -{sig} -{pgid} 2>/dev/null; sleep 0.3; {alive}", timeout=10)
             if probe.exit_code == 1:
                 return True  # no live process left in the group
         return False
