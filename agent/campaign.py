@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
-from agent.models import BUILTIN_VARS, TEMPLATE_VAR, Campaign
+from agent.models import BUILTIN_VARS, TEMPLATE_VAR, Campaign, Option
 from policies.yamlsrc import Loc, SourceError, YamlSource
 
 __all__ = ["LoadedCampaign", "SourceError", "load_campaign", "render"]
@@ -93,3 +94,9 @@ def render(template: str, variables: Mapping[str, str]) -> str:
             break
         template = expanded
     return template
+
+
+def with_proposals(campaign: Campaign, proposals: list[dict[str, Any]]) -> Campaign:
+    known = {o.id for o in campaign.options}
+    extra = [Option.model_validate(p) for p in proposals if p["id"] not in known]
+    return campaign.model_copy(update={"options": [*campaign.options, *extra]}) if extra else campaign

@@ -47,6 +47,15 @@ FailOnOpt = Annotated[
         "default or a deadline (for CI).",
     ),
 ]
+BrainOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--brain",
+        help="rules (offline, deterministic) or claude (Anthropic API; needs ANTHROPIC_API_KEY). "
+        "Default: the campaign's brain.kind, then the policy's brain, then rules.",
+    ),
+]
+ModelOpt = Annotated[str | None, typer.Option("--model", help="Claude model for --brain claude.")]
 SshConfigOpt = Annotated[
     str | None, typer.Option("--ssh-config", help="An ssh_config file to resolve SSH hosts with (ssh -F).")
 ]
@@ -115,6 +124,8 @@ def _run(
     ssh_config: str | None = None,
     campaign_text: str | None = None,
     fail_on: list[str] | None = None,
+    brain: str | None = None,
+    model: str | None = None,
 ) -> None:
     from agent.render import Progress
     from agent.session import RunFailed, Runner, SessionError, SourceError, create
@@ -128,6 +139,8 @@ def _run(
             accept_new_host_keys=accept_new_host_keys,
             ssh_config=ssh_config,
             campaign_text=campaign_text,
+            brain=brain,
+            model=model,
         )
     except SourceError as exc:
         raise _fail(str(exc), BAD_INPUT) from None
@@ -156,6 +169,8 @@ def demo(
     ssh_config: SshConfigOpt = None,
     accept_new_host_keys: AcceptKeysOpt = False,
     fail_on: FailOnOpt = None,
+    brain: BrainOpt = None,
+    model: ModelOpt = None,
 ) -> None:
     """Run the built-in decode-throughput demo (simulated hosts; no keys, no network)."""
     from agent.session import SessionError, demo_campaign, demo_over_ssh
@@ -174,6 +189,8 @@ def demo(
         ssh_config=ssh_config,
         campaign_text=text,
         fail_on=fail_on,
+        brain=brain,
+        model=model,
     )
 
 
@@ -186,6 +203,8 @@ def run(
     ssh_config: SshConfigOpt = None,
     accept_new_host_keys: AcceptKeysOpt = False,
     fail_on: FailOnOpt = None,
+    brain: BrainOpt = None,
+    model: ModelOpt = None,
 ) -> None:
     """Run a campaign. Pauses (exit 3) at any gate the policy says to ask about."""
     _run(
@@ -196,6 +215,8 @@ def run(
         accept_new_host_keys=accept_new_host_keys,
         ssh_config=ssh_config,
         fail_on=fail_on,
+        brain=brain,
+        model=model,
     )
 
 

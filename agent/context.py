@@ -33,6 +33,14 @@ class RunContext:
     redact: Callable[[str], str] = str
     started_at: float = 0.0  # epoch seconds when the session started (budget: wall time)
     spent_usd: float = 0.0  # LLM spend so far (RuleBrain spends nothing)
+    budget_approved: set[str] = field(default_factory=set)  # limits a person or rule agreed to go past
+
+    def over_llm_budget(self) -> str | None:
+        """Why the brain must not call the model now (None: it may)."""
+        limit = self.policy.model.budgets.llm_usd
+        if limit is None or self.spent_usd < limit or "llm_usd" in self.budget_approved:
+            return None
+        return f"the policy's LLM budget of ${limit:g} is spent (${self.spent_usd:.4f})"
 
     def secret_names(self) -> set[str]:
         return set(self.secrets)

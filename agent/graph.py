@@ -1,6 +1,7 @@
 """The LangGraph StateGraph: nodes and edges, nothing else (DESIGN §4).
 
-preflight → [command gate] → setup → plan → plan gate → investigate × N (Send) → triage gate
+preflight → [command gate] → setup → plan → plan gate → investigate × N (Send, a subgraph each)
+  → review → [command gate for what a subagent asked to run → investigate again] → triage gate
   → pick next → [budget gate] → [command gate] → apply → benchmark → stress → assess → safety gate
   → keep | rollback → [rollback gate] → continue-or-ask gate → pick next … → report
 """
@@ -36,7 +37,8 @@ def build() -> StateGraph:
     g.add_node("preflight", pick.preflight)
     g.add_node("setup", setup.setup)
     g.add_node("plan", setup.plan)
-    g.add_node("investigate", investigate.investigate)
+    g.add_node("investigate", investigate.subgraph())
+    g.add_node("review", investigate.review)
     g.add_node("plan_gate", gates.plan_gate)
     g.add_node("budget_gate", gates.budget_gate)
     g.add_node("triage_gate", gates.triage_gate)
@@ -58,7 +60,8 @@ def build() -> StateGraph:
     g.add_conditional_edges("setup", _route, {"plan": "plan", "report": "report"})
     g.add_edge("plan", "plan_gate")
     g.add_conditional_edges("plan_gate", _after_plan_gate, ["investigate", "plan_gate", "report"])
-    g.add_edge("investigate", "triage_gate")
+    g.add_edge("investigate", "review")
+    g.add_conditional_edges("review", _route, {"permission": "command_gate", "triage": "triage_gate"})
     g.add_conditional_edges("triage_gate", _route, {"next": "pick_next", "report": "report", "reask": "triage_gate"})
     g.add_conditional_edges(
         "pick_next",
@@ -72,7 +75,11 @@ def build() -> StateGraph:
         },
     )
     g.add_conditional_edges("budget_gate", _route, {"next": "pick_next", "report": "report", "reask": "budget_gate"})
-    g.add_conditional_edges("command_gate", _command_route, ["setup", "apply", "pick_next", "report", "command_gate"])
+    g.add_conditional_edges(
+        "command_gate",
+        _command_route,
+        ["setup", "apply", "pick_next", "report", "command_gate", "investigate", "review"],
+    )
     g.add_conditional_edges("apply", _route, {"benchmark": "benchmark", "failed": "rollback"})
     g.add_conditional_edges("benchmark", _route, {"stress": "stress", "failed": "rollback"})
     g.add_edge("stress", "assess")
@@ -105,10 +112,15 @@ def _after_plan_gate(state: State) -> Any:
     return investigate.fan_out(state)
 
 
-def _command_route(state: State) -> str:
+def _command_route(state: State) -> Any:
     route = state.get("route")
     if route == "reask":
         return "command_gate"
+    if route == "reinvestigate":
+        asked = [int(k) for k, reqs in (state.get("permission_requests") or {}).items() if reqs]
+        return investigate.fan_out(state, only=sorted(asked))
+    if route == "declined":
+        return "review"
     if route == "approved":
         return "setup" if not state.get("plan") else "apply"
     if route == "next":

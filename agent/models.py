@@ -170,6 +170,30 @@ class RollbackSpec(_Strict):
     tolerance_pct: float = Field(default=5.0, gt=0)
 
 
+class Price(_Strict):
+    """US dollars per million tokens."""
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    cache_write: float = Field(ge=0)
+    cache_read: float = Field(ge=0)
+
+
+class BrainSpec(_Strict):
+    """Which reasoning runs the campaign, and the limits of the language-model one."""
+
+    kind: Literal["rules", "claude"] = "rules"
+    model: str = "claude-sonnet-5-5"
+    base_url: str | None = None  # default: the SDK's (ANTHROPIC_BASE_URL, else api.anthropic.com)
+    max_tokens: StrictInt = Field(default=2048, ge=256, le=64_000)  # per call
+    max_turns: StrictInt = Field(default=8, ge=1, le=50)  # per investigation subagent
+    subagent_tokens: StrictInt = Field(default=60_000, ge=1_000)  # input + output, per subagent
+    timeout_s: float = Field(default=90.0, gt=0, le=900)  # per call
+    max_retries: StrictInt = Field(default=4, ge=0, le=10)  # on 429, 5xx, overloaded, connection errors
+    backoff_s: float = Field(default=1.0, ge=0, le=60)  # first retry wait; doubles, with jitter
+    price: Price | None = None  # default: the built-in table for known models
+
+
 class Campaign(_Strict):
     name: str
     goal: Goal
@@ -183,6 +207,7 @@ class Campaign(_Strict):
     benchmark: BenchSpec
     stress: list[StressSpec] = Field(default_factory=list)
     rollback: RollbackSpec = Field(default_factory=RollbackSpec)
+    brain: BrainSpec = Field(default_factory=BrainSpec)
     options: list[Option] = Field(min_length=1)
 
     @model_validator(mode="after")
@@ -217,6 +242,8 @@ class Finding(BaseModel):
     hazards: list[str] = Field(default_factory=list)
     confidence: float = 0.0
     sources: list[str] = Field(default_factory=list)  # "host: command → exit N" / artifact refs
+    summary: str = ""  # the investigator's own words (language-model brains)
+    permission_requests: list[dict[str, str]] = Field(default_factory=list)  # {host, command} it could not run
 
 
 class Assessment(BaseModel):
@@ -234,8 +261,11 @@ class Assessment(BaseModel):
     risk: Literal["low", "medium", "high"]
     recommendation: Literal["keep", "skip", "ask"]
     reasons: list[str]
+    rationale: str | None = None  # prose for the person at the gate; never changes the numbers above
+    next_step: str | None = None  # the same, for the continue-or-ask gate that follows
 
 
 class Plan(BaseModel):
     order: list[int]
     rationale: dict[int, str] = Field(default_factory=dict)
+    proposals: list[Option] = Field(default_factory=list)  # new options; they enter only through the plan gate

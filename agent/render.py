@@ -36,6 +36,18 @@ def progress_line(event: Event) -> str | None:
         state = "NO-GO" if not d["feasible"] else ("hazard" if d["hazards"] else "clear")
         detail = "; ".join(d["blockers"] or d["hazards"])
         return f"{event.actor}: {opt}{state}" + (f" — {detail}" if detail else "")
+    if k == "subagent.turn":
+        said = f" — {d['said'][:80]}" if d.get("said") else ""
+        return f"{event.actor}: turn {d['turn']} → {', '.join(d['tools']) or 'no tool'}{said}"
+    if k == "permission.requested":
+        return f"{event.actor}: asks to run `{d['command']}` on {d['host']} (not on the read-only list)"
+    if k == "plan.reranked":
+        return f"plan re-ranked with the findings: {' → '.join('#' + str(o) for o in d['after'])}"
+    if k == "llm.retry":
+        return f"{event.actor}: model call failed ({d['error']}); retry {d['attempt']} in {d['wait_s']:.1f}s"
+    if k == "brain.fallback":
+        step = d["step"]
+        return f"{event.actor}: {step} falls back to the rule brain — {d['error']}"
     if k == "phase":
         extra = f" ({d['pairs']} pairs)" if "pairs" in d else ""
         return f"{opt}{d['phase']}{extra}" + (f": {d['title']}" if d.get("title") else "")
@@ -191,6 +203,16 @@ def print_report(out: Any, console: Console | None = None) -> None:
         console.print(gates)
     if out.error:
         console.print(f"[bold red]error:[/] {escape(out.error)}")
+    if out.brain and out.brain["calls"]:
+        b = out.brain
+        extra = "".join(
+            f" · {b[k]} {label}" for k, label in (("retries", "retries"), ("fallbacks", "fallbacks to rules")) if b[k]
+        )
+        console.print(
+            f"brain: {escape(b['name'])} · {b['calls']} model calls · {b['input_tokens'] + b['cache_read_tokens']:,} "
+            f"tokens in ({b['cache_read_tokens']:,} from cache), {b['output_tokens']:,} out"
+            f" · ${b['cost_usd']:.4f}{extra}"
+        )
     console.print(f"journal: {escape(out.journal)}")
 
 

@@ -17,6 +17,7 @@ import os
 import secrets
 import shutil
 import sqlite3
+import threading
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -27,10 +28,12 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from agent.answers import answer as answer_gate
+from agent.brain import Brain
 from agent.brain.rules import RuleBrain
-from agent.campaign import LoadedCampaign, load_campaign
+from agent.campaign import LoadedCampaign, load_campaign, with_proposals
 from agent.context import RunContext
 from agent.journal import Event, Journal, read_events
+from agent.models import BrainSpec
 from agent.transports import HostRouter, ssh_factory
 from policies.decisions import DecisionError
 from policies.engine import PolicyEngine
@@ -64,6 +67,7 @@ class Outcome(BaseModel):
     deferred: dict[str, Any] | None = None  # {"options": [...], "revisit": "signoff resume ID --revisit"}
     calibration: dict[str, Any] | None = None  # A/A noise floor, when the campaign asked for it
     goal: dict[str, Any] | None = None
+    brain: dict[str, Any] | None = None  # which brain reasoned, and what its model calls cost
     journal: str
     error: str | None = None
     echo: str | None = None
@@ -167,6 +171,8 @@ def create(
     accept_new_host_keys: bool = False,
     ssh_config: str | None = None,
     campaign_text: str | None = None,
+    brain: str | None = None,
+    model: str | None = None,
 ) -> SessionDir:
     """Validate everything first (nothing is created for a bad file), then lay out the session."""
     loaded = load_campaign(campaign_path, text=campaign_text)
@@ -174,6 +180,11 @@ def create(
     missing = [name for name in loaded.campaign.secrets if not os.environ.get(name)]
     if missing:
         raise SourceError(loaded.path, None, f"the campaign needs secret(s) {', '.join(missing)} in the environment")
+    chosen = choose_brain(loaded.campaign.brain, policy, brain, model)
+    if chosen["kind"] == "claude" and not os.environ.get("ANTHROPIC_API_KEY"):
+        raise SourceError(
+            loaded.path, None, "the claude brain needs ANTHROPIC_API_KEY in the environment (or use --brain rules)"
+        )
     d = SessionDir(new_session_id())
     d.root.mkdir(parents=True)
     (d.root / "campaign.yaml").write_text(loaded.text)
@@ -192,10 +203,19 @@ def create(
             "demo": demo,
             "accept_new_host_keys": accept_new_host_keys,
             "ssh_config": ssh_config,
+            "brain": chosen,
             "status": "created",
         }
     )
     return d
+
+
+def choose_brain(spec: BrainSpec, policy: Policy, kind: str | None, model: str | None) -> dict[str, str]:
+    """`--brain` beats the campaign's `brain.kind`, which beats the policy's `brain`; rules otherwise."""
+    chosen = kind or (spec.kind if "kind" in spec.model_fields_set else None) or policy.model.brain or "rules"
+    if chosen not in ("rules", "claude"):
+        raise SourceError("--brain", None, f"unknown brain {chosen!r}: use rules or claude")
+    return {"kind": chosen, "model": model or spec.model}
 
 
 Listener = Callable[[Event], None]
@@ -211,6 +231,7 @@ class Runner:
         self.loaded = self._campaign()
         self.policy = self._policy()
         self.journal = Journal(d.journal, d.id)
+        self._spend_lock = threading.Lock()
         for listener in listeners or []:
             self.journal.subscribe(listener)
         artifacts = ArtifactStore(d.artifacts)
@@ -249,6 +270,38 @@ class Runner:
             redact=redact,
             started_at=datetime.fromisoformat(self.meta["created"]).timestamp(),
         )
+        self._resume_from_journal()
+        self.ctx.brain = self._brain()
+
+    def _resume_from_journal(self) -> None:
+        """What the journal knows that the context must carry on with: LLM spend and proposed options."""
+        if not self.dir.journal.exists():
+            return
+        for e in read_events(self.dir.journal):
+            if e["kind"] == "llm.call":
+                self.ctx.spent_usd += float(e.get("cost_usd", 0.0))
+            elif e["kind"] == "plan" and e.get("proposals"):
+                self.ctx.campaign = with_proposals(self.ctx.campaign, e["proposals"])
+
+    def _brain(self) -> Brain:
+        chosen = self.meta.get("brain") or {"kind": "rules"}
+        if chosen["kind"] != "claude":
+            return RuleBrain()
+        from agent.brain.claude import ClaudeBrain
+
+        spec = self.loaded.campaign.brain.model_copy(update={"kind": "claude", "model": chosen["model"]})
+        return ClaudeBrain(
+            spec,
+            campaign=self.loaded.campaign,
+            journal=self.journal,
+            api_key=os.environ.get("ANTHROPIC_API_KEY", ""),
+            on_cost=self._spend,
+            over_budget=self.ctx.over_llm_budget,
+        )
+
+    def _spend(self, usd: float) -> None:
+        with self._spend_lock:  # subagents report from their own threads
+            self.ctx.spent_usd += usd
 
     def _pinned(self, hostname: str, key_type: str, fingerprint: str) -> None:
         self.journal.append(
@@ -600,9 +653,26 @@ class Runner:
             deferred={"options": summary["deferred"], "revisit": f"signoff resume {self.dir.id} --revisit"}
             if summary["deferred"] and not snapshot.interrupts
             else None,
+            brain=self._brain_usage(),
             journal=str(self.dir.journal),
             error=summary.get("error"),
         )
+
+    def _brain_usage(self) -> dict[str, Any]:
+        usage: dict[str, Any] = {"name": self.ctx.brain.name, "calls": 0, "retries": 0, "fallbacks": 0}
+        tokens = dict.fromkeys(("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"), 0)
+        cost = 0.0
+        for e in read_events(self.dir.journal) if self.dir.journal.exists() else []:
+            if e["kind"] == "llm.call":
+                usage["calls"] += 1
+                cost += float(e.get("cost_usd", 0.0))
+                for k in tokens:
+                    tokens[k] += int(e.get(k, 0))
+            elif e["kind"] == "llm.retry":
+                usage["retries"] += 1
+            elif e["kind"] == "brain.fallback":
+                usage["fallbacks"] += 1
+        return {**usage, **tokens, "cost_usd": round(cost, 6)}
 
 
 def _goal_dict(goal: Any, estimated: float | None) -> dict[str, Any]:

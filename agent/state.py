@@ -26,6 +26,7 @@ class State(TypedDict, total=False):
     current: int | None
     options: Annotated[dict[str, dict[str, Any]], merge]  # outcome, reasons, gain, ci, verdicts
     findings: Annotated[dict[str, dict[str, Any]], merge]
+    permission_requests: Annotated[dict[str, list[dict[str, str]]], merge]  # per option: commands a subagent asked for
     ab: Annotated[dict[str, dict[str, Any]], merge]
     stress: Annotated[dict[str, list[dict[str, Any]]], merge]
     assessments: Annotated[dict[str, dict[str, Any]], merge]

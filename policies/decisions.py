@@ -34,6 +34,11 @@ class DecisionError(ValueError):
     """The text is not a decision this gate can take; the message says what would be."""
 
 
+class NotUnderstood(DecisionError):
+    """The grammar could not read the text at all (as opposed to reading a decision it must refuse):
+    the one case a language-model interpreter may be asked to try."""
+
+
 # Longest phrases first within the table; the first action whose phrase starts the clause wins.
 _VERBS: list[tuple[str, Action]] = [
     (r"stop and ask(?: me)?", "ask"), (r"ask me(?: first)?", "ask"), (r"check with me", "ask"),
@@ -149,14 +154,14 @@ def _pred(text: str) -> str:
                     if FACTS["safety"].get(field) and FACTS["safety"][field].type == "double" and "." not in number:
                         number += ".0"
                     return f"{field} {op} {number}"
-    raise DecisionError(f"didn't understand the condition {text!r}; try: if it's unsafe, if gain is at least 5%")
+    raise NotUnderstood(f"didn't understand the condition {text!r}; try: if it's unsafe, if gain is at least 5%")
 
 
 def _condition(text: str) -> str:
     negate = False
     m = re.match(r"^(only if|if|when|unless)\s+(.*)$", text)
     if not m:
-        raise DecisionError(f"didn't understand {text!r}")
+        raise NotUnderstood(f"didn't understand {text!r}")
     negate = m.group(1) == "unless"
     parts = re.split(r"\s+(and|or)\s+", m.group(2))
     expr = _pred(parts[0])
@@ -190,7 +195,7 @@ def _clause(text: str, gate_option: int | None, known: Sequence[int]) -> Decisio
         return Decision(action="select", targets=[int(m.group(1))], rationale=text)
     found = next(((vm, verb) for pattern, verb in _VERB_RE if (vm := pattern.match(text))), None)
     if found is None:
-        raise DecisionError(f"didn't understand {text!r}: no decision verb; try: {', '.join(EXAMPLES)}")
+        raise NotUnderstood(f"didn't understand {text!r}: no decision verb; try: {', '.join(EXAMPLES)}")
     vm, action = found
     rest = text[vm.end() :].strip()
     runs = None
@@ -215,7 +220,7 @@ def _clause(text: str, gate_option: int | None, known: Sequence[int]) -> Decisio
         rest = rest.replace(phrase, " ")
     leftover = [w for w in re.split(r"[ ,]+", rest) if w and w not in _FILLER]
     if leftover and not (action == "ask" and set(leftover) <= {"me", "first"}):
-        raise DecisionError(f"didn't understand {' '.join(leftover)!r} in {text!r}; try: {', '.join(EXAMPLES)}")
+        raise NotUnderstood(f"didn't understand {' '.join(leftover)!r} in {text!r}; try: {', '.join(EXAMPLES)}")
     return Decision(action=action, targets=targets, runs=runs, scope=scope, condition=condition)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -91,6 +91,9 @@ class CommandRules(_Strict):
     allow: list[str] = Field(default_factory=list)
     ask: list[str] = Field(default_factory=list)
     deny: list[str] = Field(default_factory=list)
+    # What an investigation subagent may run without asking: read-only probes only. Anything else a
+    # subagent wants raises a command gate; `deny` still wins over this list.
+    readonly: list[str] = Field(default_factory=list)
 
 
 class PolicyTest(_Strict):
@@ -113,6 +116,8 @@ class PolicyFile(_Strict):
     commands: CommandRules = Field(default_factory=CommandRules)
     gates: dict[GateKind, GatePolicy] = Field(default_factory=dict)
     budgets: Budgets = Field(default_factory=Budgets)
+    # The brain a campaign gets when neither `--brain` nor the campaign's `brain.kind` says.
+    brain: Literal["rules", "claude"] | None = None
     tests: list[PolicyTest] = Field(default_factory=list)
 
     @model_validator(mode="after")

@@ -36,6 +36,12 @@ def test_help_imports_no_heavy_framework():
         assert heavy not in mods, heavy
 
 
+def test_the_anthropic_sdk_loads_only_when_a_model_is_called():
+    # Choosing the Claude brain, building it and the graph must not pay the SDK's import cost.
+    mods = modules_after("import agent.brain.claude, agent.session, agent.graph")
+    assert "anthropic" not in mods
+
+
 def imports_of(package: str) -> set[str]:
     found = set()
     for path in (ROOT / package).rglob("*.py"):

@@ -1,15 +1,16 @@
-"""Reasoning behind one small protocol: `RuleBrain` (deterministic, offline) and, later, `ClaudeBrain`."""
+"""Reasoning behind one small protocol: `RuleBrain` (deterministic, offline) and `ClaudeBrain`
+(the Anthropic API, imported only when chosen)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
-from agent.models import Assessment, Campaign, Finding, Option, Plan, Probe
+from agent.models import Assessment, Campaign, Finding, Option, Plan
 from policies.gates import Decision, Gate
-from tools.transport import CommandResult
 
-ProbeRunner = Callable[[Probe], list[CommandResult]]
+if TYPE_CHECKING:
+    from agent.investigation import Toolbox
 
 
 class Brain(Protocol):
@@ -17,7 +18,7 @@ class Brain(Protocol):
 
     def plan(self, campaign: Campaign, findings: Sequence[Finding]) -> Plan: ...
 
-    def investigate(self, option: Option, run_probe: ProbeRunner) -> Finding: ...
+    def investigate(self, option: Option, tools: Toolbox) -> Finding: ...
 
     def assess(self, option: Option, evidence: dict[str, Any]) -> Assessment: ...
 

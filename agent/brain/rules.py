@@ -7,13 +7,15 @@ safety from stress outcomes and invalid runs, the gain from the A/B statistics.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agent.brain import ProbeRunner
 from agent.models import Assessment, Campaign, Finding, Option, Plan, Probe
 from policies.decisions import parse_decision
 from policies.gates import Decision, Gate
 from tools.transport import CommandResult
+
+if TYPE_CHECKING:
+    from agent.investigation import Toolbox
 
 
 def _first_line(text: str) -> str:
@@ -56,12 +58,12 @@ class RuleBrain:
         }
         return Plan(order=order, rationale=rationale)
 
-    def investigate(self, option: Option, run_probe: ProbeRunner) -> Finding:
+    def investigate(self, option: Option, tools: Toolbox) -> Finding:
         blockers: list[str] = []
         hazards: list[str] = []
         sources: list[str] = []
         for probe in option.probes:
-            for result in run_probe(probe):
+            for result in tools.run_probe(probe):
                 sources.append(
                     f"{result.host}: {result.command} → exit {result.exit_code} [artifact {result.artifact}]"
                 )

@@ -164,13 +164,22 @@ def undo_plan(ctx: RunContext, option_id: int) -> str:
 def plan_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
     plan = state.get("plan", [])
-    campaign_ids = [o.id for o in ctx.campaign.options]
+    options = state.get("options", {})
+    # The engineer's options, in the engineer's order; anything else in the plan came from the brain.
+    campaign_ids = [o.id for o in ctx.campaign.options if not options.get(str(o.id), {}).get("proposed")]
     proposed = [o for o in plan if o not in campaign_ids]
     reordered = [o for o in plan if o in campaign_ids] != [o for o in campaign_ids if o in plan]
-    options = state.get("options", {})
     lines = ["Plan, in order:"]
     for o in plan:
-        lines.append(f"- #{o} {options.get(str(o), {}).get('title', '(proposed)')}")
+        entry = options.get(str(o), {})
+        why = f" — {entry['rationale']}" if entry.get("rationale") else ""
+        lines.append(
+            f"- #{o} {entry.get('title', '?')}{' **(proposed by the brain)**' if entry.get('proposed') else ''}{why}"
+        )
+        if entry.get("proposed"):
+            lines.append(f"  apply: `{'; '.join(entry['apply'])}` · revert: `{'; '.join(entry['revert'])}`")
+    if proposed:
+        lines.append("Proposed options run only if you keep them in the plan; skip any you do not want.")
     lines.append("Approve it? (skip or defer options, or go with one first)")
     gate = make_gate(
         state,
@@ -284,6 +293,7 @@ def safety_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
             f"#{key} {title}: safety **{a['verdict']}**, A/B **{a['ab_verdict']}**; "
             f"the assessment recommends **{a['recommendation']}**.",
             *[f"- {r}" for r in a["reasons"]],
+            *([f"Assessor ({runtime.context.brain.name}): {a['rationale']}"] if a.get("rationale") else []),
             undo_plan(runtime.context, current),
             "Keep it (continue), or skip it and roll back?",
         ]
@@ -344,6 +354,8 @@ def continue_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         question = f"#{last_key} finished ({last_outcome}). Next: #{queue[0]} {nxt}. Continue?"
     else:
         question = f"#{last_key} finished ({last_outcome}). Nothing left to try. Finish with the report?"
+    if assessment and assessment.get("next_step"):
+        question += f"\nAssessor: {assessment['next_step']}"
     gate = make_gate(state, "continue_or_ask", question, facts, option=last, options=sorted(int(k) for k in options))
     decision, update = resolve(state, runtime, gate)
     if decision is None:
@@ -387,15 +399,25 @@ def rollback_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
 
 
 def command_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    from agent.nodes.investigate import pending_requests
     from agent.nodes.pick import pending_commands  # pick imports gates' helpers
 
     scope = state.get("command_scope") or "campaign"
     pending = pending_commands(state, runtime.context, scope)
     host, command, klass = pending[0]
     listed = "\n".join(f"- `{c}` on {h}" for h, c, _ in pending)
-    subject = "the campaign's setup, benchmark and stress" if scope == "campaign" else f"option #{scope}"
-    question = f"The command policy asks before these commands for {subject}:\n{listed}\nRun them?"
-    option = None if scope == "campaign" else int(scope)
+    if scope == "investigate":
+        asking = sorted({o for *_, o in pending_requests(state)})
+        subject = "investigation subagent(s) " + ", ".join(f"#{o}" for o in asking)
+        question = (
+            f"The {subject} asked to run commands outside the policy's read-only list:\n{listed}\n"
+            "Run them (the investigation of that option runs again with them), or decline?"
+        )
+        option = asking[0]
+    else:
+        subject = "the campaign's setup, benchmark and stress" if scope == "campaign" else f"option #{scope}"
+        question = f"The command policy asks before these commands for {subject}:\n{listed}\nRun them?"
+        option = None if scope == "campaign" else int(scope)
     gate = make_gate(
         state,
         "command",
@@ -411,9 +433,24 @@ def command_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         # The facts described one command; approve exactly that one and ask about the next.
         if len(pending) > 1:
             return {**update, "approved": [command], "route": "reask"}
-        return {**update, "approved": [command], "route": "approved", "command_scope": None}
+        done = "reinvestigate" if scope == "investigate" else "approved"
+        return {**update, "approved": [command], "route": done, "command_scope": None}
     if decision.action == "stop" or scope == "campaign":
         return {**update, "route": "report", "stopping": True, "command_scope": None}
+    if scope == "investigate":
+        # Declined: the subagent's question stays open in its finding, as a hazard nobody checked.
+        findings = state.get("findings", {})
+        hazards: dict[str, list[str]] = {}
+        for h, c, _, o in pending_requests(state):
+            hazards.setdefault(str(o), list(findings.get(str(o), {}).get("hazards", [])))
+            hazards[str(o)].append(f"not checked: `{c}` on {h} was declined by {decision.by}")
+        return {
+            **update,
+            "route": "declined",
+            "command_scope": None,
+            "findings": {k: {"hazards": v} for k, v in hazards.items()},
+            "permission_requests": {k: [] for k in hazards},
+        }
     reason = f"commands not approved by {decision.by}: {', '.join(c for _, c, _ in pending)}"
     return {
         **update,

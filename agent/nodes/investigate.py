@@ -1,40 +1,106 @@
-"""Investigation subagents: one per option, fanned out with `Send`, running read-only probes."""
+"""Investigation subagents: one per option, fanned out with `Send` to a subgraph of their own.
+
+The subgraph is `explore` (the brain's probes and read-only tool loop) then `conclude` (journal
+the finding, hand it and any permission requests to the parent). The checkpoint between them
+means a crash after an expensive exploration does not pay for it twice. Investigation is
+read-only, so running it again after a crash inside `explore` repeats nothing but cost.
+
+After all subagents return, `review` asks a person (command gate) for anything a subagent could
+not run without approval, then lets the brain re-rank the feasible options with the findings.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
+from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from agent.context import RunContext
-from agent.execute import CommandRefused, run_spec
-from agent.models import Probe
+from agent.investigation import Toolbox
+from agent.models import Finding
 from agent.state import State
-from tools.transport import CommandResult
 
 
-def fan_out(state: State) -> list[Send]:
-    return [Send("investigate", {"option_id": o}) for o in state["plan"]]
+class Subagent(TypedDict, total=False):
+    option_id: int
+    approved: list[str]
+    finding: dict[str, Any]
+    findings: dict[str, dict[str, Any]]
+    permission_requests: dict[str, list[dict[str, str]]]
 
 
-def investigate(payload: dict[str, Any], runtime: Runtime[RunContext]) -> dict[str, Any]:
+class SubagentOutput(TypedDict, total=False):
+    findings: dict[str, dict[str, Any]]
+    permission_requests: dict[str, list[dict[str, str]]]
+
+
+def fan_out(state: State, only: list[int] | None = None) -> list[Send]:
+    approved = list(state.get("approved", []))
+    targets = only if only is not None else state["plan"]
+    return [Send("investigate", {"option_id": o, "approved": approved}) for o in targets]
+
+
+def explore(s: Subagent, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
-    option = ctx.campaign.option(payload["option_id"])
+    option = ctx.campaign.option(s["option_id"])
     agent = f"investigator#{option.id}"
-    ctx.journal.append("subagent.started", actor=agent, option=option.id, probes=len(option.probes))
+    ctx.journal.append(
+        "subagent.started", actor=agent, option=option.id, probes=len(option.probes), brain=ctx.brain.name
+    )
+    tools = Toolbox(ctx, option, agent, approved=frozenset(s.get("approved", [])))
+    finding = ctx.brain.investigate(option, tools)
+    finding = finding.model_copy(update={"permission_requests": tools.requests})
+    return {"finding": finding.model_dump(mode="json")}
 
-    def run_probe(probe: Probe) -> list[CommandResult]:
-        try:
-            return run_spec(ctx, probe, purpose=f"probe:{probe.name}", option=option.id)
-        except CommandRefused as exc:
-            # A probe the policy will not run is reported (and counts against the option), never skipped.
-            return [
-                CommandResult(
-                    host="-", command=exc.command, exit_code=None, duration_s=0.0, error=f"probe not run: {exc}"
-                )
-            ]
 
-    finding = ctx.brain.investigate(option, run_probe)
-    ctx.journal.append("finding", actor=agent, **finding.model_dump(mode="json"))
-    return {"findings": {str(option.id): finding.model_dump(mode="json")}}
+def conclude(s: Subagent, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    finding = Finding.model_validate(s["finding"])
+    key = str(finding.option)
+    runtime.context.journal.append("finding", actor=f"investigator#{key}", **finding.model_dump(mode="json"))
+    return {
+        "findings": {key: finding.model_dump(mode="json")},
+        "permission_requests": {key: finding.permission_requests},
+    }
+
+
+def subgraph() -> Any:
+    g: StateGraph[Subagent, RunContext, Any, Any] = StateGraph(
+        Subagent, context_schema=RunContext, output_schema=SubagentOutput
+    )
+    g.add_node("explore", explore)
+    g.add_node("conclude", conclude)
+    g.add_edge(START, "explore")
+    g.add_edge("explore", "conclude")
+    g.add_edge("conclude", END)
+    return g.compile()
+
+
+def pending_requests(state: State) -> list[tuple[str, str, str, int]]:
+    """(host, command, class, option) a subagent asked to run and nobody has approved yet."""
+    approved = set(state.get("approved", []))
+    out = []
+    for key, requests in sorted((state.get("permission_requests") or {}).items(), key=lambda kv: int(kv[0])):
+        for r in requests:
+            if r["command"] not in approved:
+                out.append((r["host"], r["command"], "ask", int(key)))
+    return out
+
+
+def review(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    if pending_requests(state):
+        return {"route": "permission", "command_scope": "investigate"}
+    ctx = runtime.context
+    plan = list(state.get("plan", []))
+    chose = [g for g in state.get("gates", []) if g["kind"] == "plan" and g["decision"]["action"] == "select"]
+    if chose or ctx.brain.name.startswith("rules"):
+        # A person's "go with 3 first" outranks any model; the rule brain keeps the engineer's order.
+        return {"route": "triage"}
+    findings = [Finding.model_validate(f) for f in state.get("findings", {}).values()]
+    ranked = ctx.brain.plan(ctx.campaign, findings).order  # feasible options only
+    order = [o for o in ranked if o in plan] + [o for o in plan if o not in ranked]
+    if [o for o in order if o in ranked] == [o for o in plan if o in ranked]:
+        return {"route": "triage"}
+    ctx.journal.append("plan.reranked", brain=ctx.brain.name, before=plan, after=order)
+    return {"route": "triage", "plan": order}

@@ -10,6 +10,7 @@ from langgraph.runtime import Runtime
 from agent.context import RunContext
 from agent.execute import command_class, rendered
 from agent.models import CommandSpec
+from agent.nodes.investigate import pending_requests
 from agent.state import State
 
 
@@ -34,6 +35,8 @@ def classified(ctx: RunContext, scope: str) -> list[tuple[str, str, str]]:
 
 
 def pending_commands(state: State, ctx: RunContext, scope: str) -> list[tuple[str, str, str]]:
+    if scope == "investigate":
+        return [(h, c, k) for h, c, k, _ in pending_requests(state)]
     approved = set(state.get("approved", []))
     return [(h, c, k) for h, c, k in classified(ctx, scope) if k == "ask" and c not in approved]
 
@@ -105,8 +108,9 @@ def pick_next(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     queue = list(state.get("queue", []))
     if state.get("stopping") or not queue:
         return {"route": "report", "current": state.get("current")}
+    ctx.budget_approved = set(state.get("budget_approved") or [])
     budget = check_budget(state, ctx)
-    if set(budget["limits"]) - set(state.get("budget_approved") or []):
+    if set(budget["limits"]) - ctx.budget_approved:
         return {"route": "budget", "budget": budget}  # a limit nobody has agreed to go past yet
     current = queue.pop(0)
     key = str(current)

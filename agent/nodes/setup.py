@@ -9,6 +9,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from agent.campaign import with_proposals
 from agent.context import RunContext
 from agent.execute import CommandRefused, run_spec, upload
 from agent.nodes.benchmark import bench_once
@@ -100,7 +101,31 @@ def calibrate(ctx: RunContext, approved: list[str]) -> dict[str, Any] | None:
 def plan(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
     p = ctx.brain.plan(ctx.campaign, [])
+    proposals = [o.model_dump(mode="json") for o in p.proposals]
     ctx.journal.append(
-        "plan", brain=ctx.brain.name, order=p.order, rationale={str(k): v for k, v in p.rationale.items()}
+        "plan",
+        brain=ctx.brain.name,
+        order=p.order,
+        rationale={str(k): v for k, v in p.rationale.items()},
+        proposals=proposals,
     )
-    return {"plan": p.order}
+    # Proposed options become runnable here, but only reach a host if the plan gate lets them through
+    # (the session re-reads them from this journal event when it resumes).
+    ctx.campaign = with_proposals(ctx.campaign, proposals)
+    options: dict[str, Any] = {
+        str(k): {"rationale": v} for k, v in p.rationale.items() if str(k) in state.get("options", {})
+    }
+    for o in p.proposals:
+        options[str(o.id)] = {
+            "title": o.title,
+            "outcome": "untested",
+            "reasons": [],
+            "verdict": None,
+            "gain_pct": None,
+            "ci": None,
+            "proposed": True,
+            "rationale": p.rationale.get(o.id, ""),
+            "apply": [c.run for c in o.apply],
+            "revert": [c.run for c in o.revert],
+        }
+    return {"plan": p.order, "options": options}

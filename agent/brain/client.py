@@ -1,0 +1,193 @@
+"""One Messages API call, done carefully: retries with backoff on 429/5xx/overloaded, a per-call
+timeout, prompt caching on the stable prefix, and tokens and dollars journaled for every call.
+
+`anthropic` is imported on first use: it costs seconds at import, and `signoff --help` or a
+rule-brain run must not pay for it. The SDK's own retries are off so that every retry is journaled.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from agent.journal import Journal
+from agent.models import BrainSpec, Price
+
+# $/MTok, from Anthropic's published price list (5-minute cache writes).
+PRICES: dict[str, Price] = {
+    "claude-sonnet-5-5": Price(input=2.0, output=10.0, cache_write=2.5, cache_read=0.2),
+    "claude-sonnet-5": Price(input=2.0, output=10.0, cache_write=2.5, cache_read=0.2),
+    "claude-opus-5": Price(input=5.0, output=25.0, cache_write=6.25, cache_read=0.5),
+    "claude-opus-4-8": Price(input=5.0, output=25.0, cache_write=6.25, cache_read=0.5),
+    "claude-opus-4-7": Price(input=5.0, output=25.0, cache_write=6.25, cache_read=0.5),
+    "claude-opus-4-6": Price(input=5.0, output=25.0, cache_write=6.25, cache_read=0.5),
+    "claude-opus-4-5": Price(input=5.0, output=25.0, cache_write=6.25, cache_read=0.5),
+    "claude-sonnet-4-6": Price(input=3.0, output=15.0, cache_write=3.75, cache_read=0.3),
+    "claude-sonnet-4-5": Price(input=3.0, output=15.0, cache_write=3.75, cache_read=0.3),
+    "claude-haiku-4-5": Price(input=1.0, output=5.0, cache_write=1.25, cache_read=0.1),
+}
+# A model we have no price for is charged at the dearest rate we know, so a budget errs on the safe side.
+ASSUMED = Price(input=10.0, output=50.0, cache_write=12.5, cache_read=1.0)
+RETRYABLE = {408, 409, 429, 500, 502, 503, 504, 529}
+
+
+class LLMError(RuntimeError):
+    """A call that failed for good (after retries) or that cannot be made (no key)."""
+
+
+def price_for(spec: BrainSpec) -> tuple[Price, str]:
+    if spec.price is not None:
+        return spec.price, "campaign"
+    base = spec.model.removesuffix("-latest")
+    for name, price in PRICES.items():
+        if base == name or base.startswith(name + "-2"):  # dated snapshots, e.g. claude-haiku-4-5-20251001
+            return price, "table"
+    return ASSUMED, "assumed"
+
+
+def cost_usd(price: Price, usage: dict[str, int]) -> float:
+    return (
+        usage["input_tokens"] * price.input
+        + usage["output_tokens"] * price.output
+        + usage["cache_write_tokens"] * price.cache_write
+        + usage["cache_read_tokens"] * price.cache_read
+    ) / 1e6
+
+
+class LLMClient:
+    def __init__(
+        self,
+        spec: BrainSpec,
+        *,
+        api_key: str,
+        journal: Journal,
+        on_cost: Callable[[float], None] = lambda _: None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.spec = spec
+        self._api_key = api_key
+        self.journal = journal
+        self.on_cost = on_cost
+        self.sleep = sleep
+        self.price, self.price_source = price_for(spec)
+        self._client: Any = None
+        self._lock = threading.Lock()
+
+    def _sdk(self) -> Any:
+        if not self._api_key:
+            raise LLMError("ANTHROPIC_API_KEY is not set in this environment")
+        with self._lock:
+            if self._client is None:
+                import anthropic
+
+                self._client = anthropic.Anthropic(
+                    api_key=self._api_key,
+                    base_url=self.spec.base_url,
+                    max_retries=0,
+                    timeout=self.spec.timeout_s,
+                )
+            return self._client
+
+    def call(
+        self,
+        *,
+        purpose: str,
+        actor: str,
+        system: list[dict[str, Any]],
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        tool_choice: dict[str, Any],
+        option: int | None = None,
+    ) -> tuple[Any, dict[str, Any]]:
+        """(message, usage record). Raises LLMError when every attempt failed."""
+        import anthropic
+
+        client = self._sdk()
+        attempts = self.spec.max_retries + 1
+        for attempt in range(1, attempts + 1):
+            started = time.monotonic()
+            try:
+                message = client.messages.create(
+                    model=self.spec.model,
+                    max_tokens=self.spec.max_tokens,
+                    system=system,
+                    messages=messages,
+                    tools=tools,
+                    tool_choice=tool_choice,
+                )
+            except anthropic.APIStatusError as exc:
+                failure, status, retry_after = _status_failure(exc)
+                retryable = status in RETRYABLE
+            except anthropic.APIConnectionError as exc:
+                kind = "timed out" if isinstance(exc, anthropic.APITimeoutError) else "connection failed"
+                failure, status, retry_after, retryable = f"{kind}: {exc}", None, None, True
+            except anthropic.AnthropicError as exc:  # a reply the SDK could not read, and the like
+                failure, status, retry_after, retryable = f"{type(exc).__name__}: {exc}", None, None, False
+            else:
+                return message, self._account(message, purpose, actor, option, attempt, time.monotonic() - started)
+            if not retryable or attempt == attempts:
+                self.journal.append(
+                    "llm.failed", actor=actor, purpose=purpose, option=option, attempts=attempt, error=failure
+                )
+                raise LLMError(f"{purpose}: {failure} (after {attempt} attempt(s))")
+            wait = self._backoff(attempt, retry_after)
+            self.journal.append(
+                "llm.retry",
+                actor=actor,
+                purpose=purpose,
+                option=option,
+                attempt=attempt,
+                status=status,
+                error=failure,
+                wait_s=round(wait, 3),
+            )
+            self.sleep(wait)
+        raise AssertionError("unreachable")
+
+    def _backoff(self, attempt: int, retry_after: float | None) -> float:
+        # Full jitter around an exponential step; a server's retry-after is a floor, never ignored.
+        step = self.spec.backoff_s * 2 ** (attempt - 1)
+        wait = random.uniform(step / 2, step)
+        return max(wait, retry_after or 0.0)
+
+    def _account(
+        self, message: Any, purpose: str, actor: str, option: int | None, attempt: int, elapsed: float
+    ) -> dict[str, Any]:
+        u = message.usage
+        usage = {
+            "input_tokens": int(u.input_tokens or 0),
+            "output_tokens": int(u.output_tokens or 0),
+            "cache_write_tokens": int(getattr(u, "cache_creation_input_tokens", 0) or 0),
+            "cache_read_tokens": int(getattr(u, "cache_read_input_tokens", 0) or 0),
+        }
+        cost = cost_usd(self.price, usage)
+        record = {
+            **usage,
+            "cost_usd": round(cost, 6),
+            "price": self.price_source,
+            "model": self.spec.model,
+            "stop_reason": message.stop_reason,
+            "attempt": attempt,
+            "duration_s": round(elapsed, 3),
+        }
+        self.journal.append("llm.call", actor=actor, purpose=purpose, option=option, **record)
+        self.on_cost(cost)
+        return record
+
+
+def _status_failure(exc: Any) -> tuple[str, int, float | None]:
+    status = int(exc.status_code)
+    body = exc.body if isinstance(exc.body, dict) else {}
+    err = body.get("error") if isinstance(body.get("error"), dict) else {}
+    kind = err.get("type") or type(exc).__name__
+    text = err.get("message") or str(exc)
+    retry_after = None
+    try:
+        header = exc.response.headers.get("retry-after")
+        retry_after = float(header) if header is not None else None
+    except (AttributeError, ValueError):
+        pass
+    return f"HTTP {status} {kind}: {text}", status, retry_after

@@ -1,0 +1,259 @@
+"""The read-only tools an investigation subagent works with, and the policy that sits inside them.
+
+Whatever a model asks for, this is where it is checked: a command the policy denies is refused and
+journaled; a command outside the policy's `readonly` list is not run but *requested* — the parent
+graph raises a command gate for it, so a subagent is never silently denied; file tools refuse
+paths that hold credentials. Everything coming back from a host is redacted and capped before a
+model sees it, and it is only ever data (a tool result), never an instruction.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent.context import RunContext
+from agent.execute import CommandRefused, Planned, run_one, run_spec
+from agent.models import Option, Probe
+from tools.commands import classify
+from tools.transport import CommandResult
+
+MAX_RESULT_CHARS = 8_000
+TOOL_TIMEOUT_S = 30.0
+# Paths that hold credentials: their contents would leave for the model provider.
+SECRET_PATH = re.compile(
+    r"(^|/)(\.ssh|\.aws|\.gnupg|\.docker|\.kube)(/|$)|id_(rsa|dsa|ecdsa|ed25519)|\.(pem|key|p12|pfx)$"
+    r"|(^|/)(\.env|\.netrc|\.pgpass|credentials|shadow|gshadow)$"
+)
+_WRITES = re.compile(r"(?<![<>&\d-])>|\btee\b")
+
+
+@dataclass
+class ToolCall:
+    tool: str
+    host: str
+    command: str | None = None
+    path: str | None = None
+
+
+@dataclass
+class Toolbox:
+    """One subagent's tools, bound to its option. `calls` is what it may cite as a source."""
+
+    ctx: RunContext
+    option: Option
+    agent: str
+    approved: frozenset[str] = frozenset()
+    calls: list[ToolCall] = field(default_factory=list)
+    requests: list[dict[str, str]] = field(default_factory=list)
+
+    # -- the campaign's own probes (deterministic; both brains start from them)
+
+    def run_probe(self, probe: Probe) -> list[CommandResult]:
+        try:
+            results = run_spec(self.ctx, probe, purpose=f"probe:{probe.name}", option=self.option.id)
+        except CommandRefused as exc:
+            # A probe the policy will not run is reported (and counts against the option), never skipped.
+            return [
+                CommandResult(
+                    host="-", command=exc.command, exit_code=None, duration_s=0.0, error=f"probe not run: {exc}"
+                )
+            ]
+        for r in results:
+            self.calls.append(ToolCall("probe", r.host, command=r.command))
+        return results
+
+    # -- the model's tools
+
+    def dispatch(self, name: str, args: dict[str, Any]) -> tuple[str, bool]:
+        """Run one tool call; (text for the model, is_error)."""
+        handler = {
+            "run_readonly": self.run_readonly,
+            "read_file": self.read_file,
+            "grep": self.grep,
+            "list_dir": self.list_dir,
+        }.get(name)
+        if handler is None:
+            return f"no tool named {name!r}; use run_readonly, read_file, grep or list_dir", True
+        try:
+            return handler(**args)
+        except TypeError as exc:
+            return f"bad arguments for {name}: {exc}", True
+
+    def run_readonly(self, host: str, command: str) -> tuple[str, bool]:
+        target = self._host(host)
+        if target is None:
+            return self._unknown_host(host), True
+        rules = self.ctx.policy.model.commands
+        verdict = classify(command, allow=rules.allow, ask=rules.ask, deny=rules.deny)
+        if verdict.klass == "deny":
+            self.ctx.journal.append(
+                "command.refused",
+                actor=self.agent,
+                purpose="investigate",
+                option=self.option.id,
+                host=host,
+                command=self.ctx.redact(command),
+                klass="deny",
+                pattern=verdict.pattern,
+                part=verdict.part,
+            )
+            return f"REFUSED by the command policy (deny {verdict.pattern!r}); it was not run", True
+        readonly = classify(command, allow=rules.readonly, ask=[], deny=rules.deny).klass == "allow"
+        if (not readonly or _WRITES.search(command)) and command not in self.approved:
+            request = {"host": host, "command": command}
+            if request not in self.requests:
+                self.requests.append(request)
+                self.ctx.journal.append(
+                    "permission.requested",
+                    actor=self.agent,
+                    option=self.option.id,
+                    host=host,
+                    command=self.ctx.redact(command),
+                    why="not in the policy's read-only list",
+                )
+            return (
+                "NOT RUN: this command is not on the policy's read-only list. A person has been asked to "
+                "approve it at a command gate; carry on without it, and say in your finding what it would show.",
+                True,
+            )
+        self.calls.append(ToolCall("run_readonly", host, command=command))
+        return self._run(target, command, tool="run_readonly")
+
+    def read_file(self, host: str, path: str, start: int = 1, end: int = 200) -> tuple[str, bool]:
+        start, end = max(1, int(start)), max(1, int(end))
+        if end < start:
+            return "end must be at or after start", True
+        end = min(end, start + 999)
+        script = f"awk -v s={start} -v e={end} 'NR>=s && NR<=e {{printf \"%d: %s\\n\", NR, $0}} NR>e {{exit}}' "
+        return self._file_tool("read_file", host, path, script + _arg(path))
+
+    def grep(self, host: str, pattern: str, path: str = ".") -> tuple[str, bool]:
+        return self._file_tool("grep", host, path, f"grep -rnI -E -m 200 -e {shlex.quote(pattern)} -- {_arg(path)}")
+
+    def list_dir(self, host: str, path: str = ".") -> tuple[str, bool]:
+        return self._file_tool("list_dir", host, path, f"ls -la -- {_arg(path)}")
+
+    # -- plumbing
+
+    def _file_tool(self, tool: str, host: str, path: str, command: str) -> tuple[str, bool]:
+        target = self._host(host)
+        if target is None:
+            return self._unknown_host(host), True
+        if SECRET_PATH.search(path):
+            self.ctx.journal.append(
+                "command.refused",
+                actor=self.agent,
+                purpose="investigate",
+                option=self.option.id,
+                host=host,
+                command=f"{tool} {path}",
+                klass="deny",
+                part=path,
+                pattern="credential path",
+            )
+            return f"REFUSED: {path} looks like a credential file; its contents never leave the host", True
+        rules = self.ctx.policy.model.commands
+        verdict = classify(command, allow=["*"], ask=[], deny=rules.deny)
+        if verdict.klass == "deny":
+            return f"REFUSED by the command policy (deny {verdict.pattern!r})", True
+        self.calls.append(ToolCall(tool, host, path=path))
+        return self._run(target, command, tool=tool)
+
+    def _run(self, host: Any, command: str, *, tool: str) -> tuple[str, bool]:
+        self.ctx.journal.append("subagent.tool", actor=self.agent, option=self.option.id, tool=tool, host=host.name)
+        result = run_one(
+            self.ctx,
+            Planned(host=host, command=command),
+            purpose=f"investigate:{tool}",
+            option=self.option.id,
+            timeout=TOOL_TIMEOUT_S,
+        )
+        return render_result(result, self.ctx.redact), not result.ok
+
+    def _host(self, name: str) -> Any:
+        return next((h for h in self.ctx.campaign.hosts if h.name == name), None)
+
+    def _unknown_host(self, name: str) -> str:
+        return f"no host named {name!r}; hosts: {', '.join(h.name for h in self.ctx.campaign.hosts)}"
+
+    def cites(self, host: str, command: str | None, path: str | None) -> bool:
+        """Whether this subagent actually ran that command or read that path on that host."""
+        for c in self.calls:
+            if c.host != host:
+                continue
+            if command is not None and c.command is not None and _same(c.command, command):
+                return True
+            if path is not None and c.path is not None and _same(c.path, path):
+                return True
+        return False
+
+
+def _same(a: str, b: str) -> bool:
+    return " ".join(a.split()) == " ".join(b.split())
+
+
+def _arg(path: str) -> str:
+    # A path starting with "-" would be read as an option by awk and ls.
+    return shlex.quote(path if not path.startswith("-") else "./" + path)
+
+
+def render_result(result: CommandResult, redact: Any) -> str:
+    if result.error:
+        return f"error: {result.error}"
+    status = "timed out (killed)" if result.timed_out else f"exit {result.exit_code}"
+    out = result.stdout_tail
+    err = result.stderr_tail.strip()
+    text = f"{status}\n{out}" + (f"\n[stderr]\n{err}" if err else "")
+    text = redact(text)
+    if len(text) > MAX_RESULT_CHARS:
+        text = text[:MAX_RESULT_CHARS] + f"\n[… {len(text) - MAX_RESULT_CHARS} more characters not shown]"
+    return text
+
+
+TOOL_SPECS: list[dict[str, Any]] = [
+    {
+        "name": "run_readonly",
+        "description": "Run a read-only shell command on a campaign host (in its working directory). Only "
+        "commands on the policy's read-only list run; anything else is sent to a person for approval.",
+        "input_schema": {
+            "type": "object",
+            "properties": {"host": {"type": "string"}, "command": {"type": "string"}},
+            "required": ["host", "command"],
+        },
+    },
+    {
+        "name": "read_file",
+        "description": "Read lines start..end (1-based, at most 1000) of a file on a host, with line numbers.",
+        "input_schema": {
+            "type": "object",
+            "properties": {
+                "host": {"type": "string"},
+                "path": {"type": "string"},
+                "start": {"type": "integer", "minimum": 1},
+                "end": {"type": "integer", "minimum": 1},
+            },
+            "required": ["host", "path"],
+        },
+    },
+    {
+        "name": "grep",
+        "description": "Search a file or directory tree on a host for an extended regex; prints path:line:text.",
+        "input_schema": {
+            "type": "object",
+            "properties": {"host": {"type": "string"}, "pattern": {"type": "string"}, "path": {"type": "string"}},
+            "required": ["host", "pattern"],
+        },
+    },
+    {
+        "name": "list_dir",
+        "description": "List a directory on a host (ls -la).",
+        "input_schema": {
+            "type": "object",
+            "properties": {"host": {"type": "string"}, "path": {"type": "string"}},
+            "required": ["host"],
+        },
+    },
+]

@@ -1,0 +1,177 @@
+"""A scripted Anthropic Messages API server on 127.0.0.1, for the real `anthropic` client.
+
+It speaks `/v1/messages` as the API does: `tool_use` and `text` content blocks, `stop_reason`,
+`usage` with cache fields, and error bodies (`overloaded_error` on 529, `api_error` on 500).
+What it answers is decided by a *script*: a function from the request body to a `Reply`, so
+parallel subagents get answers that depend on what they asked, not on arrival order.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Reply:
+    content: list[dict[str, Any]] = field(default_factory=list)
+    stop_reason: str = "end_turn"
+    status: int = 200
+    error_type: str | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+    delay_s: float = 0.0
+
+
+def tool_use(name: str, args: dict[str, Any], *, text: str | None = None, **usage: int) -> Reply:
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+    blocks.append({"type": "tool_use", "id": f"toolu_{next(_ids):06d}", "name": name, "input": args})
+    return Reply(content=blocks, stop_reason="tool_use", usage=usage)
+
+
+def error(status: int, error_type: str, message: str = "scripted error") -> Reply:
+    return Reply(status=status, error_type=error_type, content=[{"message": message}])
+
+
+_ids = itertools.count(1)
+Script = Callable[[dict[str, Any]], Reply]
+
+
+class MessagesServer:
+    def __init__(self, script: Script, *, delay_s: float = 0.0) -> None:
+        self.script = script
+        self.delay_s = delay_s  # per reply: lets a test see whether calls overlap
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self._lock = threading.Lock()
+        self._cached: set[str] = set()  # prompt-cache prefixes seen, as the API's 5-minute cache would
+        self.in_flight = 0
+        self.max_in_flight = 0
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *_: Any) -> None:  # quiet test output
+                pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length", "0"))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                if self.path.split("?")[0] != "/v1/messages":
+                    self._send(404, {"type": "error", "error": {"type": "not_found_error", "message": self.path}})
+                    return
+                with server._lock:
+                    server.requests.append(body)
+                    server.headers.append({k.lower(): v for k, v in self.headers.items()})
+                    cache = server._cache_usage(body)
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                try:
+                    reply = server.script(body)
+                    threading.Event().wait(reply.delay_s or server.delay_s)
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
+                if reply.status != 200:
+                    message = reply.content[0]["message"] if reply.content else "error"
+                    self._send(reply.status, {"type": "error", "error": {"type": reply.error_type, "message": message}})
+                    return
+                usage = {"input_tokens": 300, "output_tokens": 120, **cache, **reply.usage}
+                self._send(
+                    200,
+                    {
+                        "id": f"msg_{next(_ids):06d}",
+                        "type": "message",
+                        "role": "assistant",
+                        "model": body.get("model", "scripted"),
+                        "content": reply.content,
+                        "stop_reason": reply.stop_reason,
+                        "stop_sequence": None,
+                        "usage": usage,
+                    },
+                )
+
+            def _send(self, status: int, payload: dict[str, Any]) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.send_header("request-id", f"req_{next(_ids):06d}")
+                if status in (429, 529):
+                    self.send_header("retry-after", "0")
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def _cache_usage(self, body: dict[str, Any]) -> dict[str, int]:
+        """The prefix up to the last `cache_control` mark is written once, then read."""
+        system = body.get("system")
+        if not isinstance(system, list) or not any("cache_control" in b for b in system):
+            return {"cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+        key = json.dumps([body.get("tools"), system], sort_keys=True)
+        if key in self._cached:
+            return {"cache_creation_input_tokens": 0, "cache_read_input_tokens": 2400}
+        self._cached.add(key)
+        return {"cache_creation_input_tokens": 2400, "cache_read_input_tokens": 0}
+
+    @property
+    def url(self) -> str:
+        host, port = self.httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def __enter__(self) -> MessagesServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+# ---- reading requests, for scripts and assertions
+
+
+def forced_tool(body: dict[str, Any]) -> str | None:
+    choice = body.get("tool_choice") or {}
+    return choice.get("name") if choice.get("type") == "tool" else None
+
+
+def all_text(body: dict[str, Any]) -> str:
+    """Every string in the request's system prompt and messages, joined (for routing and checks)."""
+    out: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str):
+            out.append(value)
+        elif isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+
+    walk(body.get("system"))
+    walk(body.get("messages"))
+    return "\n".join(out)
+
+
+def tool_results(body: dict[str, Any]) -> list[str]:
+    """The texts of the tool_result blocks the client has sent so far, in order."""
+    found = []
+    for message in body.get("messages", []):
+        content = message.get("content")
+        if not isinstance(content, list):
+            continue
+        for block in content:
+            if block.get("type") == "tool_result":
+                inner = block.get("content")
+                if isinstance(inner, list):
+                    inner = "".join(b.get("text", "") for b in inner)
+                found.append(str(inner))
+    return found
