@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import getpass
 import json
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -34,7 +35,13 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON summary ob
 PolicyOpt = Annotated[
     str, typer.Option("--policy", help="Policy file, or a preset name: cautious, autonomous, ask-everything.")
 ]
-HeadlessOpt = Annotated[bool, typer.Option("--headless", help="No TUI: the policy decides, `ask` pauses (exit 3).")]
+HeadlessOpt = Annotated[
+    bool,
+    typer.Option(
+        "--headless",
+        help="No TUI: the policy decides, `ask` pauses (exit 3). The default when stdout is not a terminal.",
+    ),
+]
 AcceptKeysOpt = Annotated[
     bool,
     typer.Option("--accept-new-host-keys", help="Trust-on-first-use: pin unknown SSH host keys (journaled)."),
@@ -91,6 +98,28 @@ def _finish(out: Any, as_json: bool, fail_on: list[str] | None = None) -> None:
     raise typer.Exit(code)
 
 
+def _terminal() -> bool:
+    return sys.stdout.isatty() and sys.stdin.isatty() and os.environ.get("TERM") != "dumb"
+
+
+def _live_tui(d: Any) -> Any:
+    """Run a new session under the TUI; the outcome once the person quits (paused, finished, …)."""
+    from agent.session import Runner, SessionError
+    from tui import run_app
+    from tui.source import LiveSource
+
+    source = LiveSource(d)
+    source.start()
+    run_app(source, mode="live")
+    if source.busy():
+        raise _fail(f"quit while the run was still going; `signoff resume {d.id}` continues it", 130)
+    try:
+        with d.locked():
+            return Runner(d, headless=True).outcome()
+    except SessionError as exc:
+        raise _fail(str(exc), FAILED) from None
+
+
 def _fail_on(values: list[str] | None) -> list[str]:
     out = [v.strip() for raw in values or [] for v in raw.split(",") if v.strip()]
     wrong = [v for v in out if v not in ("ask", "default", "deadline")]
@@ -126,6 +155,7 @@ def _run(
     fail_on: list[str] | None = None,
     brain: str | None = None,
     model: str | None = None,
+    headless: bool = True,
 ) -> None:
     from agent.render import Progress
     from agent.session import RunFailed, Runner, SessionError, SourceError, create
@@ -144,6 +174,8 @@ def _run(
         )
     except SourceError as exc:
         raise _fail(str(exc), BAD_INPUT) from None
+    if not headless and not as_json and _terminal():
+        _finish(_live_tui(d), as_json, checks)
     progress = Progress(plain=True if as_json else None)
     try:
         with d.locked():
@@ -159,7 +191,7 @@ def _run(
 
 @app.command()
 def demo(
-    headless: HeadlessOpt = True,
+    headless: HeadlessOpt = False,
     policy: PolicyOpt = "cautious",
     as_json: JsonOpt = False,
     ssh: Annotated[
@@ -191,6 +223,7 @@ def demo(
         fail_on=fail_on,
         brain=brain,
         model=model,
+        headless=headless,
     )
 
 
@@ -198,7 +231,7 @@ def demo(
 def run(
     campaign: Annotated[Path, typer.Argument(help="Campaign YAML file.")],
     policy: PolicyOpt = "cautious",
-    headless: HeadlessOpt = True,
+    headless: HeadlessOpt = False,
     as_json: JsonOpt = False,
     ssh_config: SshConfigOpt = None,
     accept_new_host_keys: AcceptKeysOpt = False,
@@ -217,6 +250,7 @@ def run(
         fail_on=fail_on,
         brain=brain,
         model=model,
+        headless=headless,
     )
 
 
@@ -281,6 +315,7 @@ def replay(
     kind: Annotated[str | None, typer.Option("--kind", help="Only events whose kind starts with this.")] = None,
     option: Annotated[int | None, typer.Option("--option", help="Only events about this option.")] = None,
     as_json: JsonOpt = False,
+    tui: Annotated[bool, typer.Option("--tui", help="Open the read-only replay screen: step, jump, inspect.")] = False,
 ) -> None:
     """Read a session back from its journal (no host is touched, no gate can be answered)."""
     from agent.replay import describe, events, verify_session
@@ -290,6 +325,14 @@ def replay(
         d = SessionDir.find(session)
     except SessionError as exc:
         raise _fail(str(exc), BAD_INPUT) from None
+    if tui:
+        if not _terminal():
+            raise _fail("--tui needs a terminal (stdin and stdout); without it, use the timeline or --json", BAD_INPUT)
+        from tui import run_app
+        from tui.source import ReplaySource
+
+        run_app(ReplaySource(d), mode="replay")
+        return
     if check:
         verdict = verify_session(d.journal)
         typer.echo(verdict.model_dump_json() if as_json else verdict.line())
@@ -302,6 +345,33 @@ def replay(
         line = describe(e)
         if line is not None:
             typer.echo(f"{e['seq']:>5} {e['ts'][11:23]} {line}")
+
+
+@app.command()
+def attach(session: Annotated[str, typer.Argument(help="Session id.")]) -> None:
+    """Follow a running or paused session in the TUI; answer its gate when it waits for one (the session
+    lock decides who runs: while another process runs it, you watch)."""
+    from agent.session import Runner, SessionDir, SessionError
+    from tui import run_app
+    from tui.source import SessionSource
+
+    if not _terminal():
+        raise _fail("attach needs a terminal; headless, use `signoff decide` and `signoff resume`", BAD_INPUT)
+    try:
+        d = SessionDir.find(session)
+    except SessionError as exc:
+        raise _fail(str(exc), BAD_INPUT) from None
+    source = SessionSource(d)
+    run_app(source, mode="attach")
+    if source.busy():
+        raise _fail(f"detached while the run was going; `signoff resume {d.id}` continues it", 130)
+    try:
+        with d.locked():
+            out = Runner(d, headless=True).outcome()
+    except SessionError:
+        typer.echo(f"detached; session {d.id} is still running elsewhere", err=True)
+        raise typer.Exit(0) from None
+    _finish(out, False)
 
 
 @app.command()

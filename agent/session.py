@@ -510,33 +510,45 @@ class Runner:
         interrupt = snapshot.interrupts[0]
         return interrupt.id, Gate.model_validate(interrupt.value["gate"])
 
-    def decide(self, text: str, *, by: str, confirmed: bool = True) -> tuple[str, str]:
-        """Record a one-line decision for the pending gate; returns (interrupt id, echo).
-        Raises DecisionError (journaled, nothing changed) when the text is not understood."""
+    def _parse(self, text: str, *, by: str) -> tuple[str, Gate, Decision, Any]:
+        """(interrupt id, gate, parsed decision, answer) for `text` at the pending gate; nothing recorded
+        except a rejection (journaled, then DecisionError)."""
         found = self.pending()
         if found is None:
             raise SessionError(
                 f"session {self.dir.id} is not waiting for a decision (status: {self.meta.get('status')})"
             )
         interrupt_id, gate = found
+        try:
+            decision = self.ctx.brain.interpret(text, gate).model_copy(update={"by": by})
+            return interrupt_id, gate, decision, answer_gate(gate, decision, next_rule=self._rule_count() + 1)
+        except DecisionError as exc:
+            self.journal.append("decision.rejected", gate=gate.id, gate_kind=gate.kind, raw=text, by=by, error=str(exc))
+            self.journal.close()
+            raise
+
+    def preview(self, text: str, *, by: str) -> tuple[str, bool]:
+        """What `text` would do at the pending gate, and whether it needs a confirmation (the echo a
+        person sees before it takes effect). Raises DecisionError, journaled, for text not understood."""
+        _, _, decision, result = self._parse(text, by=by)
+        return result.echo, decision.confirm
+
+    def decide(self, text: str, *, by: str, confirmed: bool = True) -> tuple[str, str]:
+        """Record a one-line decision for the pending gate; returns (interrupt id, echo).
+        Raises DecisionError (journaled, nothing changed) when the text is not understood."""
+        interrupt_id, gate, decision, result = self._parse(text, by=by)
         answers = self._answers()
         if interrupt_id in answers:
             raise SessionError(
                 f"gate {gate.id} already has a recorded answer ({answers[interrupt_id].get('echo', 'see journal')}); "
                 f"run `signoff resume {self.dir.id}` to apply it"
             )
-        try:
-            decision = self.ctx.brain.interpret(text, gate).model_copy(update={"by": by})
-            result = answer_gate(gate, decision, next_rule=self._rule_count() + 1)
-            if decision.confirm and not confirmed:
-                why = "hedged" if decision.hedged else ("standing" if decision.scope == "standing" else decision.action)
-                raise DecisionError(
-                    f"understood as: {result.echo} — a {why} decision needs confirmation: repeat it with --yes"
-                )
-        except DecisionError as exc:
-            self.journal.append("decision.rejected", gate=gate.id, gate_kind=gate.kind, raw=text, by=by, error=str(exc))
+        if decision.confirm and not confirmed:
+            why = "hedged" if decision.hedged else ("standing" if decision.scope == "standing" else decision.action)
+            message = f"understood as: {result.echo} — a {why} decision needs confirmation: repeat it with --yes"
+            self.journal.append("decision.rejected", gate=gate.id, gate_kind=gate.kind, raw=text, by=by, error=message)
             self.journal.close()
-            raise
+            raise DecisionError(message)
         for rule in result.rules:
             self.journal.append("rule.added", rule=rule.model_dump(mode="json"), gate=gate.id, by=by, raw=text)
         self.journal.append(

@@ -1,0 +1,289 @@
+"""The Textual app driven with Pilot (`App.run_test()`): real sessions, real graph, real demo hosts.
+
+Live and attach tests run the campaign in the test process's worker thread exactly as `signoff run`
+does under a terminal; the app only ever reads the journal and answers through `Runner.decide`.
+"""
+
+from __future__ import annotations
+
+import getpass
+import io
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+from textual.widgets import DataTable, Input, RichLog, Static
+
+from agent.session import Runner, SessionDir, create
+from tests.conftest import ROOT, journal_events
+from tui import render
+from tui.app import SignoffApp
+from tui.screens import GateScreen, HelpScreen
+from tui.source import LiveSource, ReplaySource, SessionSource
+
+CAUTIOUS = (ROOT / "policies" / "presets" / "cautious.yaml").read_text()
+ME = f"human:{getpass.getuser()}"
+
+
+@pytest.fixture(autouse=True)
+def _no_blink(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(Input, "_toggle_cursor", lambda self: None)
+
+
+def policy_asking_at_plan(tmp_path: Path, extra: str = "") -> Path:
+    """cautious, except that the plan gate asks a person (and optionally has a deadline)."""
+    text = CAUTIOUS.replace(
+        "      - id: approve-engineer-plan\n        when: proposed == 0\n        decide: approve",
+        "      - id: approve-engineer-plan\n        when: proposed == 0\n        decide: ask",
+    ).replace("  plan:\n    rules:", f"  plan:{extra}\n    rules:")
+    text = text.split("\ntests:")[0] + "\n"  # its self-tests expect the original plan rule
+    path = tmp_path / "plan-asks.yaml"
+    path.write_text(text)
+    return path
+
+
+async def wait_for(pilot: Any, condition: Callable[[], bool], timeout: float = 90.0, what: str = "") -> None:
+    for _ in range(int(timeout / 0.1)):
+        if condition():
+            return
+        await pilot.pause(0.1)
+    raise AssertionError(f"timed out waiting for {what or condition}")
+
+
+def gate_open(app: SignoffApp) -> bool:
+    """A gate screen is up and composed."""
+    screen = app.screen
+    return isinstance(screen, GateScreen) and bool(screen.query("#gate-echo")) and bool(screen.query("#gate-question"))
+
+
+def echo(app: SignoffApp) -> str:
+    return str(app.screen.query_one("#gate-echo", Static).render())
+
+
+def decisions(d: SessionDir) -> list[dict[str, Any]]:
+    return [e for e in journal_events(d.journal) if e["kind"] == "decision"]
+
+
+# ---------------------------------------------------------------- live: gates answered in the TUI
+
+
+async def test_a_gate_answered_by_key_is_echoed_then_confirmed(
+    home: Path, variant: Callable[..., Path], tmp_path: Path
+) -> None:
+    d = create(variant(), policy_asking_at_plan(tmp_path))
+    source = LiveSource(d)
+    source.start()
+    app = SignoffApp(source, mode="live")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: gate_open(app), what="the plan gate")
+        screen = app.screen
+        assert "Plan, in order" in str(screen.query_one("#gate-question", Static).render())
+        assert "policy recommends ASK (rule approve-engineer-plan)" in str(
+            screen.query_one("#gate-recommendation", Static).render()
+        )
+        assert "[y] approve" in str(screen.query_one("#gate-keys", Static).render())
+        await pilot.press("y")
+        await wait_for(pilot, lambda: "Enter to confirm" in echo(app), what="the echo")
+        assert echo(app).startswith("APPROVE")
+        assert not decisions(d) or all(x["gate_kind"] != "plan" for x in decisions(d))  # nothing took effect yet
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.view.status == "finished", what="the end of the run")
+        table = app.query_one("#plan", DataTable)
+        assert table.row_count == 3
+        assert "kept" in str(table.get_row("3")[2])
+    plan = next(x for x in decisions(d) if x["gate_kind"] == "plan")
+    assert plan["by"] == ME and plan["raw"] == "approve" and plan["decision"]["action"] == "approve"
+
+
+async def test_a_one_liner_is_echoed_and_gibberish_is_rejected_in_place(
+    home: Path, variant: Callable[..., Path], tmp_path: Path
+) -> None:
+    d = create(variant(), policy_asking_at_plan(tmp_path))
+    source = LiveSource(d)
+    source.start()
+    app = SignoffApp(source, mode="live")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: gate_open(app), what="the plan gate")
+        await pilot.press("slash")
+        await pilot.press(*"purple monkey dishwasher")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: "✗" in echo(app), what="the rejection")
+        assert "didn't understand" in echo(app) and gate_open(app)
+        await pilot.press("escape")
+        field = app.screen.query_one("#gate-input", Input)
+        field.value = ""
+        await pilot.press(*"skip #2 for now if it's unsafe")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: "Enter to confirm" in echo(app), what="the echo")
+        assert echo(app).startswith('RULE session-rule:1: SKIP #2 (deferred to end of run) IF verdict == "unsafe"')
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.view.status == "finished", what="the end of the run")
+        assert app.view.options[2].status == "deferred"
+    events = journal_events(d.journal)
+    rejected = [e for e in events if e["kind"] == "decision.rejected"]
+    assert rejected and rejected[0]["raw"] == "purple monkey dishwasher" and rejected[0]["by"] == ME
+    assert next(e for e in events if e["kind"] == "rule.added")["raw"] == "skip #2 for now if it's unsafe"
+
+
+async def test_a_gate_deadline_counts_down_into_the_policys_answer(
+    home: Path, variant: Callable[..., Path], tmp_path: Path
+) -> None:
+    policy = policy_asking_at_plan(tmp_path, extra="\n    deadline: 4s\n    on_deadline: approve")
+    d = create(variant(), policy)
+    source = LiveSource(d)
+    source.start()
+    app = SignoffApp(source, mode="live")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: gate_open(app), what="the plan gate")
+        countdown = app.screen.query_one("#gate-countdown", Static)
+        await wait_for(pilot, lambda: str(countdown.render()).startswith("⏱"), timeout=5, what="the countdown")
+        assert str(countdown.render()).startswith("⏱ 0:0") and "until approve" in str(countdown.render())
+        await wait_for(pilot, lambda: not gate_open(app), timeout=15, what="the deadline")
+        await wait_for(pilot, lambda: app.view.status == "finished", what="the end of the run")
+    plan = next(x for x in decisions(d) if x["gate_kind"] == "plan")
+    assert plan["by"] == "deadline" and plan["decision"]["action"] == "approve"
+
+
+async def test_quitting_at_a_gate_leaves_the_session_paused_and_resumable(
+    home: Path, variant: Callable[..., Path], tmp_path: Path
+) -> None:
+    d = create(variant(), policy_asking_at_plan(tmp_path))
+    source = LiveSource(d)
+    source.start()
+    app = SignoffApp(source, mode="live")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: gate_open(app), what="the plan gate")
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_value == "paused"
+    with d.locked():
+        out = Runner(d).outcome()
+    assert out.status == "paused" and out.pending_gate["kind"] == "plan"
+
+
+# ---------------------------------------------------------------- attach
+
+
+async def test_attach_to_a_paused_headless_session_and_resume_it_to_the_end(
+    home: Path, variant: Callable[..., Path], tmp_path: Path
+) -> None:
+    d = create(variant(), policy_asking_at_plan(tmp_path))
+    with d.locked():
+        assert Runner(d, headless=True).start().status == "paused"
+    app = SignoffApp(SessionSource(d), mode="attach")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: gate_open(app), what="the plan gate")
+        log = app.query_one("#events", RichLog)
+        assert any("gate g1 (plan) opened" in line.text for line in log.lines)  # history was read
+        await pilot.press("c")
+        await wait_for(pilot, lambda: "Enter to confirm" in echo(app), what="the echo")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.view.status == "finished", what="the end of the run")
+    with d.locked():
+        out = Runner(d).outcome()
+    assert out.status == "finished" and {o["id"]: o["outcome"] for o in out.options}[3] == "kept"
+    assert next(x for x in decisions(d) if x["gate_kind"] == "plan")["by"] == ME
+
+
+async def test_attach_only_watches_while_another_runner_holds_the_session(
+    home: Path, variant: Callable[..., Path], tmp_path: Path
+) -> None:
+    d = create(variant(), policy_asking_at_plan(tmp_path))
+    with d.locked():
+        assert Runner(d, headless=True).start().status == "paused"
+        app = SignoffApp(SessionSource(d), mode="attach")
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.pause(0.5)
+            assert not gate_open(app)  # the lock is held (here, by this test): no gate to answer
+            assert app.view.status == "paused"
+
+
+# ---------------------------------------------------------------- replay
+
+
+FIXTURE = Path(__file__).parent / "fixtures" / "tui" / "demo-journal.jsonl"
+
+
+def fixture_session(home: Path) -> SessionDir:
+    d = SessionDir("20261202-235327-0f62")
+    d.root.mkdir(parents=True, exist_ok=True)
+    d.journal.write_bytes(FIXTURE.read_bytes())
+    return d
+
+
+async def test_replay_steps_and_jumps_through_a_finished_session_read_only(home: Path) -> None:
+    d = fixture_session(home)
+    app = SignoffApp(ReplaySource(d), mode="replay")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert app.cursor == len(app.events) - 1 and app.view.status == "finished"
+        await pilot.press("home")
+        assert app.cursor == 0 and app.view.status == "running"
+        await pilot.press("right", "right")
+        assert app.cursor == 2
+        await pilot.press("left")
+        assert app.cursor == 1
+        await pilot.press("right_square_bracket")
+        first_gate = app.events[app.cursor]
+        assert first_gate["kind"] == "gate.opened" and first_gate["gate_kind"] == "plan"
+        assert all(o.status == "pending" for o in app.view.options.values())  # nothing tried yet
+        while app.events[app.cursor].get("gate_kind") != "safety" or app.events[app.cursor]["kind"] != "decision":
+            await pilot.press("right_square_bracket")
+        # As of #2's safety decision: skipped (rollback still ahead), #3 not yet tried.
+        assert app.view.options[2].status == "skipped" and app.view.options[2].verdict == "unsafe"
+        assert app.view.options[3].status == "clear"  # investigated, not yet tried
+        timeline = str(app.query_one("#timeline", Static).render())
+        assert f"event {app.cursor + 1}/{len(app.events)}" in timeline and "SKIP by policy:skip-unsafe" in timeline
+        await pilot.press("left_square_bracket")
+        assert app.events[app.cursor]["kind"] == "gate.opened"
+        await pilot.press("g")  # read-only: no gate screen, nothing answered
+        await pilot.pause()
+        assert not gate_open(app)
+        await pilot.press("end")
+        assert app.view.options[3].status == "kept"
+    assert d.journal.read_bytes() == FIXTURE.read_bytes()  # replay wrote nothing
+
+
+async def test_help_palette_and_theme(home: Path) -> None:
+    d = fixture_session(home)
+    app = SignoffApp(ReplaySource(d), mode="replay")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        theme = app.theme
+        await pilot.press("ctrl+t")
+        assert app.theme != theme
+        app.jump_to_option(2)
+        await pilot.pause()
+        assert app.selected == 2
+        shown = Console(width=100, record=True, file=io.StringIO())
+        shown.print(render.evidence(app.view.options[app.selected]))
+        text = shown.export_text()
+        assert "#2 overlap scheduler" in text and "WEDGE" in text and "undo plan:" in text
+        names = [n for n, _ in app.artifacts()]
+        assert names and all((n.startswith("sha256-")) for n in names)
+
+
+def test_replay_source_refuses_answers(home: Path) -> None:
+    from agent.session import SessionError
+
+    source = ReplaySource(fixture_session(home))
+    assert source.read_only and source.preview("continue").error
+    with pytest.raises(SessionError):
+        source.answer("continue")
+
+
+def test_the_view_folds_a_journal_into_what_the_screen_shows() -> None:
+    from tui.view import fold
+
+    events = [json.loads(line) for line in FIXTURE.read_text().splitlines()]
+    view = fold(events)
+    assert {o.id: o.status for o in view.options.values()} == {1: "no-go", 2: "skipped", 3: "kept"}
+    assert view.options[3].gain_pct == pytest.approx(22.599) and view.options[2].verdict == "unsafe"
+    assert [g.kind for g in view.gates] == ["plan", "triage", "safety", "continue_or_ask", "safety", "continue_or_ask"]
+    assert all(g.action for g in view.gates) and view.open_gate is None
+    assert view.stress_total == 4 and view.status == "finished"

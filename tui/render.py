@@ -1,0 +1,203 @@
+"""Pure formatting for the TUI: events, plan rows, the evidence of one option, the status line.
+
+Rich renderables only (DataTable cells and RichLog take Rich), no Textual, so all of it is testable
+without an App.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from agent.journal import Event
+from agent.render import progress_line
+from tui.view import GateView, OptionView, View
+
+STATUS_STYLE = {
+    "kept": "bold green",
+    "skipped": "yellow",
+    "no-go": "red",
+    "deferred": "cyan",
+    "untested": "dim",
+    "pending": "dim",
+    "clear": "green",
+    "hazard": "yellow",
+    "investigating": "blue",
+    "applying": "bold blue",
+    "benchmarking": "bold blue",
+    "stressing": "bold magenta",
+    "rolling back": "bold yellow",
+}
+KIND_STYLE = {
+    "gate.opened": "bold",
+    "decision": "bold cyan",
+    "command.refused": "bold red",
+    "kept": "bold green",
+    "rollback": "yellow",
+    "finding": "",
+    "assessment": "bold",
+    "brain.fallback": "yellow",
+    "permission.requested": "bold yellow",
+}
+
+
+def pct(value: float | None) -> str:
+    return "—" if value is None else f"{value:+.1f}%"
+
+
+def ci_text(ci: list[float] | None) -> str:
+    return "—" if not ci else f"[{ci[0]:+.1f}, {ci[1]:+.1f}]"
+
+
+def event_line(e: dict[str, Any]) -> Text | None:
+    """One line of the event stream, or None for events too fine-grained to show."""
+    data = {k: v for k, v in e.items() if k not in ("v", "seq", "ts", "session", "kind", "actor", "prev")}
+    event = Event(seq=e.get("seq", 0), kind=e["kind"], ts=e.get("ts", ""), actor=e.get("actor", ""), data=data, hash="")
+    try:
+        line = progress_line(event)
+    except (KeyError, TypeError, ValueError):
+        line = None
+    if line is None and e["kind"] == "command.started":
+        line = f"{_opt(e)}$ {e.get('command')}  [{e.get('host')}, {e.get('purpose')}, ≤{e.get('timeout_s', 0):g}s]"
+    if line is None and e["kind"] == "command.finished" and e.get("exit") == 0:
+        line = f"{_opt(e)}  ✓ {e.get('host')} exit 0 in {e.get('duration_s', 0):.2f}s"
+    if line is None:
+        return None
+    ts = str(e.get("ts", ""))[11:19]
+    text = Text(f"{ts} ", style="dim")
+    text.append(line, style=KIND_STYLE.get(e["kind"], "dim" if e["kind"].startswith("command.") else ""))
+    return text
+
+
+def _opt(e: dict[str, Any]) -> str:
+    return f"#{e['option']} " if e.get("option") is not None else ""
+
+
+def plan_row(o: OptionView) -> list[Text]:
+    style = STATUS_STYLE.get(o.status, "")
+    status = o.status + (" ⏸" if o.deferred else "")
+    title = o.title if len(o.title) <= 16 else o.title[:15] + "…"
+    ci = "—" if not o.ci else f"{o.ci[0]:+.1f}…{o.ci[1]:+.1f}"
+    return [
+        Text(f"#{o.id}"),
+        Text(title),
+        Text(status, style=style),
+        Text(o.verdict or "—", style="red" if o.verdict == "unsafe" else ""),
+        Text(pct(o.gain_pct), style="green" if (o.gain_pct or 0) > 0 else ""),
+        Text(ci, style="dim"),
+    ]
+
+
+def status_line(view: View, *, mode: str, now: datetime | None = None, note: str | None = None) -> Text:
+    elapsed = int(view.elapsed_s(now))
+    t = Text()
+    t.append(f" {mode.upper()} ", style="reverse bold")
+    t.append(f" {view.session or '…'} ", style="bold")
+    t.append(f"· {view.campaign} · {view.policy} · ")
+    t.append(f"{elapsed // 60:02d}:{elapsed % 60:02d} ")
+    phase = view.phase + (
+        f" #{view.current}" if view.current is not None and view.phase not in ("plan", "done") else ""
+    )
+    t.append(f"· {phase or 'starting'} ")
+    t.append(f"· {view.status} ", style={"paused": "bold yellow", "failed": "bold red"}.get(view.status, ""))
+    if view.llm_calls or view.budget_usd is not None:
+        budget = f" / ${view.budget_usd:g}" if view.budget_usd is not None else ""
+        t.append(f"· LLM ${view.llm_usd:.4f}{budget} ")
+    if note:
+        t.append(f"· {note}", style="bold red")
+    return t
+
+
+def evidence(o: OptionView | None) -> RenderableType:
+    """Everything known about one option, newest evidence last."""
+    if o is None:
+        return Text("Select an option in the plan to see its evidence.", style="dim")
+    parts: list[RenderableType] = []
+    head = Text()
+    head.append(f"#{o.id} {o.title}", style="bold")
+    head.append(f"  {o.status}", style=STATUS_STYLE.get(o.status, ""))
+    if o.gain_pct is not None:
+        head.append(f"  {pct(o.gain_pct)} 95% CI {ci_text(o.ci)}")
+    parts.append(head)
+    if o.finding:
+        for b in o.finding.get("blockers", []):
+            parts.append(Text(f"blocker: {b}", style="red"))
+        for h in o.finding.get("hazards", []):
+            parts.append(Text(f"hazard: {h}", style="yellow"))
+        if o.finding.get("summary"):
+            parts.append(Text(f"investigator: {o.finding['summary']}", style="dim"))
+    pairs = ab_pairs(o)
+    if pairs:
+        table = Table(box=None, pad_edge=False, show_edge=False, expand=False, title=None)
+        for col in ("pair", "A (baseline)", "B (option)", "B/A"):
+            table.add_column(col, justify="right")
+        for pair, a, b in pairs:
+            ratio = f"{b / a:.3f}" if a and b else "—"
+            table.add_row(str(pair), _num(a), _num(b), ratio)
+        parts.append(table)
+    if o.ab:
+        parts.append(Text(o.ab.get("summary", ""), style="bold"))
+    for s in o.stress:
+        style = "green" if s.get("outcome") == "ok" else "bold red"
+        parts.append(
+            Text(f"stress {s.get('scenario')} run {s.get('run')}: {str(s.get('outcome')).upper()}", style=style)
+        )
+        if s.get("outcome") != "ok":
+            parts.append(Text(f"  {s.get('evidence', '')}", style="dim"))
+    if o.assessment:
+        a = o.assessment
+        parts.append(Text(f"assessment: {a.get('verdict')}, recommend {a.get('recommendation')}", style="bold"))
+        if a.get("rationale"):
+            parts.append(Text(a["rationale"]))
+    if o.undo:
+        revert = "; ".join(f"{r.get('command')} on {r.get('host')}" for r in o.undo.get("revert", []))
+        v = o.undo.get("verify") or {}
+        check = f"health checks, {v.get('baseline_runs', '?')} baseline runs within ±{v.get('tolerance_pct', '?')}%"
+        parts.append(Text(f"undo plan: {revert}; then {check}", style="cyan"))
+    if o.rollback:
+        ok = "verified" if o.rollback.get("verified") else "NOT verified"
+        parts.append(Text(f"rollback {ok}: {o.rollback.get('detail', '')}", style="yellow"))
+    return Group(*parts)
+
+
+def ab_pairs(o: OptionView) -> list[tuple[int, float | None, float | None]]:
+    """(pair, A value, B value) for the interleaved A/B runs, valid or not (invalid ones show —)."""
+    by_pair: dict[int, dict[str, float | None]] = {}
+    for r in o.runs:
+        value = r.get("value") if r.get("valid") else None
+        by_pair.setdefault(int(r.get("pair", 0)), {})[str(r.get("arm"))] = value
+    return [(p + 1, v.get("A"), v.get("B")) for p, v in sorted(by_pair.items())]
+
+
+def arm_values(o: OptionView, arm: str) -> list[float]:
+    return [float(r["value"]) for r in o.runs if r.get("arm") == arm and r.get("valid") and r.get("value") is not None]
+
+
+def _num(value: float | None) -> str:
+    return "—" if value is None else f"{value:,.1f}"
+
+
+_BOLD = re.compile(r"\*\*(.+?)\*\*")
+
+
+def question(text: str) -> Text:
+    """The gate question: its **bold** marks rendered, everything else literal."""
+    out = Text()
+    pos = 0
+    for m in _BOLD.finditer(text):
+        out.append(text[pos : m.start()])
+        out.append(m.group(1), style="bold")
+        pos = m.end()
+    out.append(text[pos:])
+    return out
+
+
+def gate_summary(g: GateView) -> str:
+    opt = f" #{g.option}" if g.option is not None else ""
+    decided = f" → {g.action.upper()} by {g.by}" if g.action else " (open)"
+    return f"{g.gate} {g.kind}{opt}{decided}"

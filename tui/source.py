@@ -1,0 +1,218 @@
+"""The one seam every view reads from (DESIGN §3a): live, attached and replayed sessions.
+
+All three read the session's journal — the record is the interface. `poll()` returns the complete
+lines written since the last call, so the UI draws each ~50 ms tick as one batch and no thread ever
+touches a widget. Answering a gate goes through `Runner.decide`/`resume`, exactly as
+`signoff decide` does, under the session lock, in a background thread.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import threading
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, Protocol
+
+from agent.session import DecisionError, Runner, SessionDir, SessionError
+
+
+@dataclass
+class PendingGate:
+    gate: dict[str, Any]  # Gate JSON: id, kind, option, question, facts, allowed, options, recommendation
+    deadline_at: datetime | None = None
+    on_deadline: str | None = None
+
+
+@dataclass
+class Preview:
+    echo: str | None = None
+    confirm: bool = False  # the decision is hedged, standing, a rollback or a stop
+    error: str | None = None
+
+
+class EventSource(Protocol):
+    read_only: bool
+    session: str
+
+    def poll(self) -> list[dict[str, Any]]: ...
+
+    def busy(self) -> bool: ...
+
+    def pending(self) -> PendingGate | None: ...
+
+    def preview(self, text: str) -> Preview: ...
+
+    def answer(self, text: str) -> None: ...
+
+    def expire(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class JournalTail:
+    """Complete journal lines appended since the last read (a torn last line waits for its end)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0
+        self._partial = b""
+
+    def read(self) -> list[dict[str, Any]]:
+        if not self.path.exists():
+            return []
+        with self.path.open("rb") as fh:
+            fh.seek(self.offset)
+            chunk = fh.read()
+        self.offset += len(chunk)
+        data = self._partial + chunk
+        lines = data.split(b"\n")
+        self._partial = lines.pop()
+        return [json.loads(line) for line in lines if line.strip()]
+
+
+class SessionSource:
+    """Follow a session's journal; answer its gates when it waits for one (attach mode)."""
+
+    read_only = False
+
+    def __init__(self, d: SessionDir, *, user: str | None = None) -> None:
+        self.dir = d
+        self.session = d.id
+        self.user = user or getpass.getuser()
+        self.tail = JournalTail(d.journal)
+        self._thread: threading.Thread | None = None
+        self._pending: PendingGate | None = None
+        self._pending_at = -1  # journal offset the cached pending gate was read at
+        self.error: str | None = None
+
+    # -- reading
+
+    def poll(self) -> list[dict[str, Any]]:
+        return self.tail.read()
+
+    def busy(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def pending(self) -> PendingGate | None:
+        """The gate the session waits at, read from its checkpoint (None while a runner holds it)."""
+        if self.busy():
+            return None
+        if self._pending_at == self.tail.offset:
+            return self._pending
+        try:
+            with self.dir.locked():
+                runner = Runner(self.dir, headless=False)
+                out = runner.outcome()
+                runner.journal.close()
+        except SessionError:
+            return None  # another runner has it: keep following the journal
+        gate = out.pending_gate
+        self._pending = None
+        if gate is not None:
+            deadline = gate.get("deadline") or {}
+            at = datetime.fromisoformat(deadline["at"]) if deadline.get("at") else None
+            self._pending = PendingGate(gate=gate, deadline_at=at, on_deadline=deadline.get("on_deadline"))
+        self._pending_at = self.tail.offset
+        return self._pending
+
+    # -- answering
+
+    def preview(self, text: str) -> Preview:
+        try:
+            with self.dir.locked():
+                runner = Runner(self.dir, headless=False)
+                try:
+                    echo, confirm = runner.preview(text, by=self._by)
+                finally:
+                    runner.journal.close()
+        except (DecisionError, SessionError) as exc:
+            return Preview(error=str(exc))
+        return Preview(echo=echo, confirm=confirm)
+
+    def answer(self, text: str) -> None:
+        def work(runner: Runner) -> None:
+            runner.decide(text, by=self._by, confirmed=True)
+            Runner(self.dir, headless=False).resume()
+
+        self._run(work)
+
+    def expire(self) -> None:
+        """The gate's deadline passed: resume, which answers it with the policy's `on_deadline`."""
+        self._run(lambda runner: runner.resume())
+
+    @property
+    def _by(self) -> str:
+        return f"human:{self.user}"
+
+    def _run(self, work: Any) -> None:
+        if self.busy():
+            return
+        self._pending, self._pending_at = None, -1
+
+        def target() -> None:
+            try:
+                with self.dir.locked():
+                    work(Runner(self.dir, headless=False))
+            except Exception as exc:  # shown in the status bar; the journal has the details
+                self.error = " ".join(str(exc).split())
+
+        self.error = None
+        self._thread = threading.Thread(target=target, name=f"signoff-{self.session}", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout=0.5)
+
+
+class LiveSource(SessionSource):
+    """A new session: the graph runs in a worker thread while the UI follows its journal."""
+
+    def start(self) -> None:
+        self._run(lambda runner: runner.start())
+
+
+class ReplaySource:
+    """A past session, read-only: every event at once; nothing runs and no gate can be answered."""
+
+    read_only = True
+
+    def __init__(self, d: SessionDir) -> None:
+        self.dir = d
+        self.session = d.id
+        self.events = [json.loads(line) for line in d.journal.read_bytes().splitlines() if line.strip()]
+        self._given = False
+        self.error: str | None = None
+
+    def poll(self) -> list[dict[str, Any]]:
+        if self._given:
+            return []
+        self._given = True
+        return self.events
+
+    def busy(self) -> bool:
+        return False
+
+    def pending(self) -> PendingGate | None:
+        return None
+
+    def preview(self, text: str) -> Preview:
+        return Preview(error="replay is read-only: no gate can be answered")
+
+    def answer(self, text: str) -> None:
+        raise SessionError("replay is read-only: no gate can be answered")
+
+    def expire(self) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+def seconds_left(pending: PendingGate, now: datetime) -> float | None:
+    if pending.deadline_at is None:
+        return None
+    return max(0.0, (pending.deadline_at - now) / timedelta(seconds=1))
