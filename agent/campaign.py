@@ -97,6 +97,11 @@ def render(template: str, variables: Mapping[str, str]) -> str:
 
 
 def with_proposals(campaign: Campaign, proposals: list[dict[str, Any]]) -> Campaign:
-    known = {o.id for o in campaign.options}
-    extra = [Option.model_validate(p) for p in proposals if p["id"] not in known]
-    return campaign.model_copy(update={"options": [*campaign.options, *extra]}) if extra else campaign
+    """The campaign plus options a brain proposed. A later plan event's proposal replaces an earlier
+    one with the same id (a plan re-run after a crash); the engineer's own options never change."""
+    own = {o.id for o in campaign.options if not o.notes.startswith("proposed by ")}
+    extra = {p["id"]: Option.model_validate(p) for p in proposals if p["id"] not in own}
+    if not extra:
+        return campaign
+    kept = [o for o in campaign.options if o.id not in extra]
+    return campaign.model_copy(update={"options": [*kept, *extra.values()]})

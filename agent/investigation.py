@@ -17,7 +17,7 @@ from typing import Any
 from agent.context import RunContext
 from agent.execute import CommandRefused, Planned, run_one, run_spec
 from agent.models import Option, Probe
-from tools.commands import classify
+from tools.commands import allowed_words, classify
 from tools.transport import CommandResult
 
 MAX_RESULT_CHARS = 8_000
@@ -25,9 +25,14 @@ TOOL_TIMEOUT_S = 30.0
 # Paths that hold credentials: their contents would leave for the model provider.
 SECRET_PATH = re.compile(
     r"(^|/)(\.ssh|\.aws|\.gnupg|\.docker|\.kube)(/|$)|id_(rsa|dsa|ecdsa|ed25519)|\.(pem|key|p12|pfx)$"
-    r"|(^|/)(\.env|\.netrc|\.pgpass|credentials|shadow|gshadow)$"
+    r"|(^|/)(\.env|\.netrc|\.pgpass|credentials|shadow|gshadow|environ|cmdline)$"
 )
-_WRITES = re.compile(r"(?<![<>&\d-])>|\btee\b")
+SECRET_EXCLUDES = (
+    "--exclude-dir=.ssh --exclude-dir=.aws --exclude-dir=.gnupg --exclude-dir=.docker --exclude-dir=.kube "
+    "--exclude=id_rsa* --exclude=id_dsa* --exclude=id_ecdsa* --exclude=id_ed25519* --exclude=*.pem --exclude=*.key "
+    "--exclude=*.p12 --exclude=*.pfx --exclude=.env --exclude=.netrc --exclude=.pgpass --exclude=credentials"
+)
+RECURSIVE = re.compile(r"^-(-recursive|-dereference-recursive|[A-Za-z]*[rR][A-Za-z]*)$")
 
 
 @dataclass
@@ -79,16 +84,28 @@ class Toolbox:
             return f"no tool named {name!r}; use run_readonly, read_file, grep or list_dir", True
         try:
             return handler(**args)
-        except TypeError as exc:
+        except (TypeError, ValueError, AttributeError) as exc:  # a model's malformed call is its to fix
             return f"bad arguments for {name}: {exc}", True
 
     def run_readonly(self, host: str, command: str) -> tuple[str, bool]:
+        """Run one program with its arguments — never a shell line: the words are quoted one by one,
+        so `;`, `|`, `>`, `$(…)`, globs and `#` are plain characters, and what runs is exactly what
+        the policy's read-only patterns were matched against."""
         target = self._host(host)
         if target is None:
             return self._unknown_host(host), True
+        try:
+            words = shlex.split(command)
+        except ValueError as exc:
+            return f"cannot parse the command: {exc}", True
+        if not words:
+            return "empty command", True
+        quoted = shlex.join(words)
         rules = self.ctx.policy.model.commands
         verdict = classify(command, allow=rules.allow, ask=rules.ask, deny=rules.deny)
-        if verdict.klass == "deny":
+        secret = next((w for w in words if SECRET_PATH.search(w)), None)
+        if verdict.klass == "deny" or secret is not None:
+            pattern = verdict.pattern if verdict.klass == "deny" else "credential path"
             self.ctx.journal.append(
                 "command.refused",
                 actor=self.agent,
@@ -97,12 +114,14 @@ class Toolbox:
                 host=host,
                 command=self.ctx.redact(command),
                 klass="deny",
-                pattern=verdict.pattern,
-                part=verdict.part,
+                pattern=pattern,
+                part=verdict.part if secret is None else secret,
             )
-            return f"REFUSED by the command policy (deny {verdict.pattern!r}); it was not run", True
-        readonly = classify(command, allow=rules.readonly, ask=[], deny=rules.deny).klass == "allow"
-        if (not readonly or _WRITES.search(command)) and command not in self.approved:
+            return f"REFUSED by the command policy (deny {pattern!r}); it was not run", True
+        if words[0].endswith("grep") and any(RECURSIVE.match(w) for w in words[1:]):
+            return "recursive grep is not run here (it would read credential files); use the grep tool", True
+        readonly = allowed_words(words, rules.readonly) is not None
+        if not readonly and command not in self.approved:
             request = {"host": host, "command": command}
             if request not in self.requests:
                 self.requests.append(request)
@@ -120,7 +139,7 @@ class Toolbox:
                 True,
             )
         self.calls.append(ToolCall("run_readonly", host, command=command))
-        return self._run(target, command, tool="run_readonly")
+        return self._run(target, quoted, tool="run_readonly")
 
     def read_file(self, host: str, path: str, start: int = 1, end: int = 200) -> tuple[str, bool]:
         start, end = max(1, int(start)), max(1, int(end))
@@ -131,7 +150,8 @@ class Toolbox:
         return self._file_tool("read_file", host, path, script + _arg(path))
 
     def grep(self, host: str, pattern: str, path: str = ".") -> tuple[str, bool]:
-        return self._file_tool("grep", host, path, f"grep -rnI -E -m 200 -e {shlex.quote(pattern)} -- {_arg(path)}")
+        command = f"grep -rnI -E -m 200 {SECRET_EXCLUDES} -e {shlex.quote(pattern)} -- {_arg(path)}"
+        return self._file_tool("grep", host, path, command)
 
     def list_dir(self, host: str, path: str = ".") -> tuple[str, bool]:
         return self._file_tool("list_dir", host, path, f"ls -la -- {_arg(path)}")
@@ -160,7 +180,12 @@ class Toolbox:
         if verdict.klass == "deny":
             return f"REFUSED by the command policy (deny {verdict.pattern!r})", True
         self.calls.append(ToolCall(tool, host, path=path))
-        return self._run(target, command, tool=tool)
+        text, failed = self._run(target, command, tool=tool)
+        if tool == "grep":
+            # What grep printed was read too: a finding may cite path:line from its output.
+            for found in dict.fromkeys(re.findall(r"^([^\s:][^:\n]*):\d+:", text, re.M)):
+                self.calls.append(ToolCall("grep", host, path=found))
+        return text, failed
 
     def _run(self, host: Any, command: str, *, tool: str) -> tuple[str, bool]:
         self.ctx.journal.append("subagent.tool", actor=self.agent, option=self.option.id, tool=tool, host=host.name)
@@ -192,7 +217,11 @@ class Toolbox:
 
 
 def _same(a: str, b: str) -> bool:
-    return " ".join(a.split()) == " ".join(b.split())
+    def norm(x: str) -> str:
+        x = " ".join(x.split())
+        return x[2:] if x.startswith("./") else x
+
+    return norm(a) == norm(b)
 
 
 def _arg(path: str) -> str:

@@ -184,7 +184,6 @@ class BrainSpec(_Strict):
 
     kind: Literal["rules", "claude"] = "rules"
     model: str = "claude-sonnet-5-5"
-    base_url: str | None = None  # default: the SDK's (ANTHROPIC_BASE_URL, else api.anthropic.com)
     max_tokens: StrictInt = Field(default=2048, ge=256, le=64_000)  # per call
     max_turns: StrictInt = Field(default=8, ge=1, le=50)  # per investigation subagent
     subagent_tokens: StrictInt = Field(default=60_000, ge=1_000)  # input + output, per subagent

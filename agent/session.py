@@ -297,6 +297,7 @@ class Runner:
             api_key=os.environ.get("ANTHROPIC_API_KEY", ""),
             on_cost=self._spend,
             over_budget=self.ctx.over_llm_budget,
+            redact=self.ctx.redact,
         )
 
     def _spend(self, usd: float) -> None:
@@ -520,12 +521,28 @@ class Runner:
             )
         interrupt_id, gate = found
         try:
-            decision = self.ctx.brain.interpret(text, gate).model_copy(update={"by": by})
+            decision = self._interpret(text, gate).model_copy(update={"by": by})
             return interrupt_id, gate, decision, answer_gate(gate, decision, next_rule=self._rule_count() + 1)
         except DecisionError as exc:
             self.journal.append("decision.rejected", gate=gate.id, gate_kind=gate.kind, raw=text, by=by, error=str(exc))
             self.journal.close()
             raise
+
+    def _interpret(self, text: str, gate: Gate) -> Decision:
+        """A model's reading of free text is kept per gate and text, so the decision a person confirms
+        is the one they were shown — not a second, possibly different, reading."""
+        path = self.dir.root / "parses.json"
+        parses = json.loads(path.read_text()) if path.exists() else {}
+        cached = parses.get(gate.id, {}).get(text)
+        if cached is not None:
+            return Decision.model_validate(cached)
+        decision = self.ctx.brain.interpret(text, gate)
+        if decision.parser not in (None, "grammar/v1"):
+            parses.setdefault(gate.id, {})[text] = decision.model_dump(mode="json")
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(parses, indent=1))
+            tmp.replace(path)
+        return decision
 
     def preview(self, text: str, *, by: str) -> tuple[str, bool]:
         """What `text` would do at the pending gate, and whether it needs a confirmation (the echo a

@@ -156,10 +156,11 @@ def brain_for(tmp_path: Path) -> Callable[..., tuple[ClaudeBrain, Journal]]:
         journal = Journal(tmp_path / "journal.jsonl", "t")
         campaign = load_campaign(DEMO).campaign
         brain = ClaudeBrain(
-            BrainSpec(kind="claude", base_url=server.url, backoff_s=0.01, **spec),
+            BrainSpec(kind="claude", backoff_s=0.01, **spec),
             campaign=campaign,
             journal=journal,
             api_key=KEY,
+            base_url=server.url,
         )
         return brain, journal
 
@@ -341,7 +342,13 @@ def test_a_subagent_that_needs_a_permission_raises_a_command_gate(tmp_path: Path
 
     def script(body: dict[str, Any]) -> Reply:
         text = json.dumps(body.get("messages", []))
-        if "Investigate option #3" in text and wanted not in text:
+        asked_before = any(
+            b.get("type") == "tool_use" and b["input"].get("command") == wanted
+            for m in body["messages"]
+            if isinstance(m["content"], list)
+            for b in m["content"]
+        )
+        if "Investigate option #3" in text and not asked_before:
             host = "gpu-a"
             return tool_use("run_readonly", {"host": host, "command": wanted})
         return model(body)
@@ -362,6 +369,7 @@ def test_a_subagent_that_needs_a_permission_raises_a_command_gate(tmp_path: Path
         events = journal_events(out["journal"])
     ran = [e for e in by_kind(events, "command.started") if e["data"]["command"] == wanted]
     assert ran and ran[0]["data"]["purpose"] == "investigate:run_readonly" and ran[0]["data"]["option"] == 3
+    assert any("A person approved these commands for you" in json.dumps(r["messages"]) for r in server.requests)
     assert len([e for e in by_kind(events, "subagent.started") if e["data"]["option"] == 3]) == 2
 
 
@@ -436,6 +444,9 @@ def test_one_liners_the_grammar_cannot_read_go_to_the_model_and_need_confirmatio
     assert decision["decision"]["targets"] == [2]
     rejected = by_kind(events, "decision.rejected")
     assert len(rejected) == 2
+    # What --yes applied is the reading the person was shown, kept from the first call.
+    parses = json.loads((Path(paused.json()["journal"]).parent / "parses.json").read_text())
+    assert parses["g1"][said]["targets"] == [2]
 
 
 def test_the_model_cannot_smuggle_an_uncompilable_condition(brain_for: Callable[..., Any]) -> None:
@@ -517,3 +528,79 @@ def test_findings_re_rank_the_plan(tmp_path: Path, variant: Callable[..., Path])
     assert reranked["before"] == [2, 3, 1] and reranked["after"][:2] == [3, 2]
     applied = [e["data"]["option"] for e in by_kind(events, "phase") if e["data"]["phase"] == "apply"]
     assert applied[0] == 3
+
+
+# ---------------------------------------------------------------- the read-only tools' own guard rails
+
+
+@pytest.fixture
+def toolbox(home: Path, variant: Callable[..., Path]) -> Any:
+    from agent.investigation import Toolbox
+    from agent.session import Runner, create
+
+    d = create(variant(), "cautious")
+    runner = Runner(d)
+    workdir = Path(runner.ctx.transport.workdir(runner.ctx.campaign.hosts[0]))
+    (workdir / "README").write_text("hello\n")
+    tools = Toolbox(runner.ctx, runner.ctx.campaign.option(2), "investigator#2")
+    yield tools, workdir, d
+    runner.journal.close()
+
+
+def test_run_readonly_runs_one_program_never_a_shell_line(toolbox: Any) -> None:
+    tools, workdir, _ = toolbox
+    text, failed = tools.run_readonly("gpu-a", "cat README")
+    assert not failed and "hello" in text
+    # `#`, `;`, redirections and substitutions are plain characters in the arguments cat receives.
+    for sneaky in [
+        "cat README#; touch PWNED",
+        "cat README 1>precious.py",
+        "cat README $(touch PWNED)",
+        "cat README->x",
+    ]:
+        tools.run_readonly("gpu-a", sneaky)
+    assert sorted(p.name for p in workdir.iterdir()) == ["README"]
+
+
+def test_run_readonly_asks_for_anything_off_the_read_only_list(toolbox: Any) -> None:
+    tools, workdir, _ = toolbox
+    for command in ["bash -c 'touch PWNED' python simserve.py probe x", "nvidia-smi -r", "rm README"]:
+        text, failed = tools.run_readonly("gpu-a", command)
+        assert failed and text.startswith("NOT RUN") and {"host": "gpu-a", "command": command} in tools.requests
+    assert (workdir / "README").exists() and not (workdir / "PWNED").exists()
+
+
+def test_credentials_never_leave_the_host(toolbox: Any) -> None:
+    tools, _, d = toolbox
+    for call in [
+        lambda: tools.run_readonly("gpu-a", "cat ~/.ssh/id_rsa"),
+        lambda: tools.run_readonly("gpu-a", "cat /proc/1/environ"),
+        lambda: tools.read_file("gpu-a", "deploy/.env"),
+        lambda: tools.read_file("gpu-a", "/etc/ssl/private/server.key"),
+    ]:
+        text, failed = call()
+        assert failed and "REFUSED" in text
+    text, failed = tools.run_readonly("gpu-a", "grep -r password /home")
+    assert failed and "use the grep tool" in text
+    assert "--exclude-dir=.ssh" in __import__("agent.investigation").investigation.SECRET_EXCLUDES
+    tools.ctx.journal.close()
+    refused = [e for e in journal_events(d.journal) if e["kind"] == "command.refused"]
+    assert len(refused) == 4 and all(e["actor"] == "investigator#2" for e in refused)
+
+
+def test_malformed_tool_arguments_are_the_models_to_fix(toolbox: Any) -> None:
+    tools, _, _ = toolbox
+    assert tools.dispatch("read_file", {"host": "gpu-a", "path": "README", "start": "first"})[1]
+    assert tools.dispatch("list_dir", {"host": "gpu-a", "path": 5})[1]
+    assert tools.dispatch("format_disk", {})[0].startswith("no tool named")
+    assert tools.run_readonly("gpu-z", "cat README")[0].startswith("no host named 'gpu-z'")
+
+
+def test_a_rationale_may_only_quote_the_evidence() -> None:
+    from agent.brain.claude import _quoted
+
+    evidence = [-6.0, 4.1, 8.2, 812.4]
+    assert _quoted("-6.0", evidence) and _quoted("6.0", evidence) and _quoted("812.4", evidence)
+    assert _quoted("3", evidence)  # a small count, e.g. "2 of 3 runs"
+    assert not _quoted("+6.0", evidence)  # the sign flipped
+    assert not _quoted("9000", evidence) and not _quoted("+22.5", evidence)

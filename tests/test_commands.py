@@ -1,6 +1,6 @@
 from tools.commands import classify, split_compound
 
-RULES = {"allow": ["*simserve.py *", "cat *"], "ask": ["sudo *"], "deny": ["rm -rf *"]}
+RULES = {"allow": ["*python* *simserve.py *", "cat *"], "ask": ["sudo *"], "deny": ["rm -rf *"]}
 
 
 def test_compound_commands_are_split_and_every_part_must_be_allowed():
@@ -36,3 +36,19 @@ def test_redirection_outside_the_working_directory_needs_approval():
     assert classify("echo hi >> ../elsewhere", **rules).klass == "ask"
     assert classify("echo hi > out.txt 2>/dev/null", **rules).klass == "allow"
     assert classify("echo hi >&2", **rules).klass == "allow"
+
+
+def test_an_allow_pattern_star_stays_inside_its_word():
+    rules = {"allow": ["*python* simserve.py probe *", "nvidia-smi -q *", "cat *"], "ask": [], "deny": []}
+    assert classify("/usr/bin/python3 simserve.py probe ep", **rules).klass == "allow"
+    assert classify("nvidia-smi -q", **rules).klass == "allow"  # a final lone * also covers nothing
+    # A leading * must not swallow an interpreter and its script.
+    assert classify("bash -c 'touch PWNED' python simserve.py probe x", **rules).klass == "ask"
+    assert classify("rm simserve.py probe x", **rules).klass == "ask"
+    assert classify("nvidia-smi -r", **rules).klass == "ask"
+
+
+def test_a_hash_inside_a_word_does_not_hide_the_rest_of_the_command():
+    rules = {"allow": ["cat *"], "ask": [], "deny": ["touch *"]}
+    assert split_compound("cat README#; touch PWNED") == ["cat README#", "touch PWNED"]
+    assert classify("cat README#; touch PWNED", **rules).klass == "deny"

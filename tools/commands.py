@@ -1,7 +1,9 @@
 """Command permission check, run before anything touches a host.
 
 Claude-Code-style semantics: deny beats ask beats allow, first match wins within a class, and a
-compound command is split so that every part must be allowed on its own. Parts are separated by
+compound command is split so that every part must be allowed on its own, and an allow pattern's
+`*` never reaches across words (except at its end), so `*python* x.py *` cannot allow
+`bash -c 'anything' python x.py`. Parts are separated by
 `;`, `&&`, `||`, `|`, `&` and newlines; the bodies of `$(…)`, backticks and `<(…)`/`>(…)` are
 checked as commands of their own. A command that matches no pattern is `ask`, and so is output
 redirected outside the working directory (`> /etc/…`, `> ~/…`, `> ../…`): an allow pattern for
@@ -52,6 +54,8 @@ def split_compound(command: str) -> list[str]:
         try:
             lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|")
             lexer.whitespace_split = True
+            # shlex would drop everything after a `#` inside a word ("README#; touch x"); bash does not.
+            lexer.commenters = ""
             tokens = list(lexer)
         except ValueError:
             # Unbalanced quotes: fall back to a plain split so nothing hides inside them.
@@ -71,10 +75,48 @@ def split_compound(command: str) -> list[str]:
 
 
 def _match(part: str, patterns: Sequence[str]) -> str | None:
+    """Deny and ask patterns match the part as one string: a `*` may cover anything (errs towards
+    refusing and asking)."""
     for pattern in patterns:
         if fnmatch.fnmatchcase(part, pattern):
             return pattern
     return None
+
+
+def allowed_words(words: Sequence[str], patterns: Sequence[str]) -> str | None:
+    """The allow pattern that covers this argument list (word by word, as for allow rules)."""
+    for pattern in patterns:
+        pats = pattern.split()
+        if pats and _words_match(list(words), pats):
+            return pattern
+    return None
+
+
+def _allowed_by(part: str, patterns: Sequence[str]) -> str | None:
+    """Allow patterns match word by word: a `*` stays inside its word, except in the last word,
+    where it also covers the rest of the command. So `*python* simserve.py *` allows
+    `/usr/bin/python3 simserve.py bench` but not `bash -c 'touch x' python simserve.py bench`
+    (errs towards asking)."""
+    words = part.split()
+    for pattern in patterns:
+        pats = pattern.split()
+        if pats and _words_match(words, pats):
+            return pattern
+    return None
+
+
+def _words_match(words: list[str], pats: list[str]) -> bool:
+    for i, pat in enumerate(pats):
+        last = i == len(pats) - 1
+        if last and pat == "*":
+            return True
+        if i >= len(words):
+            return False
+        if last and pat.endswith("*"):
+            return fnmatch.fnmatchcase(" ".join(words[i:]), pat)
+        if not fnmatch.fnmatchcase(words[i], pat):
+            return False
+    return len(words) == len(pats)
 
 
 def _escapes_workdir(part: str) -> str | None:
@@ -98,7 +140,7 @@ def classify(command: str, *, allow: Sequence[str], ask: Sequence[str], deny: Se
     for part in parts:
         if (pattern := _match(part, ask)) is not None:
             return Verdict(klass="ask", part=part, pattern=pattern, reason=f"matches ask pattern {pattern!r}")
-        if _match(part, allow) is None:
+        if _allowed_by(part, allow) is None:
             return Verdict(klass="ask", part=part, pattern=None, reason="matches no allow pattern")
         if (target := _escapes_workdir(part)) is not None:
             return Verdict(

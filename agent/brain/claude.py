@@ -78,6 +78,7 @@ DECISION_TOOL = tool_spec(
     DecisionSubmission,
 )
 _PERCENT = re.compile(r"([-+−]?\d+(?:\.\d+)?)\s*%")
+_NUMBER = re.compile(r"(?<![\w.])[-+−]?\d+(?:,\d{3})*(?:\.\d+)?(?![\w.])")
 
 
 class StepFailed(RuntimeError):
@@ -122,13 +123,16 @@ class ClaudeBrain:
         api_key: str,
         on_cost: Callable[[float], None] = lambda _: None,
         over_budget: Callable[[], str | None] = lambda: None,
+        redact: Callable[[str], str] = str,
+        base_url: str | None = None,
     ) -> None:
         self.spec = spec
         self.name = f"claude/{spec.model}"
         self.journal = journal
         self.fallback = RuleBrain()
         self.over_budget = over_budget
-        self.llm = LLMClient(spec, api_key=api_key, journal=journal, on_cost=on_cost)
+        self.redact = redact  # model text is journaled; it may quote secrets it read on a host
+        self.llm = LLMClient(spec, api_key=api_key, journal=journal, on_cost=on_cost, base_url=base_url)
         self._api_key_set = bool(api_key)
         # Tools, then this system prompt, form the prefix every call shares: cached once, read after.
         self.system = [
@@ -186,9 +190,10 @@ class ClaudeBrain:
             f"{f.hazards or '-'}; {f.summary}"
             for f in findings
         )
+        listed = "\n".join(f"- #{o.id} {o.title}" + (f" ({o.notes})" if o.notes else "") for o in campaign.options)
         ask = (
             "Rank the campaign's options by expected gain toward the goal, risk and cost, using the engineer's "
-            "facts about where the time goes."
+            f"facts about where the time goes. The options to rank:\n{listed}"
             + (f"\nInvestigation findings so far:\n{known}" if known else "")
             + (
                 "\nYou may propose new options (they are shown to a person before anything runs)."
@@ -262,20 +267,27 @@ class ClaudeBrain:
                 ),
             }
         ]
+        if tools.approved:
+            messages[0]["content"] += "\nA person approved these commands for you; run them now: " + "; ".join(
+                f"`{c}`" for c in sorted(tools.approved)
+            )
         tools_spec = [*TOOL_SPECS, FINDING_TOOL]
         used_tokens, repaired = 0, False
-        for turn in range(1, self.spec.max_turns + 1):
+        # One extra turn exists only for repairing an invalid finding given on the last turn.
+        for turn in range(1, self.spec.max_turns + 2):
+            if turn > self.spec.max_turns and not repaired:
+                break
             budget = self.over_budget()
             if budget:
                 raise LLMError(f"not calling the model: {budget}")
-            last = turn == self.spec.max_turns or used_tokens >= self.spec.subagent_tokens
+            last = turn >= self.spec.max_turns or used_tokens >= self.spec.subagent_tokens
             choice = {"type": "tool", "name": "submit_finding"} if last else {"type": "any"}
             message, usage = self.llm.call(
                 purpose="investigate",
                 actor=agent,
                 option=option.id,
                 system=self.system,
-                messages=messages,
+                messages=_cache_marked(messages),
                 tools=tools_spec,
                 tool_choice=choice,
             )
@@ -289,7 +301,7 @@ class ClaudeBrain:
                 option=option.id,
                 turn=turn,
                 tools=[c["name"] for c in calls],
-                said=_said(blocks),
+                said=self.redact(_said(blocks)),
             )
             results = []
             for call in calls:
@@ -297,13 +309,17 @@ class ClaudeBrain:
                     try:
                         sub = FindingSubmission.model_validate(call["input"])
                         self._check_finding(sub, tools)
-                        return _merge(prior, sub, option)
+                        return self._redacted(_merge(prior, sub, option))
                     except (ValidationError, ValueError) as exc:
                         if repaired:
                             raise StepFailed(f"submit_finding invalid twice: {_one_line(exc)}") from None
                         repaired = True
                         self.journal.append(
-                            "llm.invalid", actor=agent, purpose="investigate", option=option.id, error=_one_line(exc)
+                            "llm.invalid",
+                            actor=agent,
+                            purpose="investigate",
+                            option=option.id,
+                            error=self.redact(_one_line(exc)),
                         )
                         results.append(
                             _result(call, f"invalid finding: {_one_line(exc)}. Fix it and call again.", True)
@@ -315,6 +331,17 @@ class ClaudeBrain:
                 results = [{"type": "text", "text": "Use a tool, or call submit_finding to conclude."}]
             messages.append({"role": "user", "content": results})
         raise StepFailed(f"no finding after {self.spec.max_turns} turns")
+
+    def _redacted(self, f: Finding) -> Finding:
+        r = self.redact
+        return f.model_copy(
+            update={
+                "blockers": [r(b) for b in f.blockers],
+                "hazards": [r(h) for h in f.hazards],
+                "sources": [r(x) for x in f.sources],
+                "summary": r(f.summary),
+            }
+        )
 
     @staticmethod
     def _check_finding(sub: FindingSubmission, tools: Toolbox) -> None:
@@ -347,10 +374,9 @@ class ClaudeBrain:
         allowed = _numbers(facts)
 
         def check(r: RationaleSubmission) -> None:
-            for text in [r.rationale, *r.concerns]:
-                for m in _PERCENT.finditer(text):
-                    value = float(m.group(1).replace("−", "-"))
-                    if not any(abs(abs(value) - abs(a)) <= 0.15 for a in allowed):
+            for text in [r.rationale, r.next_step, *r.concerns]:
+                for m in _NUMBER.finditer(text):
+                    if not _quoted(m.group(0), allowed):
                         raise ValueError(f"{m.group(0)!r} is not a number in the evidence; quote the measured values")
 
         return self._forced(
@@ -469,6 +495,18 @@ class ClaudeBrain:
 # ---------------------------------------------------------------------- helpers
 
 
+def _cache_marked(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The conversation with a cache breakpoint on its newest block, so each turn reads the previous
+    turns from the cache instead of paying for them again."""
+    if not messages:
+        return messages
+    last = messages[-1]
+    content = last["content"]
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else [dict(b) for b in content]
+    blocks[-1] = {**blocks[-1], "cache_control": {"type": "ephemeral"}}
+    return [*messages[:-1], {**last, "content": blocks}]
+
+
 def _blocks(message: Any) -> list[dict[str, Any]]:
     """The reply's content as plain request blocks (what goes back in the next turn)."""
     out: list[dict[str, Any]] = []
@@ -535,6 +573,21 @@ def _slim(evidence: dict[str, Any]) -> dict[str, Any]:
         ],
         "finding": evidence.get("finding"),
     }
+
+
+def _quoted(token: str, allowed: list[float]) -> bool:
+    """Whether a number in the model's prose is one of the evidence's numbers. Small counts ("2 of 3
+    runs") pass; a sign, when written, must match — "+6%" for a measured −6% is refused."""
+    value = float(token.replace("−", "-").replace(",", ""))
+    if token[0] not in "+-−" and value.is_integer() and 0 <= value <= 10:
+        return True
+    signed = token[0] in "+-−"
+    for a in allowed:
+        target = a if signed else abs(a)
+        probe = value if signed else abs(value)
+        if abs(probe - target) <= max(0.15, abs(target) * 0.005):
+            return True
+    return False
 
 
 def _numbers(value: Any) -> list[float]:

@@ -32,6 +32,7 @@ PRICES: dict[str, Price] = {
 # A model we have no price for is charged at the dearest rate we know, so a budget errs on the safe side.
 ASSUMED = Price(input=10.0, output=50.0, cache_write=12.5, cache_read=1.0)
 RETRYABLE = {408, 409, 429, 500, 502, 503, 504, 529}
+MAX_WAIT_S = 60.0  # a server's retry-after beyond this is not waited out in one step
 
 
 class LLMError(RuntimeError):
@@ -66,8 +67,12 @@ class LLMClient:
         journal: Journal,
         on_cost: Callable[[float], None] = lambda _: None,
         sleep: Callable[[float], None] = time.sleep,
+        base_url: str | None = None,
     ) -> None:
         self.spec = spec
+        # The endpoint comes from the environment (ANTHROPIC_BASE_URL) or the caller, never from a
+        # campaign file: a campaign naming a URL could otherwise send the key anywhere.
+        self.base_url = base_url
         self._api_key = api_key
         self.journal = journal
         self.on_cost = on_cost
@@ -85,7 +90,7 @@ class LLMClient:
 
                 self._client = anthropic.Anthropic(
                     api_key=self._api_key,
-                    base_url=self.spec.base_url,
+                    base_url=self.base_url,
                     max_retries=0,
                     timeout=self.spec.timeout_s,
                 )
@@ -151,7 +156,7 @@ class LLMClient:
         # Full jitter around an exponential step; a server's retry-after is a floor, never ignored.
         step = self.spec.backoff_s * 2 ** (attempt - 1)
         wait = random.uniform(step / 2, step)
-        return max(wait, retry_after or 0.0)
+        return min(max(wait, retry_after or 0.0), MAX_WAIT_S)
 
     def _account(
         self, message: Any, purpose: str, actor: str, option: int | None, attempt: int, elapsed: float

@@ -444,9 +444,11 @@ def command_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         for h, c, _, o in pending_requests(state):
             hazards.setdefault(str(o), list(findings.get(str(o), {}).get("hazards", [])))
             hazards[str(o)].append(f"not checked: `{c}` on {h} was declined by {decision.by}")
+        # Options whose requests were all approved (earlier at this gate) are still investigated again.
+        approved_only = [k for k, reqs in (state.get("permission_requests") or {}).items() if reqs and k not in hazards]
         return {
             **update,
-            "route": "declined",
+            "route": "reinvestigate" if approved_only else "declined",
             "command_scope": None,
             "findings": {k: {"hazards": v} for k, v in hazards.items()},
             "permission_requests": {k: [] for k in hazards},
