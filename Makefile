@@ -7,15 +7,16 @@ DEVSTAMP := $(VENV)/.installed-dev
 
 .PHONY: demo test lint bench clean system-deps
 
-# The SSH tests need a real OpenSSH server; as root on Debian we install it, otherwise they are skipped
-# (CI sets SIGNOFF_SSHD_REQUIRED=1 so a missing sshd fails instead).
+# The SSH tests need a real OpenSSH server and the terminal smoke test needs tmux; as root on Debian we
+# install them, otherwise those tests are skipped (CI sets SIGNOFF_SSHD_REQUIRED=1 so a missing sshd fails).
 system-deps:
-	@if [ ! -x /usr/sbin/sshd ] || ! command -v ssh-keygen >/dev/null || [ ! -x /usr/bin/python3 ]; then \
+	@if [ ! -x /usr/sbin/sshd ] || ! command -v ssh-keygen >/dev/null || [ ! -x /usr/bin/python3 ] \
+	    || ! command -v tmux >/dev/null; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "installing openssh-server for the SSH tests"; \
+	    echo "installing openssh-server and tmux for the SSH and terminal tests"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-	      openssh-server openssh-client procps python3 >/dev/null; \
-	  else echo "note: OpenSSH sshd not installed; SSH tests will be skipped"; fi; \
+	      openssh-server openssh-client procps python3 tmux make >/dev/null; \
+	  else echo "note: sshd or tmux not installed; the SSH or terminal tests will be skipped"; fi; \
 	fi
 
 $(BIN)/python:
@@ -42,6 +43,7 @@ test: $(DEVSTAMP) system-deps
 
 bench: $(DEVSTAMP) system-deps
 	$(BIN)/python bench/ssh_latency.py
+	$(BIN)/python bench/tui.py
 
 lint: $(DEVSTAMP)
 	$(BIN)/ruff check .

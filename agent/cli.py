@@ -14,7 +14,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Protocol
 
 import typer
 
@@ -102,16 +102,25 @@ def _terminal() -> bool:
     return sys.stdout.isatty() and sys.stdin.isatty() and os.environ.get("TERM") != "dumb"
 
 
+class Screens(Protocol):
+    """What the terminal UI offers the CLI. `tui/cli.py` registers one; agent never imports tui."""
+
+    def live(self, d: Any) -> bool: ...  # run a new session on screen; True if quit while it still ran
+
+    def replay(self, d: Any) -> None: ...
+
+    def attach(self, d: Any) -> bool: ...
+
+
+screens: Screens | None = None
+
+
 def _live_tui(d: Any) -> Any:
     """Run a new session under the TUI; the outcome once the person quits (paused, finished, …)."""
     from agent.session import Runner, SessionError
-    from tui import run_app
-    from tui.source import LiveSource
 
-    source = LiveSource(d)
-    source.start()
-    run_app(source, mode="live")
-    if source.busy():
+    assert screens is not None
+    if screens.live(d):
         raise _fail(f"quit while the run was still going; `signoff resume {d.id}` continues it", 130)
     try:
         with d.locked():
@@ -174,7 +183,7 @@ def _run(
         )
     except SourceError as exc:
         raise _fail(str(exc), BAD_INPUT) from None
-    if not headless and not as_json and _terminal():
+    if not headless and not as_json and screens is not None and _terminal():
         _finish(_live_tui(d), as_json, checks)
     progress = Progress(plain=True if as_json else None)
     try:
@@ -326,12 +335,9 @@ def replay(
     except SessionError as exc:
         raise _fail(str(exc), BAD_INPUT) from None
     if tui:
-        if not _terminal():
+        if screens is None or not _terminal():
             raise _fail("--tui needs a terminal (stdin and stdout); without it, use the timeline or --json", BAD_INPUT)
-        from tui import run_app
-        from tui.source import ReplaySource
-
-        run_app(ReplaySource(d), mode="replay")
+        screens.replay(d)
         return
     if check:
         verdict = verify_session(d.journal)
@@ -352,18 +358,14 @@ def attach(session: Annotated[str, typer.Argument(help="Session id.")]) -> None:
     """Follow a running or paused session in the TUI; answer its gate when it waits for one (the session
     lock decides who runs: while another process runs it, you watch)."""
     from agent.session import Runner, SessionDir, SessionError
-    from tui import run_app
-    from tui.source import SessionSource
 
-    if not _terminal():
+    if screens is None or not _terminal():
         raise _fail("attach needs a terminal; headless, use `signoff decide` and `signoff resume`", BAD_INPUT)
     try:
         d = SessionDir.find(session)
     except SessionError as exc:
         raise _fail(str(exc), BAD_INPUT) from None
-    source = SessionSource(d)
-    run_app(source, mode="attach")
-    if source.busy():
+    if screens.attach(d):
         raise _fail(f"detached while the run was going; `signoff resume {d.id}` continues it", 130)
     try:
         with d.locked():

@@ -90,7 +90,7 @@ async def test_a_gate_answered_by_key_is_echoed_then_confirmed(
         assert echo(app).startswith("APPROVE")
         assert not decisions(d) or all(x["gate_kind"] != "plan" for x in decisions(d))  # nothing took effect yet
         await pilot.press("enter")
-        await wait_for(pilot, lambda: app.view.status == "finished", what="the end of the run")
+        await wait_for(pilot, lambda: app.view.status == "finished" and not app.source.busy(), what="the end")
         table = app.query_one("#plan", DataTable)
         assert table.row_count == 3
         assert "kept" in str(table.get_row("3")[2])
@@ -120,7 +120,7 @@ async def test_a_one_liner_is_echoed_and_gibberish_is_rejected_in_place(
         await wait_for(pilot, lambda: "Enter to confirm" in echo(app), what="the echo")
         assert echo(app).startswith('RULE session-rule:1: SKIP #2 (deferred to end of run) IF verdict == "unsafe"')
         await pilot.press("enter")
-        await wait_for(pilot, lambda: app.view.status == "finished", what="the end of the run")
+        await wait_for(pilot, lambda: app.view.status == "finished" and not app.source.busy(), what="the end")
         assert app.view.options[2].status == "deferred"
     events = journal_events(d.journal)
     rejected = [e for e in events if e["kind"] == "decision.rejected"]
@@ -142,7 +142,7 @@ async def test_a_gate_deadline_counts_down_into_the_policys_answer(
         await wait_for(pilot, lambda: str(countdown.render()).startswith("⏱"), timeout=5, what="the countdown")
         assert str(countdown.render()).startswith("⏱ 0:0") and "until approve" in str(countdown.render())
         await wait_for(pilot, lambda: not gate_open(app), timeout=15, what="the deadline")
-        await wait_for(pilot, lambda: app.view.status == "finished", what="the end of the run")
+        await wait_for(pilot, lambda: app.view.status == "finished" and not app.source.busy(), what="the end")
     plan = next(x for x in decisions(d) if x["gate_kind"] == "plan")
     assert plan["by"] == "deadline" and plan["decision"]["action"] == "approve"
 
@@ -181,7 +181,7 @@ async def test_attach_to_a_paused_headless_session_and_resume_it_to_the_end(
         await pilot.press("c")
         await wait_for(pilot, lambda: "Enter to confirm" in echo(app), what="the echo")
         await pilot.press("enter")
-        await wait_for(pilot, lambda: app.view.status == "finished", what="the end of the run")
+        await wait_for(pilot, lambda: app.view.status == "finished" and not app.source.busy(), what="the end")
     with d.locked():
         out = Runner(d).outcome()
     assert out.status == "finished" and {o["id"]: o["outcome"] for o in out.options}[3] == "kept"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from rich.text import Text
@@ -31,7 +32,7 @@ MARKS = ("gate.opened", "decision")  # where [ and ] jump to in replay
 
 
 class SignoffApp(App[str | None]):
-    CSS_PATH = "app.tcss"
+    CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses elsewhere still find it
     TITLE = "signoff"
     BINDINGS = [
         Binding("q", "quit_app", "Quit"),
@@ -140,8 +141,11 @@ class SignoffApp(App[str | None]):
         self._redraw_progress()
         self._redraw_status()
 
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
     def _redraw_status(self) -> None:
-        now = datetime.now(UTC) if self.mode != "replay" else None
+        now = self.now() if self.mode != "replay" else None
         note = self.note if self.mode != "replay" else None
         self.query_one("#status", Static).update(render.status_line(self.view, mode=self.mode, now=now, note=note))
 

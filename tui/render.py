@@ -32,6 +32,7 @@ STATUS_STYLE = {
     "benchmarking": "bold blue",
     "stressing": "bold magenta",
     "rolling back": "bold yellow",
+    "assessed": "bold",
 }
 KIND_STYLE = {
     "gate.opened": "bold",

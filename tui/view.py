@@ -191,6 +191,7 @@ class View:
         if (o := self._option(e)) is not None:
             o.assessment = e
             o.verdict = e.get("verdict")
+            o.status = "assessed"
 
     def _on_undo_recorded(self, e: dict[str, Any]) -> None:
         if (o := self._option(e)) is not None:

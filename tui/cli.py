@@ -1,0 +1,48 @@
+"""The `signoff` command with its screens: agent's CLI, plus the TUI registered as its `screens`.
+
+`agent.cli` never imports `tui` (layering: tui → agent); this module wires the two together and
+is the installed entry point. Textual is imported only when a screen is about to be drawn.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent import cli as core
+
+
+class TerminalScreens:
+    def live(self, d: Any) -> bool:
+        from tui import run_app
+        from tui.source import LiveSource
+
+        source = LiveSource(d)
+        source.start()
+        run_app(source, mode="live")
+        return source.busy()
+
+    def replay(self, d: Any) -> None:
+        from tui import run_app
+        from tui.source import ReplaySource
+
+        run_app(ReplaySource(d), mode="replay")
+
+    def attach(self, d: Any) -> bool:
+        from tui import run_app
+        from tui.source import SessionSource
+
+        source = SessionSource(d)
+        run_app(source, mode="attach")
+        return source.busy()
+
+
+core.screens = TerminalScreens()
+app = core.app
+
+
+def main() -> None:
+    core.main()
+
+
+if __name__ == "__main__":
+    main()
