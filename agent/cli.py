@@ -323,6 +323,16 @@ def replay(
     ] = False,
     kind: Annotated[str | None, typer.Option("--kind", help="Only events whose kind starts with this.")] = None,
     option: Annotated[int | None, typer.Option("--option", help="Only events about this option.")] = None,
+    since: Annotated[
+        str | None, typer.Option("--since", help="Only events at or after this time: ISO 8601, or an age like 30m, 2h.")
+    ] = None,
+    other_policy: Annotated[
+        str | None,
+        typer.Option("--policy", help="Re-decide every recorded gate under this policy (a preset name or a file)."),
+    ] = None,
+    fail_on_diff: Annotated[
+        bool, typer.Option("--fail-on-diff", help="With --policy: exit 4 if any gate would be decided differently.")
+    ] = False,
     as_json: JsonOpt = False,
     tui: Annotated[bool, typer.Option("--tui", help="Open the read-only replay screen: step, jump, inspect.")] = False,
 ) -> None:
@@ -334,6 +344,11 @@ def replay(
         d = SessionDir.find(session)
     except SessionError as exc:
         raise _fail(str(exc), BAD_INPUT) from None
+    if other_policy is not None:
+        _counterfactual(d, other_policy, as_json=as_json, fail_on_diff=fail_on_diff)
+        return
+    if fail_on_diff:
+        raise _fail("--fail-on-diff needs --policy OTHER", BAD_INPUT)
     if tui:
         if screens is None or not _terminal():
             raise _fail("--tui needs a terminal (stdin and stdout); without it, use the timeline or --json", BAD_INPUT)
@@ -343,7 +358,11 @@ def replay(
         verdict = verify_session(d.journal)
         typer.echo(verdict.model_dump_json() if as_json else verdict.line())
         raise typer.Exit(0 if verdict.ok else FAILED)
-    chosen = events(d.journal, kind=kind, option=option)
+    try:
+        cutoff = _since(since) if since else None
+    except ValueError as exc:
+        raise _fail(str(exc), BAD_INPUT) from None
+    chosen = events(d.journal, kind=kind, option=option, since=cutoff)
     if as_json:
         typer.echo(json.dumps(chosen, indent=2))
         return
@@ -351,6 +370,68 @@ def replay(
         line = describe(e)
         if line is not None:
             typer.echo(f"{e['seq']:>5} {e['ts'][11:23]} {line}")
+
+
+def _since(text: str) -> str:
+    """An ISO time or an age ("30m") → the journal's timestamp format, for comparing as text."""
+    from datetime import UTC, datetime, timedelta
+
+    from policies.schema import parse_duration
+
+    try:
+        when = datetime.now(UTC) - timedelta(seconds=parse_duration(text))
+    except ValueError:
+        try:
+            when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            raise ValueError(
+                f"--since {text!r}: use an ISO time (2026-12-02T10:00) or an age (45s, 30m, 2h, 1d)"
+            ) from None
+        when = when if when.tzinfo else when.replace(tzinfo=UTC)
+    return when.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _counterfactual(d: Any, ref: str, *, as_json: bool, fail_on_diff: bool) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from agent.replay import counterfactual
+    from policies.schema import load_policy
+    from policies.yamlsrc import SourceError
+
+    try:
+        policy = load_policy(ref)
+    except (SourceError, FileNotFoundError) as exc:
+        raise _fail(str(exc), BAD_INPUT) from None
+    cf = counterfactual(d.journal, policy)
+    if as_json:
+        typer.echo(json.dumps({**cf.model_dump(mode="json"), "disagreements": cf.disagreements}, indent=2))
+    else:
+        console = Console(highlight=False)
+        table = Table(title=f"gates of {d.id} re-decided under {policy.name} ({policy.sha256[:12]})")
+        for col in ("gate", "kind", "option", "recorded", "decided by", f"under {policy.name}", "rule", ""):
+            table.add_column(col)
+        for g in cf.gates:
+            mark = "agree" if g.agree else "[bold red]DIFFERS[/]"
+            if g.after_divergence:
+                mark += " [dim](given what actually happened)[/]"
+            table.add_row(
+                g.gate, g.kind, f"#{g.option}" if g.option else "—", g.actual, g.actual_by or "—", g.would,
+                g.would_rule or "—", mark,
+            )  # fmt: skip
+        console.print(table)
+        confusion = Table(title="recorded → would be")
+        wanted = sorted({w for row in cf.confusion.values() for w in row})
+        confusion.add_column("recorded \\ would")
+        for w in wanted:
+            confusion.add_column(w, justify="right")
+        for actual, row in sorted(cf.confusion.items()):
+            confusion.add_row(actual, *[str(row.get(w, "")) for w in wanted])
+        console.print(confusion)
+        first = f"first divergence at gate {cf.first_divergence}" if cf.first_divergence else "no divergence"
+        console.print(f"{cf.disagreements} of {len(cf.gates)} gates would be decided differently; {first}")
+    if fail_on_diff and cf.disagreements:
+        raise typer.Exit(FAIL_ON_MATCHED)
 
 
 @app.command()

@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from agent.journal import read_events, verify
 from policies.engine import PolicyEngine
-from policies.schema import load_policy_text
+from policies.schema import Policy, load_policy_text
 from policies.yamlsrc import SourceError
 
 
@@ -30,12 +30,16 @@ class ReplayVerdict(BaseModel):
         return f"FAILED at seq {self.failed_seq}: {self.error}"
 
 
-def events(journal: Path, *, kind: str | None = None, option: int | None = None) -> list[dict[str, Any]]:
+def events(
+    journal: Path, *, kind: str | None = None, option: int | None = None, since: str | None = None
+) -> list[dict[str, Any]]:
     out = []
     for e in read_events(journal):
         if kind is not None and not e["kind"].startswith(kind):
             continue
         if option is not None and e.get("option") != option:
+            continue
+        if since is not None and e["ts"] < since:
             continue
         out.append(e)
     return out
@@ -77,6 +81,70 @@ def verify_session(journal: Path) -> ReplayVerdict:
                 )
             derived += 1
     return ReplayVerdict(ok=True, events=chain.events, gates=gates, policy_decisions=derived)
+
+
+class Redecided(BaseModel):
+    gate: str
+    kind: str
+    option: int | None
+    seq: int
+    actual: str
+    actual_by: str | None
+    would: str
+    would_rule: str | None
+    agree: bool
+    after_divergence: bool  # decided "given what actually happened" after an earlier disagreement
+
+
+class Counterfactual(BaseModel):
+    policy: str
+    policy_sha256: str
+    gates: list[Redecided]
+    confusion: dict[str, dict[str, int]]  # actual action → would-be action → count
+    first_divergence: str | None
+
+    @property
+    def disagreements(self) -> int:
+        return sum(1 for g in self.gates if not g.agree)
+
+
+def counterfactual(journal: Path, policy: Policy) -> Counterfactual:
+    """Every recorded gate decided again by `policy` from the facts it showed. Gates after the first
+    disagreement are marked: under the other policy the run would have gone elsewhere before them."""
+    engine = PolicyEngine(policy)
+    opened: dict[str, dict[str, Any]] = {}
+    rows: list[Redecided] = []
+    confusion: dict[str, dict[str, int]] = {}
+    first: str | None = None
+    for e in read_events(journal):
+        if e["kind"] == "gate.opened":
+            opened[e["gate"]] = e
+        elif e["kind"] == "decision" and e.get("decision") and e["gate"] in opened:
+            gate = opened[e["gate"]]
+            would = engine.evaluate(gate["gate_kind"], gate["facts"], option=gate.get("option"))
+            actual = str(e["decision"].get("action"))
+            agree = would.action == actual
+            rows.append(
+                Redecided(
+                    gate=e["gate"],
+                    kind=gate["gate_kind"],
+                    option=gate.get("option"),
+                    seq=e["seq"],
+                    actual=actual,
+                    actual_by=e.get("by"),
+                    would=would.action,
+                    would_rule=would.rule,
+                    agree=agree,
+                    after_divergence=first is not None,
+                )
+            )
+            confusion.setdefault(actual, {}).setdefault(would.action, 0)
+            confusion[actual][would.action] += 1
+            if not agree and first is None:
+                first = e["gate"]
+    return Counterfactual(
+        policy=policy.name, policy_sha256=policy.sha256, gates=rows, confusion=confusion, first_divergence=first
+    )
 
 
 def describe(e: dict[str, Any]) -> str | None:

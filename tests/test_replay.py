@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 import rfc8785
 
@@ -57,3 +58,61 @@ def test_a_plain_edit_breaks_the_chain(cli, variant):
     journal.write_text("".join(lines))
     v = cli("replay", r.json()["session"], "--verify")
     assert v.code == 1 and v.stdout.startswith("FAILED at seq 6")
+
+
+# ---------------------------------------------------------------- counterfactual re-decision (--policy)
+
+DEMO_JOURNAL = Path(__file__).parent / "fixtures" / "tui" / "demo-journal.jsonl"
+DEMO_SESSION = "20261202-235327-0f62"
+
+
+def recorded_demo(home: Path) -> str:
+    """A recorded demo session (cautious policy) placed under $SIGNOFF_HOME, as `signoff` left it."""
+    root = home / "sessions" / DEMO_SESSION
+    root.mkdir(parents=True)
+    (root / "journal.jsonl").write_bytes(DEMO_JOURNAL.read_bytes())
+    (root / "meta.json").write_text(json.dumps({"id": DEMO_SESSION, "status": "finished"}))
+    return DEMO_SESSION
+
+
+def test_replay_under_another_policy_shows_where_it_would_differ(home: Path, cli: Any) -> None:
+    session = recorded_demo(home)
+    r = cli("replay", session, "--policy", "ask-everything", "--json")
+    assert r.code == 0, r.stderr
+    out = r.json()
+    assert out["policy"] == "ask-everything" and out["disagreements"] == 4 and out["first_divergence"] == "g2"
+    rows = {g["gate"]: g for g in out["gates"]}
+    assert rows["g2"]["actual"] == "continue" and rows["g2"]["would"] == "ask" and not rows["g2"]["after_divergence"]
+    assert rows["g3"]["would"] == "ask" and rows["g3"]["after_divergence"]  # given what actually happened
+    assert rows["g6"]["agree"] and out["confusion"]["continue"] == {"ask": 3}
+    # The same session under autonomous: every gate decided the same way.
+    r = cli("replay", session, "--policy", "autonomous", "--json", "--fail-on-diff")
+    assert r.code == 0 and r.json()["disagreements"] == 0 and r.json()["first_divergence"] is None
+
+
+def test_fail_on_diff_is_the_ci_check_for_policy_edits(home: Path, cli: Any, tmp_path: Path) -> None:
+    session = recorded_demo(home)
+    r = cli("replay", session, "--policy", "ask-everything", "--fail-on-diff")
+    assert r.code == 4 and "4 of 6 gates would be decided differently; first divergence at gate g2" in r.stdout
+    edited = tmp_path / "edited.yaml"
+    cautious = (Path(__file__).parent.parent / "policies" / "presets" / "cautious.yaml").read_text()
+    stricter = cautious.replace("has_next_step && confidence >= 0.7", "has_next_step && confidence >= 0.95")
+    edited.write_text(stricter.split("\ntests:")[0] + "\n")  # its self-tests pin the old threshold
+    r = cli("replay", session, "--policy", str(edited), "--fail-on-diff")
+    assert r.code == 4 and "first divergence at gate g4" in r.stdout
+    assert cli("replay", session, "--fail-on-diff").code == 2
+    assert cli("replay", session, "--policy", str(tmp_path / "missing.yaml")).code == 2
+
+
+def test_replay_since_filters_by_time(home: Path, cli: Any) -> None:
+    session = recorded_demo(home)
+    r = cli("replay", session, "--since", "2026-12-02T23:53:42", "--json")
+    assert r.code == 0
+    chosen = r.json()
+    assert chosen and all(e["ts"] >= "2026-12-02T23:53:42" for e in chosen)
+    assert len(chosen) < len(DEMO_JOURNAL.read_text().splitlines())
+    assert len(cli("replay", session, "--since", "100000d", "--json").json()) == len(
+        DEMO_JOURNAL.read_text().splitlines()
+    )
+    bad = cli("replay", session, "--since", "yesterday")
+    assert bad.code == 2 and "--since 'yesterday'" in bad.stderr

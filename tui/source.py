@@ -109,11 +109,15 @@ class SessionSource:
                 runner.journal.close()
         except SessionError:
             return None  # another runner has it: keep following the journal
+        except Exception as exc:  # a session the screen cannot read: say so, keep following
+            self.error = " ".join(str(exc).split())
+            return None
         gate = out.pending_gate
         self._pending = None
         if gate is not None:
             deadline = gate.get("deadline") or {}
-            at = datetime.fromisoformat(deadline["at"]) if deadline.get("at") else None
+            # `at` is rounded down to the second; the real deadline is within the next one.
+            at = datetime.fromisoformat(deadline["at"]) + timedelta(seconds=1) if deadline.get("at") else None
             self._pending = PendingGate(gate=gate, deadline_at=at, on_deadline=deadline.get("on_deadline"))
         self._pending_at = self.tail.offset
         return self._pending
