@@ -5,6 +5,7 @@ policy text and the journaled facts.
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -58,8 +59,19 @@ def verify_session(journal: Path) -> ReplayVerdict:
 
     if not chain.ok:
         return failed(chain.failed_seq, chain.error)
+    artifacts = journal.parent / "artifacts"
+    checked: dict[str, str | None] = {}  # artifact name → why it is bad (None: intact)
     for e in read_events(journal):
+        for name in (e.get(k) for k in ARTIFACT_FIELDS):
+            if isinstance(name, str) and name.startswith("sha256-"):
+                if name not in checked:
+                    checked[name] = _artifact_problem(artifacts, name)
+                if checked[name] is not None:
+                    return failed(e["seq"], checked[name])
         if e["kind"] == "session.started":
+            for text, digest in (("policy_text", "policy_sha256"), ("campaign_text", "campaign_sha256")):
+                if e.get(text) is not None and hashlib.sha256(e[text].encode()).hexdigest() != e.get(digest):
+                    return failed(e["seq"], f"the journaled {text.split('_')[0]} does not match its recorded sha256")
             try:
                 engine = PolicyEngine(load_policy_text(e["policy_text"], path=e.get("policy", "<policy>")))
             except SourceError as exc:
@@ -145,6 +157,23 @@ def counterfactual(journal: Path, policy: Policy) -> Counterfactual:
     return Counterfactual(
         policy=policy.name, policy_sha256=policy.sha256, gates=rows, confusion=confusion, first_divergence=first
     )
+
+
+ARTIFACT_FIELDS = ("artifact", "stderr_artifact", "diagnosis")
+
+
+def _artifact_problem(root: Path, name: str) -> str | None:
+    """Artifacts are named by their content's sha256: recompute it, streaming."""
+    path = root / name
+    if not path.is_file():
+        return f"artifact {name} is missing from {root}"
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(1 << 20):
+            h.update(chunk)
+    if f"sha256-{h.hexdigest()}" != name:
+        return f"artifact {name} was modified (its content now hashes to {h.hexdigest()[:16]}…)"
+    return None
 
 
 def describe(e: dict[str, Any]) -> str | None:

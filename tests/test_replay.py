@@ -60,6 +60,35 @@ def test_a_plain_edit_breaks_the_chain(cli, variant):
     assert v.code == 1 and v.stdout.startswith("FAILED at seq 6")
 
 
+def test_a_modified_or_missing_artifact_and_an_altered_policy_text_are_caught(cli, variant):
+    r = cli("run", str(variant()), "--json")
+    session, journal = r.json()["session"], Path(r.json()["journal"])
+    refs = [e for e in read_events(journal) if str(e.get("artifact", "")).startswith("sha256-")]
+    first = refs[0]
+    artifact = journal.parent / "artifacts" / first["artifact"]
+    original = artifact.read_bytes()
+    artifact.write_bytes(original + b"edited\n")
+    v = cli("replay", session, "--verify", "--json")
+    assert v.code == 1 and v.json()["failed_seq"] == first["seq"] and "was modified" in v.json()["error"]
+    artifact.unlink()
+    v = cli("replay", session, "--verify", "--json")
+    assert v.code == 1 and v.json()["failed_seq"] == first["seq"] and "is missing" in v.json()["error"]
+    artifact.write_bytes(original)
+    assert cli("replay", session, "--verify").code == 0
+
+    # The journaled policy text is swapped for a laxer one and the whole chain and head recomputed.
+    def laxer(e):
+        if e["kind"] == "session.started":
+            e["policy_text"] = e["policy_text"].replace("decide: ask", "decide: continue")
+        return e
+
+    rewrite(journal, laxer)
+    v = cli("replay", session, "--verify", "--json")
+    assert (
+        v.code == 1 and v.json()["failed_seq"] == 0 and "policy does not match its recorded sha256" in v.json()["error"]
+    )
+
+
 # ---------------------------------------------------------------- counterfactual re-decision (--policy)
 
 DEMO_JOURNAL = Path(__file__).parent / "fixtures" / "tui" / "demo-journal.jsonl"
