@@ -333,6 +333,10 @@ def replay(
     fail_on_diff: Annotated[
         bool, typer.Option("--fail-on-diff", help="With --policy: exit 4 if any gate would be decided differently.")
     ] = False,
+    export: Annotated[
+        Path | None,
+        typer.Option("--export", help="Write an auditor's report: REPORT.md, or REPORT.html (self-contained)."),
+    ] = None,
     as_json: JsonOpt = False,
     tui: Annotated[bool, typer.Option("--tui", help="Open the read-only replay screen: step, jump, inspect.")] = False,
 ) -> None:
@@ -344,6 +348,15 @@ def replay(
         d = SessionDir.find(session)
     except SessionError as exc:
         raise _fail(str(exc), BAD_INPUT) from None
+    if export is not None:
+        from agent.export import export as write_report
+
+        try:
+            write_report(d.journal, export)
+        except (ValueError, OSError) as exc:
+            raise _fail(str(exc), BAD_INPUT) from None
+        typer.echo(f"wrote {export}")
+        return
     if other_policy is not None:
         _counterfactual(d, other_policy, as_json=as_json, fail_on_diff=fail_on_diff)
         return

@@ -145,3 +145,22 @@ def test_replay_since_filters_by_time(home: Path, cli: Any) -> None:
     )
     bad = cli("replay", session, "--since", "yesterday")
     assert bad.code == 2 and "--since 'yesterday'" in bad.stderr
+
+
+def test_export_writes_a_report_an_auditor_can_read_without_signoff(home: Path, cli: Any, tmp_path: Path) -> None:
+    session = recorded_demo(home)
+    md, page = tmp_path / "report.md", tmp_path / "report.html"
+    assert cli("replay", session, "--export", str(md)).code == 0
+    text = md.read_text()
+    decisions = [e for e in read_events(DEMO_JOURNAL) if e["kind"] == "decision"]
+    for d in decisions:  # every decision, with its decider
+        assert f"| {d['gate']} | {d['gate_kind']} |" in text and d["by"] in text
+    assert "| #3 MoE/attention kernel occupancy | **kept** | +22.6% | [+20.3, +25.0] | safe |" in text
+    assert "stress abort-cascade run 2: **wedge**" in text and "rollback verified" in text
+    assert cli("replay", session, "--export", str(page)).code == 0
+    html = page.read_text()
+    assert html.startswith("<!doctype html>") and html.count("<svg") == 2  # the two options with A/B runs
+    assert "<script" not in html and "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert all(f"<td>{d['gate']}</td>" in html for d in decisions)
+    bad = cli("replay", session, "--export", str(tmp_path / "report.pdf"))
+    assert bad.code == 2 and "export to .md or .html" in bad.stderr
