@@ -333,6 +333,10 @@ def replay(
     fail_on_diff: Annotated[
         bool, typer.Option("--fail-on-diff", help="With --policy: exit 4 if any gate would be decided differently.")
     ] = False,
+    key: Annotated[
+        Path | None,
+        typer.Option("--key", help="With --verify: the Ed25519 public key the head must be signed with."),
+    ] = None,
     export: Annotated[
         Path | None,
         typer.Option("--export", help="Write an auditor's report: REPORT.md, or REPORT.html (self-contained)."),
@@ -341,6 +345,7 @@ def replay(
     tui: Annotated[bool, typer.Option("--tui", help="Open the read-only replay screen: step, jump, inspect.")] = False,
 ) -> None:
     """Read a session back from its journal (no host is touched, no gate can be answered)."""
+    from agent.checkpoint import load_public_key
     from agent.replay import describe, events, verify_session
     from agent.session import SessionDir, SessionError
 
@@ -368,7 +373,11 @@ def replay(
         screens.replay(d)
         return
     if check:
-        verdict = verify_session(d.journal)
+        try:
+            pinned = load_public_key(key) if key is not None else None
+        except (OSError, ValueError) as exc:
+            raise _fail(f"--key {key}: {exc}", BAD_INPUT) from None
+        verdict = verify_session(d.journal, key=pinned)
         typer.echo(verdict.model_dump_json() if as_json else verdict.line())
         raise typer.Exit(0 if verdict.ok else FAILED)
     try:

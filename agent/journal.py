@@ -21,6 +21,8 @@ from typing import Any
 import rfc8785
 from pydantic import BaseModel
 
+from agent import checkpoint
+
 FORMAT_VERSION = 1
 GENESIS = "0" * 64
 # fsync these at once: they are what an auditor asks about first.
@@ -75,6 +77,7 @@ class Journal:
         self.head_path = path.with_name("head")
         self._lock = threading.Lock()
         self._listeners: list[Listener] = []
+        self._signer = checkpoint.Signer.from_environment()
         self._seq, self._prev = 0, GENESIS
         recovered = None
         if path.exists():
@@ -130,9 +133,7 @@ class Journal:
         return event
 
     def _write_head(self) -> None:
-        tmp = self.head_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"events": self._seq, "head": self._prev}) + "\n")
-        tmp.replace(self.head_path)
+        checkpoint.write(self.path, self.session, self._seq, self._prev, self._signer)
 
     @property
     def head(self) -> str:
@@ -153,17 +154,18 @@ def read_events(path: Path) -> Iterator[dict[str, Any]]:
                 yield json.loads(line)
 
 
-def verify(path: Path) -> VerifyReport:
-    """Check the chain, gapless seq and the head file. Raw bytes only: no re-canonicalisation.
+def verify(path: Path, *, key: bytes | None = None) -> VerifyReport:
+    """Check the chain, gapless seq and every copy of the head (the head file and the checkpoint
+    DB; their signatures when signed, against `key` when one is pinned). Raw bytes only: no
+    re-canonicalisation.
 
-    The head file is written at every durable event, so the journal may legitimately run a few
-    events past it (after a crash); it may never be shorter, nor disagree at the head's position.
+    The head is written at every durable event, so the journal may legitimately run a few events
+    past it (after a crash); it may never be shorter, nor disagree at the head's position.
     """
-    head_path = path.with_name("head")
-    head = json.loads(head_path.read_text()) if head_path.exists() else None
-    prev, count, at_head = GENESIS, 0, None
-    if head is not None and head.get("events") == 0:
-        at_head = GENESIS
+    heads = checkpoint.read_all(path)
+    wanted = {h.events for _, h in heads}
+    at: dict[int, str] = {0: GENESIS}
+    prev, count, session = GENESIS, 0, ""
     with path.open("rb") as fh:
         for line in fh:
             body = line.rstrip(b"\n")
@@ -178,25 +180,31 @@ def verify(path: Path) -> VerifyReport:
                 fail = f"seq {count}: prev does not match the hash of the line before (edited, removed or reordered)"
             if fail is not None:
                 return VerifyReport(ok=False, events=count, head=prev, failed_seq=count, error=fail)
+            session = session or str(record.get("session", ""))
             prev = hashlib.sha256(body).hexdigest()
             count += 1
-            if head is not None and count == head.get("events"):
-                at_head = prev
-    if head is not None:
-        if count < head.get("events", 0):
+            if count in wanted:
+                at[count] = prev
+    if key is not None and not heads:
+        return VerifyReport(ok=False, events=count, head=prev, failed_seq=count, error="no signed head to check")
+    for source, h in heads:
+        if count < h.events:
             return VerifyReport(
                 ok=False,
                 events=count,
                 head=prev,
                 failed_seq=count,
-                error=f"journal has {count} events but the head file records {head['events']} (truncated)",
+                error=f"journal has {count} events but the {source} records {h.events} (truncated)",
             )
-        if at_head != head.get("head"):
+        if at.get(h.events) != h.head:
             return VerifyReport(
                 ok=False,
                 events=count,
                 head=prev,
-                failed_seq=head.get("events"),
-                error=f"hash at event {head.get('events')} differs from the head file (history rewritten)",
+                failed_seq=h.events,
+                error=f"hash at event {h.events} differs from the {source} (history rewritten)",
             )
+        problem = checkpoint.check_signature(h, session, key)
+        if problem is not None:
+            return VerifyReport(ok=False, events=count, head=prev, failed_seq=h.events, error=f"{source}: {problem}")
     return VerifyReport(ok=True, events=count, head=prev)

@@ -46,8 +46,8 @@ def events(
     return out
 
 
-def verify_session(journal: Path) -> ReplayVerdict:
-    chain = verify(journal)
+def verify_session(journal: Path, *, key: bytes | None = None) -> ReplayVerdict:
+    chain = verify(journal, key=key)
     engine: PolicyEngine | None = None
     opened: dict[str, dict[str, Any]] = {}
     gates = derived = 0

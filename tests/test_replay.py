@@ -9,20 +9,26 @@ from typing import Any
 
 import rfc8785
 
+from agent import checkpoint
 from agent.journal import GENESIS, read_events
 
 
-def rewrite(journal: Path, edit) -> None:
-    """Forge a journal the careful way: edit events, recompute every hash and the head file."""
-    prev, lines = GENESIS, []
+def rewrite(journal: Path, edit, *, db: bool = True) -> None:
+    """Forge a journal the careful way: edit events, recompute every hash, the head file and (unless
+    told otherwise) the checkpoint DB's copy of the head."""
+    prev, lines, session = GENESIS, [], ""
     for e in read_events(journal):
         e = edit(e)
         e["prev"] = prev
+        session = e["session"]
         line = rfc8785.dumps(e)
         lines.append(line)
         prev = hashlib.sha256(line).hexdigest()
     journal.write_bytes(b"".join(line + b"\n" for line in lines))
-    (journal.parent / "head").write_text(json.dumps({"events": len(lines), "head": prev}))
+    if db:
+        checkpoint.write(journal, session, len(lines), prev, None)
+    else:
+        (journal.parent / "head").write_text(json.dumps({"events": len(lines), "head": prev}))
 
 
 def test_replay_timeline_and_verify(cli, variant, home):
@@ -43,7 +49,12 @@ def test_replay_timeline_and_verify(cli, variant, home):
             e["facts"] = {**e["facts"], "verdict": "safe", "wedges": 0, "risk": "low"}
         return e
 
-    rewrite(journal, forge)
+    original = journal.read_bytes()
+    rewrite(journal, forge, db=False)  # only the head file: the checkpoint DB's copy disagrees
+    v = cli("replay", session, "--verify", "--json")
+    assert v.code == 1 and "differs from the checkpoint DB (history rewritten)" in v.json()["error"]
+    journal.write_bytes(original)
+    rewrite(journal, forge)  # both copies of the head
     v = cli("replay", session, "--verify", "--json")
     assert v.code == 1
     out = v.json()
@@ -164,3 +175,46 @@ def test_export_writes_a_report_an_auditor_can_read_without_signoff(home: Path, 
     assert all(f"<td>{d['gate']}</td>" in html for d in decisions)
     bad = cli("replay", session, "--export", str(tmp_path / "report.pdf"))
     assert bad.code == 2 and "export to .md or .html" in bad.stderr
+
+
+def test_a_signed_head_verifies_only_with_the_signers_key(cli, variant, tmp_path, monkeypatch):
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    def keypair(name: str) -> tuple[Path, Path]:
+        key = Ed25519PrivateKey.generate()
+        private, public = tmp_path / f"{name}.pem", tmp_path / f"{name}.pub.pem"
+        private.write_bytes(
+            key.private_bytes(
+                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+            )
+        )
+        public.write_bytes(
+            key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        )
+        return private, public
+
+    ours, theirs = keypair("ours"), keypair("theirs")
+    monkeypatch.setenv("SIGNOFF_SIGNING_KEY", str(ours[0]))
+    r = cli("run", str(variant()), "--json")
+    assert r.code == 0, r.stderr
+    session, journal = r.json()["session"], Path(r.json()["journal"])
+    assert json.loads((journal.parent / "head").read_text())["signature"]
+    assert cli("replay", session, "--verify", "--key", str(ours[1])).code == 0
+    wrong = cli("replay", session, "--verify", "--key", str(theirs[1]))
+    assert wrong.code == 1 and "signature does not verify with the given key" in wrong.stdout
+
+    # A forger rewrites the journal and re-signs both heads with a key of their own.
+    monkeypatch.setenv("SIGNOFF_SIGNING_KEY", str(theirs[0]))
+    signer = checkpoint.Signer.from_environment()
+    prev, lines = GENESIS, []
+    for e in read_events(journal):
+        if e["kind"] == "decision":
+            e["by"] = "human:someone-else"
+        e["prev"] = prev
+        lines.append(rfc8785.dumps(e))
+        prev = hashlib.sha256(lines[-1]).hexdigest()
+    journal.write_bytes(b"".join(line + b"\n" for line in lines))
+    checkpoint.write(journal, session, len(lines), prev, signer)
+    forged = cli("replay", session, "--verify", "--key", str(ours[1]))
+    assert forged.code == 1 and "signature does not verify with the given key" in forged.stdout

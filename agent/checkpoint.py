@@ -1,0 +1,131 @@
+"""The journal's head, kept outside the journal: in the `head` file and in the session's checkpoint
+database, optionally signed with Ed25519. Someone who rewrites the journal and recomputes its whole
+chain must also rewrite both copies — and, when signing is on, forge the signature.
+
+Signing: set `SIGNOFF_SIGNING_KEY` to an Ed25519 private key (PEM or OpenSSH format). Verify with
+the matching public key (`signoff replay ID --verify --key KEY.pub`): a signature made by any other
+key is refused.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+DB_NAME = "checkpoints.sqlite"
+
+
+class Head(BaseModel):
+    events: int
+    head: str
+    signature: str | None = None  # base64 Ed25519 signature of "<session>:<events>:<head>"
+    key: str | None = None  # the signer's raw public key, hex (which key signed; not a trust anchor)
+
+
+def message(session: str, events: int, head: str) -> bytes:
+    return f"{session}:{events}:{head}".encode()
+
+
+class Signer:
+    def __init__(self, private_key: Any) -> None:
+        self.key = private_key
+
+    @classmethod
+    def from_environment(cls) -> Signer | None:
+        path = os.environ.get("SIGNOFF_SIGNING_KEY")
+        if not path:
+            return None
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+        data = Path(path).expanduser().read_bytes()
+        loader = serialization.load_ssh_private_key if b"OPENSSH" in data else serialization.load_pem_private_key
+        key = loader(data, password=None)
+        if not isinstance(key, Ed25519PrivateKey):
+            raise ValueError(f"{path}: SIGNOFF_SIGNING_KEY must be an Ed25519 private key")
+        return cls(key)
+
+    def sign(self, session: str, events: int, head: str) -> Head:
+        from cryptography.hazmat.primitives import serialization
+
+        raw = self.key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+        signature = base64.b64encode(self.key.sign(message(session, events, head))).decode()
+        return Head(events=events, head=head, signature=signature, key=raw.hex())
+
+
+def write(journal: Path, session: str, events: int, head: str, signer: Signer | None) -> None:
+    record = signer.sign(session, events, head) if signer else Head(events=events, head=head)
+    tmp = journal.with_name("head.tmp")
+    tmp.write_text(record.model_dump_json(exclude_none=True) + "\n")
+    tmp.replace(journal.with_name("head"))
+    db = journal.with_name(DB_NAME)
+    conn = sqlite3.connect(db, timeout=10)
+    try:
+        with conn:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS journal_head "
+                "(id INTEGER PRIMARY KEY CHECK (id = 1), events INTEGER NOT NULL, head TEXT NOT NULL, record TEXT)"
+            )
+            conn.execute(
+                "INSERT INTO journal_head (id, events, head, record) VALUES (1, ?, ?, ?) ON CONFLICT(id) "
+                "DO UPDATE SET events = excluded.events, head = excluded.head, record = excluded.record",
+                (events, head, record.model_dump_json(exclude_none=True)),
+            )
+    finally:
+        conn.close()
+
+
+def read_all(journal: Path) -> list[tuple[str, Head]]:
+    """Every copy of the head there is: ("head file", …), ("checkpoint DB", …)."""
+    out: list[tuple[str, Head]] = []
+    head_file = journal.with_name("head")
+    if head_file.exists():
+        out.append(("head file", Head.model_validate(json.loads(head_file.read_text()))))
+    db = journal.with_name(DB_NAME)
+    if db.exists():
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
+        try:
+            row = conn.execute("SELECT record FROM journal_head WHERE id = 1").fetchone()
+        except sqlite3.OperationalError:
+            row = None  # a session from before the checkpoint table
+        finally:
+            conn.close()
+        if row is not None:
+            out.append(("checkpoint DB", Head.model_validate_json(row[0])))
+    return out
+
+
+def check_signature(head: Head, session: str, pinned: bytes | None) -> str | None:
+    """Why the signature does not hold (None when it does, or when nothing asks for one)."""
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    if head.signature is None:
+        return "the head is not signed, but a key was given to check it with" if pinned is not None else None
+    raw = pinned if pinned is not None else bytes.fromhex(head.key or "")
+    try:
+        Ed25519PublicKey.from_public_bytes(raw).verify(
+            base64.b64decode(head.signature), message(session, head.events, head.head)
+        )
+    except (InvalidSignature, ValueError):
+        return "the head's signature does not verify" + (" with the given key" if pinned is not None else "")
+    return None
+
+
+def load_public_key(path: Path) -> bytes:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    data = path.read_bytes()
+    key = (
+        serialization.load_ssh_public_key(data) if data.startswith(b"ssh-") else serialization.load_pem_public_key(data)
+    )
+    if not isinstance(key, Ed25519PublicKey):
+        raise ValueError(f"{path}: not an Ed25519 public key")
+    return key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
