@@ -44,6 +44,7 @@ test: $(DEVSTAMP) system-deps
 bench: $(DEVSTAMP) system-deps
 	$(BIN)/python bench/ssh_latency.py
 	$(BIN)/python bench/tui.py
+	$(BIN)/python bench/journal.py
 
 lint: $(DEVSTAMP)
 	$(BIN)/ruff check .

@@ -12,6 +12,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -154,6 +155,25 @@ def read_events(path: Path) -> Iterator[dict[str, Any]]:
                 yield json.loads(line)
 
 
+_SEQ = re.compile(rb'"seq":(\d+)[,}]')
+
+
+def _fields(body: bytes) -> tuple[int | None, str | None]:
+    """`seq` and `prev` read straight from a canonical line's bytes: inside a string a quote is escaped,
+    so these patterns can only be keys. When either appears more than once (a nested object with such
+    a key), the line is parsed instead, so only the top-level keys ever count."""
+    seqs = _SEQ.findall(body)
+    if len(seqs) != 1 or body.count(b'"prev":"') != 1:
+        try:
+            record = json.loads(body)
+        except json.JSONDecodeError:
+            return None, None
+        seq, prev = record.get("seq"), record.get("prev")
+        return (seq if isinstance(seq, int) else None), (prev if isinstance(prev, str) else None)
+    at = body.find(b'"prev":"')
+    return int(seqs[0]), body[at + 8 : at + 72].decode("ascii", "replace")
+
+
 def verify(path: Path, *, key: bytes | None = None) -> VerifyReport:
     """Check the chain, gapless seq and every copy of the head (the head file and the checkpoint
     DB; their signatures when signed, against `key` when one is pinned). Raw bytes only: no
@@ -169,18 +189,22 @@ def verify(path: Path, *, key: bytes | None = None) -> VerifyReport:
     with path.open("rb") as fh:
         for line in fh:
             body = line.rstrip(b"\n")
+            seq, prev_field = _fields(body)
             fail = None
-            try:
-                record = json.loads(body)
-            except json.JSONDecodeError:
-                record, fail = {}, f"line {count + 1} is not JSON (torn or edited)"
-            if fail is None and record.get("seq") != count:
-                fail = f"seq {record.get('seq')} where {count} was expected (gap or reorder)"
-            if fail is None and record.get("prev") != prev:
+            if seq is None or prev_field is None:
+                try:
+                    json.loads(body)
+                    fail = f"line {count + 1} lacks seq or prev"
+                except json.JSONDecodeError:
+                    fail = f"line {count + 1} is not JSON (torn or edited)"
+            elif seq != count:
+                fail = f"seq {seq} where {count} was expected (gap or reorder)"
+            elif prev_field != prev:
                 fail = f"seq {count}: prev does not match the hash of the line before (edited, removed or reordered)"
             if fail is not None:
                 return VerifyReport(ok=False, events=count, head=prev, failed_seq=count, error=fail)
-            session = session or str(record.get("session", ""))
+            if not session:
+                session = str(json.loads(body).get("session", ""))
             prev = hashlib.sha256(body).hexdigest()
             count += 1
             if count in wanted:

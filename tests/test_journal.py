@@ -66,3 +66,17 @@ def test_torn_last_line_is_cut_and_recorded(tmp_path):
     assert [e["kind"] for e in events[-2:]] == ["log.recovered", "session.resumed"]
     assert events[-2]["torn_bytes"] == 13
     assert verify(path).ok
+
+
+def test_nested_keys_named_seq_or_prev_do_not_confuse_the_verifier(tmp_path):
+    j = Journal(tmp_path / "journal.jsonl", "s")
+    j.append("session.started", policy_text="x")
+    j.append("gate.opened", facts={"prev": "0" * 64, "seq": 0}, note='say "prev":"x" and "seq":7,')
+    j.append("decision", by="policy:x")
+    j.close()
+    assert verify(tmp_path / "journal.jsonl").ok
+    # And the checkpoint DB holds the head too, so a rewritten head file alone is caught.
+    head = tmp_path / "head"
+    head.write_text(json.dumps({"events": 3, "head": "f" * 64}))
+    report = verify(tmp_path / "journal.jsonl")
+    assert not report.ok and "head file" in report.error
