@@ -480,10 +480,30 @@ def attach(session: Annotated[str, typer.Argument(help="Session id.")]) -> None:
 
 
 @app.command()
-def sessions(as_json: JsonOpt = False) -> None:
-    """List sessions under $SIGNOFF_HOME (default ./.signoff)."""
-    from agent.session import list_sessions
+def sessions(
+    as_json: JsonOpt = False,
+    compact: Annotated[
+        str | None,
+        typer.Option("--compact", help="Prune a closed session's graph checkpoints; its journal and artifacts stay."),
+    ] = None,
+) -> None:
+    """List sessions under $SIGNOFF_HOME (default ./.signoff): status (paused at which gate), campaign,
+    start, duration and outcome counts."""
+    from agent.session import SessionDir, SessionError, list_sessions
+    from agent.session import compact as compact_session
 
+    if compact is not None:
+        try:
+            d = SessionDir.find(compact)
+            with d.locked():
+                before, after = compact_session(d)
+        except SessionError as exc:
+            raise _fail(str(exc), BAD_INPUT) from None
+        typer.echo(
+            f"compacted {d.id}: checkpoints {before / 1e6:.2f} MB → {after / 1e6:.2f} MB; the journal, its head "
+            "and the artifacts are kept (replay and --verify work; resume --revisit no longer does)"
+        )
+        return
     rows = list_sessions()
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
@@ -492,7 +512,17 @@ def sessions(as_json: JsonOpt = False) -> None:
         typer.echo("no sessions yet; try `signoff demo`")
         return
     for r in rows:
-        typer.echo(f"{r['id']}  {r['status']:<9} {r['campaign_name']}  policy={r['policy_name']}")
+        status = r["status"]
+        if status == "paused" and r.get("waiting_at"):
+            w = r["waiting_at"]
+            status = f"paused at {w['gate']} ({w['kind']}{' #' + str(w['option']) if w.get('option') else ''})"
+        counts = ", ".join(f"{n} {k}" for k, n in sorted(r.get("outcomes", {}).items()))
+        took = f"{r['duration_s']:.0f}s" if r.get("duration_s") is not None else "—"
+        extra = (f"  [{counts}]" if counts else "") + ("  (compacted)" if r.get("compacted") else "")
+        typer.echo(
+            f"{r['id']}  {status:<28} {r['campaign_name']}  policy={r['policy_name']}"
+            f"  started {r.get('created') or '?'}  took {took}{extra}"
+        )
 
 
 @decision_app.command("parse")

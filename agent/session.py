@@ -728,8 +728,55 @@ def list_sessions() -> list[dict[str, Any]]:
         row = {k: meta.get(k) for k in ("id", "campaign_name", "policy_name", "status", "created", "demo")}
         if row["status"] == "running" and not _lock_held(meta_path.parent / "lock"):
             row["status"] = "interrupted"  # the runner died (kill -9, crash); `signoff resume` continues it
-        out.append(row)
+        out.append({**row, **_journal_summary(meta_path.parent / "journal.jsonl"), "compacted": meta.get("compacted")})
     return out
+
+
+def _journal_summary(journal: Path) -> dict[str, Any]:
+    """Duration, the gate a paused session waits at, and the outcome counts, read from the journal."""
+    first = last = None
+    waiting: dict[str, Any] | None = None
+    outcomes: dict[str, int] = {}
+    if journal.exists():
+        for e in read_events(journal):
+            first = first or e["ts"]
+            last = e["ts"]
+            if e["kind"] == "gate.opened":
+                waiting = {"gate": e["gate"], "kind": e["gate_kind"], "option": e.get("option")}
+            elif e["kind"] == "decision":
+                waiting = None
+            elif e["kind"] == "report":
+                outcomes = {}
+                for o in e.get("options", []):
+                    outcomes[o.get("outcome", "?")] = outcomes.get(o.get("outcome", "?"), 0) + 1
+    duration = None
+    if first and last:
+        span = datetime.fromisoformat(last.replace("Z", "+00:00")) - datetime.fromisoformat(
+            first.replace("Z", "+00:00")
+        )
+        duration = round(span.total_seconds(), 1)
+    return {"duration_s": duration, "waiting_at": waiting, "outcomes": outcomes}
+
+
+def compact(d: SessionDir) -> tuple[int, int]:
+    """Prune a closed session's graph checkpoints (the journal, its head and the artifacts stay).
+    Returns (bytes before, bytes after)."""
+    meta = d.meta()
+    if meta.get("status") not in ("finished", "stopped", "failed"):
+        raise SessionError(f"session {d.id} is {meta.get('status')}; only a closed session can be compacted")
+    before = d.checkpoints.stat().st_size if d.checkpoints.exists() else 0
+    if d.checkpoints.exists():
+        conn = sqlite3.connect(d.checkpoints)
+        try:
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            with conn:
+                for table in tables - {"journal_head"}:
+                    conn.execute(f'DELETE FROM "{table}"')
+            conn.execute("VACUUM")
+        finally:
+            conn.close()
+    d.write_meta({**meta, "compacted": datetime.now(UTC).isoformat(timespec="seconds")})
+    return before, d.checkpoints.stat().st_size if d.checkpoints.exists() else 0
 
 
 def _lock_held(path: Path) -> bool:

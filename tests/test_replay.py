@@ -218,3 +218,26 @@ def test_a_signed_head_verifies_only_with_the_signers_key(cli, variant, tmp_path
     checkpoint.write(journal, session, len(lines), prev, signer)
     forged = cli("replay", session, "--verify", "--key", str(ours[1]))
     assert forged.code == 1 and "signature does not verify with the given key" in forged.stdout
+
+
+def test_sessions_lists_where_each_stands_and_compaction_keeps_the_record(cli, variant, home):
+    paused = cli("run", str(variant()), "--policy", "ask-everything", "--json")
+    assert paused.code == 3
+    done = cli("run", str(variant()), "--json")
+    assert done.code == 0
+    rows = {r["id"]: r for r in cli("sessions", "--json").json()}
+    p, d = rows[paused.json()["session"]], rows[done.json()["session"]]
+    assert p["status"] == "paused" and p["waiting_at"]["kind"] == "triage" and p["outcomes"] == {}
+    assert d["status"] == "finished" and d["outcomes"] == {"kept": 1, "no-go": 1, "skipped": 1} and d["duration_s"] > 0
+    assert "paused at g2 (triage)" in cli("sessions").stdout
+
+    refused = cli("sessions", "--compact", paused.json()["session"])
+    assert refused.code == 2 and "only a closed session can be compacted" in refused.stderr
+    c = cli("sessions", "--compact", done.json()["session"])
+    assert c.code == 0 and "compacted" in c.stdout
+    assert cli("replay", done.json()["session"], "--verify").code == 0  # the head survives in the DB
+    heads = dict(checkpoint.read_all(Path(done.json()["journal"])))
+    assert heads["checkpoint DB"].events == heads["head file"].events
+    assert cli("sessions", "--json").json()[-1]["compacted"] or any(
+        r["compacted"] for r in cli("sessions", "--json").json()
+    )
