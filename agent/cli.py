@@ -25,7 +25,7 @@ app = typer.Typer(
     help="Autonomous agent-workflow orchestrator with human checkpoints.",
 )
 decision_app = typer.Typer(no_args_is_help=True, help="Work with one-line decisions.")
-policy_app = typer.Typer(no_args_is_help=True, help="Check policy files.")
+policy_app = typer.Typer(no_args_is_help=True, help="Check, explain and improve policy files.")
 app.add_typer(decision_app, name="decision")
 app.add_typer(policy_app, name="policy")
 
@@ -553,6 +553,47 @@ def decision_parse(
         typer.echo(d.model_dump_json(indent=2))
     else:
         typer.echo(d.describe())
+
+
+@policy_app.command("suggest")
+def policy_suggest(
+    sessions: Annotated[list[str], typer.Argument(help="Session ids whose human answers to learn from.")],
+    policy: Annotated[
+        str | None,
+        typer.Option("--policy", help="The policy file to diff against (default: the one the first session ran)."),
+    ] = None,
+    minimum: Annotated[int, typer.Option("--min", help="Answers needed before a rule is suggested.")] = 2,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="Also write the suggested policy to this new file (never the original)."),
+    ] = None,
+) -> None:
+    """Suggest rules from gates people answered the same way repeatedly: printed as a diff, never applied."""
+    from agent.journal import read_events
+    from agent.session import SessionDir, SessionError
+    from agent.suggest import suggest
+    from policies.schema import load_policy, load_policy_text
+    from policies.yamlsrc import SourceError
+
+    try:
+        dirs = [SessionDir.find(s) for s in sessions]
+        if policy is not None:
+            base = load_policy(policy)
+        else:
+            started = next(e for e in read_events(dirs[0].journal) if e["kind"] == "session.started")
+            base = load_policy_text(started["policy_text"], path=started.get("policy") or "policy.yaml")
+    except (SessionError, SourceError, FileNotFoundError, StopIteration) as exc:
+        raise _fail(str(exc) or "the first session has no session.started event", BAD_INPUT) from None
+    notes, diff, text = suggest([d.journal for d in dirs], base, minimum=minimum)
+    for line in notes:
+        typer.echo(f"# {line}", err=True)
+    if diff:
+        typer.echo(diff, nl=False)
+        if out is not None:
+            if base.path is not None and out.resolve() == Path(base.path).resolve():
+                raise _fail("--out must be a new file: suggestions are never applied to the policy in place", BAD_INPUT)
+            out.write_text(text)
+            typer.echo(f"# wrote the suggested policy to {out}", err=True)
 
 
 @policy_app.command("check")

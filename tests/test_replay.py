@@ -241,3 +241,32 @@ def test_sessions_lists_where_each_stands_and_compaction_keeps_the_record(cli, v
     assert cli("sessions", "--json").json()[-1]["compacted"] or any(
         r["compacted"] for r in cli("sessions", "--json").json()
     )
+
+
+def test_policy_suggest_turns_repeated_human_answers_into_a_proposed_rule(cli, variant, home, tmp_path):
+    ids = []
+    for _ in range(2):
+        r = cli("run", str(variant()), "--policy", "ask-everything", "--json")
+        assert r.code == 3 and r.json()["pending_gate"]["kind"] == "triage"
+        ids.append(r.json()["session"])
+        assert cli("decide", ids[-1], "continue", "--no-resume").code in (0, 3)
+    s = cli("policy", "suggest", *ids)
+    assert s.code == 0, s.stderr
+    assert "+      - id: suggested-triage-continue" in s.stdout
+    assert '+        when: "has_next_step"' in s.stdout and "+        decide: continue" in s.stdout
+    assert "answered so 2 times" in s.stderr
+    # ask-everything's own self-tests pin "ask" at triage: the suggestion is flagged, not slipped in.
+    preset = Path(__file__).parent.parent / "policies" / "presets" / "ask-everything.yaml"
+    assert "does not load" in s.stderr and "test expects ask by rule ask-triage" in s.stderr
+    # Without those self-tests the suggested policy loads; the original file is never touched.
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(preset.read_text().split("\ntests:")[0] + "\n")
+    before = mine.read_text()
+    patched = tmp_path / "patched.yaml"
+    assert cli("policy", "suggest", *ids, "--policy", str(mine), "--out", str(patched)).code == 0
+    assert cli("policy", "check", str(patched)).code == 0
+    assert "suggested-triage-continue" in patched.read_text() and mine.read_text() == before
+    assert cli("policy", "suggest", *ids, "--policy", str(mine), "--out", str(mine)).code == 2
+    # One session is not a pattern.
+    one = cli("policy", "suggest", ids[0])
+    assert one.code == 0 and one.stdout == "" and "often enough" in one.stderr
