@@ -388,8 +388,9 @@ def replay(
     if as_json:
         typer.echo(json.dumps(chosen, indent=2))
         return
+    opened = {e["gate"]: e["ts"] for e in events(d.journal, kind="gate.opened")}
     for e in chosen:
-        line = describe(e)
+        line = describe(e, opened)
         if line is not None:
             typer.echo(f"{e['seq']:>5} {e['ts'][11:23]} {line}")
 

@@ -6,6 +6,7 @@ policy text and the journaled facts.
 from __future__ import annotations
 
 import hashlib
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -176,8 +177,13 @@ def _artifact_problem(root: Path, name: str) -> str | None:
     return None
 
 
-def describe(e: dict[str, Any]) -> str | None:
-    """One timeline line per event worth reading back."""
+def _when(ts: str) -> datetime:
+    return datetime.fromisoformat(ts.replace("Z", "+00:00"))
+
+
+def describe(e: dict[str, Any], opened: dict[str, str] | None = None) -> str | None:
+    """One timeline line per event worth reading back (`opened`: gate id → when it opened, for the
+    time a decision took)."""
     k = e["kind"]
     opt = f"#{e['option']} " if e.get("option") is not None else ""
     if k == "command.finished":
@@ -194,7 +200,12 @@ def describe(e: dict[str, Any]) -> str | None:
     if k == "decision":
         d = e.get("decision") or {}
         raw = f" — {e['raw']!r}" if e.get("raw") else ""
-        return f"gate {e['gate']}: {d.get('action', 'ask')} by {e.get('by')}{raw}"
+        policy = f" (policy {e['policy_sha256'][:12]})" if str(e.get("by", "")).startswith("policy:") else ""
+        waited = ""
+        if opened is not None and e.get("gate") in opened:
+            seconds = (_when(e["ts"]) - _when(opened[e["gate"]])).total_seconds()
+            waited = f" after {seconds:.1f}s"
+        return f"gate {e['gate']}: {d.get('action', 'ask')} by {e.get('by')}{policy}{waited}{raw}"
     if k in ("rollback", "kept", "rule.added", "report") or k.startswith("session."):
         detail = {
             x: v
