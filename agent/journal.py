@@ -155,23 +155,23 @@ def read_events(path: Path) -> Iterator[dict[str, Any]]:
                 yield json.loads(line)
 
 
-_SEQ = re.compile(rb'"seq":(\d+)[,}]')
+_DIGITS = re.compile(rb"\d+")
 
 
 def _fields(body: bytes) -> tuple[int | None, str | None]:
     """`seq` and `prev` read straight from a canonical line's bytes: inside a string a quote is escaped,
     so these patterns can only be keys. When either appears more than once (a nested object with such
     a key), the line is parsed instead, so only the top-level keys ever count."""
-    seqs = _SEQ.findall(body)
-    if len(seqs) != 1 or body.count(b'"prev":"') != 1:
+    at, sq = body.find(b'"prev":"'), body.find(b'"seq":')
+    if at < 0 or sq < 0 or body.find(b'"prev":"', at + 8) >= 0 or body.find(b'"seq":', sq + 6) >= 0:
         try:
             record = json.loads(body)
         except json.JSONDecodeError:
             return None, None
         seq, prev = record.get("seq"), record.get("prev")
         return (seq if isinstance(seq, int) else None), (prev if isinstance(prev, str) else None)
-    at = body.find(b'"prev":"')
-    return int(seqs[0]), body[at + 8 : at + 72].decode("ascii", "replace")
+    digits = _DIGITS.match(body, sq + 6)
+    return (int(digits.group()) if digits else None), body[at + 8 : at + 72].decode("ascii", "replace")
 
 
 def verify(path: Path, *, key: bytes | None = None) -> VerifyReport:
