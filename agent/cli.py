@@ -388,11 +388,29 @@ def replay(
     if as_json:
         typer.echo(json.dumps(chosen, indent=2))
         return
+    from rich.console import Console
+    from rich.text import Text
+
+    console = Console(highlight=False, soft_wrap=True)
     opened = {e["gate"]: e["ts"] for e in events(d.journal, kind="gate.opened")}
     for e in chosen:
         line = describe(e, opened)
         if line is not None:
-            typer.echo(f"{e['seq']:>5} {e['ts'][11:23]} {line}")
+            text = Text(f"{e['seq']:>5} {e['ts'][11:23]} ", style="dim")
+            text.append(line, style=TIMELINE_STYLE.get(e["kind"], ""))
+            console.print(text)
+
+
+TIMELINE_STYLE = {
+    "gate.opened": "bold",
+    "decision": "bold cyan",
+    "finding": "yellow",
+    "ab.result": "green",
+    "stress.result": "magenta",
+    "rollback": "yellow",
+    "kept": "bold green",
+    "command.finished": "dim",
+}
 
 
 def _since(text: str) -> str:
