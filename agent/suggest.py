@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.journal import read_events
-from policies.expr import Condition, ExprError
+from policies.expr import Condition, EvalError, ExprError
 from policies.gates import FACTS, GateKind
 from policies.schema import Policy, load_policy_text
 from policies.yamlsrc import SourceError, YamlSource
@@ -43,6 +43,13 @@ class Pattern:
             elif isinstance(v, str) and v:
                 terms.append(f"{k} == {json.dumps(v)}")
         return " && ".join(terms) or "true"
+
+
+def _holds(condition: Condition, facts: dict[str, Any]) -> bool:
+    try:
+        return bool(condition.evaluate(facts))
+    except EvalError:  # facts from an older engine version may not fit: not a match
+        return False
 
 
 def _rule_block(indent: str, rule_id: str, when: str, action: str, note: str) -> list[str]:
@@ -85,15 +92,22 @@ def suggest(journals: list[Path], policy: Policy, *, minimum: int = 2) -> tuple[
     for (kind, action), p in sorted(patterns.items()):
         if len(p.facts) < minimum:
             continue
-        clashing = [a for (k, a) in patterns if k == kind and a != action]
         when = p.condition()
-        if clashing and when == "true":
-            notes.append(f"{kind}: people answered both {action} and {', '.join(clashing)} on the same facts; no rule")
-            continue
         try:
-            Condition(when, FACTS[kind])
+            condition = Condition(when, FACTS[kind])
         except ExprError as exc:
             notes.append(f"{kind}: {when!r} does not compile ({exc}); no rule")
+            continue
+        # A rule that would also have matched gates people answered differently is not what they meant.
+        clashing = sorted(
+            {
+                a
+                for (k, a), other in patterns.items()
+                if k == kind and a != action and any(_holds(condition, f) for f in other.facts)
+            }
+        )
+        if clashing:
+            notes.append(f"{kind}: people answered both {action} and {', '.join(clashing)} where {when}; no rule")
             continue
         rules = policy.model.gates.get(kind).rules if policy.model.gates.get(kind) else []
         catch_all = next((i for i, r in enumerate(rules) if r.when.strip() == "true"), None)

@@ -267,6 +267,11 @@ def test_policy_suggest_turns_repeated_human_answers_into_a_proposed_rule(cli, v
     assert cli("policy", "check", str(patched)).code == 0
     assert "suggested-triage-continue" in patched.read_text() and mine.read_text() == before
     assert cli("policy", "suggest", *ids, "--policy", str(mine), "--out", str(mine)).code == 2
+    # Someone answered the same situation differently once: no rule is suggested.
+    r = cli("run", str(variant()), "--policy", "ask-everything", "--json")
+    assert cli("decide", r.json()["session"], "stop", "--yes", "--no-resume").code in (0, 3)
+    mixed = cli("policy", "suggest", *ids, r.json()["session"])
+    assert mixed.stdout == "" and "people answered both continue and stop where has_next_step" in mixed.stderr
     # One session is not a pattern.
     one = cli("policy", "suggest", ids[0])
     assert one.code == 0 and one.stdout == "" and "often enough" in one.stderr
