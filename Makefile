@@ -45,6 +45,7 @@ bench: $(DEVSTAMP) system-deps
 	$(BIN)/python bench/ssh_latency.py
 	$(BIN)/python bench/tui.py
 	$(BIN)/python bench/journal.py
+	$(BIN)/python bench/startup.py
 
 lint: $(DEVSTAMP)
 	$(BIN)/ruff check .

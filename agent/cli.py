@@ -54,6 +54,12 @@ FailOnOpt = Annotated[
         "default or a deadline (for CI).",
     ),
 ]
+AcceptPolicyOpt = Annotated[
+    bool,
+    typer.Option(
+        "--accept-policy-change", help="Go on under the policy file as it is now (journaled as policy.changed)."
+    ),
+]
 BrainOpt = Annotated[
     str | None,
     typer.Option(
@@ -138,13 +144,28 @@ def _fail_on(values: list[str] | None) -> list[str]:
 
 
 @contextmanager
-def _existing_session(session: str) -> Iterator[Any]:
-    """Find and lock a session; its errors become one-line messages and exit codes."""
-    from agent.session import RunFailed, SessionDir, SessionError
+def _existing_session(session: str, *, accept_policy_change: bool = False) -> Iterator[Any]:
+    """Find and lock a session, refusing to go on under a policy file that changed on disk unless
+    the person accepts the change; errors become one-line messages and exit codes."""
+    from agent.session import RunFailed, SessionDir, SessionError, policy_drift
+    from agent.session import accept_policy_change as accept
+    from policies.yamlsrc import SourceError
 
     try:
         d = SessionDir.find(session)
         with d.locked():
+            drift = policy_drift(d)
+            if drift is not None and not accept_policy_change:
+                raise SessionError(
+                    f"the policy file {drift[0]} changed since session {d.id} started; rerun with "
+                    "--accept-policy-change to go on under the new one (journaled), or restore the file"
+                )
+            if drift is not None:
+                try:
+                    sha = accept(d, by=f"human:{getpass.getuser()}")
+                except SourceError as exc:
+                    raise SessionError(f"the changed policy does not load: {exc}") from None
+                typer.echo(f"policy changed: going on under {drift[0]} ({sha[:12]}), journaled", err=True)
             yield d
     except SessionError as exc:
         raise _fail(str(exc), BAD_INPUT) from None
@@ -272,6 +293,7 @@ def decide(
     yes: Annotated[bool, typer.Option("--yes", help="Confirm a hedged, rollback, stop or standing decision.")] = False,
     as_json: JsonOpt = False,
     fail_on: FailOnOpt = None,
+    accept_policy_change: AcceptPolicyOpt = False,
 ) -> None:
     """Answer the gate a paused session is waiting at, then resume it."""
     from agent.render import Progress
@@ -279,7 +301,7 @@ def decide(
 
     checks = _fail_on(fail_on)
     who = f"human:{by or getpass.getuser()}"
-    with _existing_session(session) as d:
+    with _existing_session(session, accept_policy_change=accept_policy_change) as d:
         runner = Runner(d, headless=True, listeners=[Progress(plain=True if as_json else None)])
         try:
             _, echo = runner.decide(text, by=who, confirmed=yes)
@@ -302,6 +324,7 @@ def resume(
     ] = False,
     as_json: JsonOpt = False,
     fail_on: FailOnOpt = None,
+    accept_policy_change: AcceptPolicyOpt = False,
 ) -> None:
     """Continue a paused or interrupted session (applies decisions recorded with --no-resume and expired
     gate deadlines); with --revisit, reopen a finished session's deferred options."""
@@ -309,7 +332,7 @@ def resume(
     from agent.session import Runner
 
     checks = _fail_on(fail_on)
-    with _existing_session(session) as d:
+    with _existing_session(session, accept_policy_change=accept_policy_change) as d:
         runner = Runner(d, headless=True, listeners=[Progress(plain=True if as_json else None)])
         out = runner.revisit() if revisit else runner.resume()
     _finish(out, as_json, checks)
@@ -508,10 +531,12 @@ def sessions(
 ) -> None:
     """List sessions under $SIGNOFF_HOME (default ./.signoff): status (paused at which gate), campaign,
     start, duration and outcome counts."""
-    from agent.session import SessionDir, SessionError, list_sessions
-    from agent.session import compact as compact_session
+    from agent.listing import list_sessions
 
     if compact is not None:
+        from agent.session import SessionDir, SessionError
+        from agent.session import compact as compact_session
+
         try:
             d = SessionDir.find(compact)
             with d.locked():

@@ -69,6 +69,13 @@ def verify_session(journal: Path, *, key: bytes | None = None) -> ReplayVerdict:
                     checked[name] = _artifact_problem(artifacts, name)
                 if checked[name] is not None:
                     return failed(e["seq"], checked[name])
+        if e["kind"] == "policy.changed":
+            if hashlib.sha256(e["policy_text"].encode()).hexdigest() != e.get("policy_sha256"):
+                return failed(e["seq"], "the journaled new policy does not match its recorded sha256")
+            try:  # decisions from here on follow the policy a person accepted mid-session
+                engine = PolicyEngine(load_policy_text(e["policy_text"], path=e.get("policy", "<policy>")))
+            except SourceError as exc:
+                return failed(e["seq"], f"the journaled new policy no longer loads: {exc}")
         if e["kind"] == "session.started":
             for text, digest in (("policy_text", "policy_sha256"), ("campaign_text", "campaign_sha256")):
                 if e.get(text) is not None and hashlib.sha256(e[text].encode()).hexdigest() != e.get(digest):

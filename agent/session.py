@@ -33,6 +33,7 @@ from agent.brain.rules import RuleBrain
 from agent.campaign import LoadedCampaign, load_campaign, with_proposals
 from agent.context import RunContext
 from agent.journal import Event, Journal, read_events
+from agent.listing import list_sessions, sessions_root
 from agent.models import BrainSpec
 from agent.transports import HostRouter, ssh_factory
 from policies.decisions import DecisionError
@@ -92,14 +93,6 @@ def decided_as(by: str | None) -> str:
     if by in ("headless-default", "deadline"):
         return by
     return "policy-rule"
-
-
-def home() -> Path:
-    return Path(os.environ.get("SIGNOFF_HOME", ".signoff"))
-
-
-def sessions_root() -> Path:
-    return home() / "sessions"
 
 
 class SessionDir:
@@ -208,6 +201,46 @@ def create(
         }
     )
     return d
+
+
+def policy_drift(d: SessionDir) -> tuple[Path, str] | None:
+    """(the policy file, its text now) when the file the session was started with has changed on disk
+    since (None when it has not, or is gone: the session's own copy is what it runs under)."""
+    meta = d.meta()
+    path = Path(meta.get("policy") or "")
+    if not meta.get("policy") or not path.is_file():
+        return None
+    text = path.read_text()
+    current = (d.root / "policy.yaml").read_text()
+    if hashlib.sha256(text.encode()).hexdigest() == hashlib.sha256(current.encode()).hexdigest():
+        return None
+    return path, text
+
+
+def accept_policy_change(d: SessionDir, *, by: str) -> str:
+    """Adopt the policy file's new text for the rest of the session (it must load and pass its
+    self-tests); journaled as `policy.changed` with both hashes. Returns the new sha256."""
+    drift = policy_drift(d)
+    if drift is None:
+        raise SessionError(f"the policy of session {d.id} has not changed; nothing to accept")
+    path, text = drift
+    new = load_policy_text(text, path=str(path))
+    old = load_policy_text((d.root / "policy.yaml").read_text(), path=str(path))
+    (d.root / "policy.yaml").write_text(text)
+    meta = d.meta()
+    d.write_meta({**meta, "policy_sha256": new.sha256})
+    journal = Journal(d.journal, d.id)
+    journal.append(
+        "policy.changed",
+        policy=str(path),
+        policy_name=new.name,
+        policy_text=text,
+        policy_sha256=new.sha256,
+        previous_sha256=old.sha256,
+        by=by,
+    )
+    journal.close()
+    return new.sha256
 
 
 def choose_brain(spec: BrainSpec, policy: Policy, kind: str | None, model: str | None) -> dict[str, str]:
@@ -715,49 +748,6 @@ def _goal_dict(goal: Any, estimated: float | None) -> dict[str, Any]:
     }
 
 
-def list_sessions() -> list[dict[str, Any]]:
-    root = sessions_root()
-    if not root.exists():
-        return []
-    out = []
-    for meta_path in sorted(root.glob("*/meta.json")):
-        try:
-            meta = json.loads(meta_path.read_text())
-        except (OSError, json.JSONDecodeError):
-            continue
-        row = {k: meta.get(k) for k in ("id", "campaign_name", "policy_name", "status", "created", "demo")}
-        if row["status"] == "running" and not _lock_held(meta_path.parent / "lock"):
-            row["status"] = "interrupted"  # the runner died (kill -9, crash); `signoff resume` continues it
-        out.append({**row, **_journal_summary(meta_path.parent / "journal.jsonl"), "compacted": meta.get("compacted")})
-    return out
-
-
-def _journal_summary(journal: Path) -> dict[str, Any]:
-    """Duration, the gate a paused session waits at, and the outcome counts, read from the journal."""
-    first = last = None
-    waiting: dict[str, Any] | None = None
-    outcomes: dict[str, int] = {}
-    if journal.exists():
-        for e in read_events(journal):
-            first = first or e["ts"]
-            last = e["ts"]
-            if e["kind"] == "gate.opened":
-                waiting = {"gate": e["gate"], "kind": e["gate_kind"], "option": e.get("option")}
-            elif e["kind"] == "decision":
-                waiting = None
-            elif e["kind"] == "report":
-                outcomes = {}
-                for o in e.get("options", []):
-                    outcomes[o.get("outcome", "?")] = outcomes.get(o.get("outcome", "?"), 0) + 1
-    duration = None
-    if first and last:
-        span = datetime.fromisoformat(last.replace("Z", "+00:00")) - datetime.fromisoformat(
-            first.replace("Z", "+00:00")
-        )
-        duration = round(span.total_seconds(), 1)
-    return {"duration_s": duration, "waiting_at": waiting, "outcomes": outcomes}
-
-
 def compact(d: SessionDir) -> tuple[int, int]:
     """Prune a closed session's graph checkpoints (the journal, its head and the artifacts stay).
     Returns (bytes before, bytes after)."""
@@ -777,18 +767,6 @@ def compact(d: SessionDir) -> tuple[int, int]:
             conn.close()
     d.write_meta({**meta, "compacted": datetime.now(UTC).isoformat(timespec="seconds")})
     return before, d.checkpoints.stat().st_size if d.checkpoints.exists() else 0
-
-
-def _lock_held(path: Path) -> bool:
-    if not path.exists():
-        return False
-    with path.open("a+") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(fh, fcntl.LOCK_UN)
-        return False
 
 
 def demo_campaign() -> Path:

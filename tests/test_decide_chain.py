@@ -176,3 +176,33 @@ def test_kill_9_mid_run_then_resume_finishes_with_the_same_verdicts(cli, variant
         3: ("kept", "safe"),
     }
     assert verify(Path(out["journal"])).ok
+
+
+def test_a_policy_file_changed_on_disk_needs_an_explicit_accept(cli, variant, home, tmp_path):
+    preset = (Path(__file__).parent.parent / "policies" / "presets" / "ask-everything.yaml").read_text()
+    policy = tmp_path / "mine.yaml"
+    policy.write_text(preset)
+    r = cli("run", str(variant()), "--policy", str(policy), "--json")
+    assert r.code == 3 and r.json()["pending_gate"]["kind"] == "triage"
+    session, journal = r.json()["session"], Path(r.json()["journal"])
+    edited = preset.split("\ntests:")[0] + "\n"
+    policy.write_text(edited.replace("{id: ask-safety, decide: ask}", "{id: skip-all, decide: skip, then: rollback}"))
+    for refused in (cli("resume", session), cli("decide", session, "continue")):
+        assert (
+            refused.code == 2
+            and "changed since session" in refused.stderr
+            and "--accept-policy-change" in refused.stderr
+        )
+    assert not [
+        e for e in journal_events(journal) if e["kind"] in ("policy.changed", "decision") and e.get("gate") == "g2"
+    ]
+    r = cli("decide", session, "continue", "--accept-policy-change", "--json")
+    assert r.code == 3, r.stderr
+    events = journal_events(journal)
+    changed = next(e for e in events if e["kind"] == "policy.changed")
+    assert changed["by"].startswith("human:") and changed["previous_sha256"] != changed["policy_sha256"]
+    # From then on the new policy decides: #2's safety gate is skipped by the new rule.
+    safety = next(e for e in events if e["kind"] == "decision" and e.get("gate_kind") == "safety")
+    assert safety["by"] == "policy:skip-all" and safety["policy_sha256"] == changed["policy_sha256"]
+    v = cli("replay", session, "--verify")
+    assert v.code == 0 and v.stdout.startswith("OK: "), v.stdout

@@ -36,6 +36,16 @@ def test_help_imports_no_heavy_framework():
         assert heavy not in mods, heavy
 
 
+def test_listing_sessions_imports_no_heavy_framework(tmp_path):
+    code = (
+        f"import os, sys\nos.environ['SIGNOFF_HOME'] = {str(tmp_path)!r}\nsys.argv = ['signoff', 'sessions']\n"
+        "from tui.cli import main\ntry:\n    main()\nexcept SystemExit:\n    pass"
+    )
+    mods = modules_after(code)
+    for heavy in ("langgraph", "anthropic", "paramiko", "textual"):
+        assert heavy not in mods, heavy
+
+
 def test_the_anthropic_sdk_loads_only_when_a_model_is_called():
     # Choosing the Claude brain, building it and the graph must not pay the SDK's import cost.
     mods = modules_after("import agent.brain.claude, agent.session, agent.graph")

@@ -1,0 +1,78 @@
+"""The list of sessions, read cheaply: meta files and journals only, no graph, no transports.
+
+`signoff sessions` imports this and nothing heavier, so listing stays fast (issue 9: start-up).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from agent.journal import read_events
+
+
+def home() -> Path:
+    return Path(os.environ.get("SIGNOFF_HOME", ".signoff"))
+
+
+def sessions_root() -> Path:
+    return home() / "sessions"
+
+
+def list_sessions() -> list[dict[str, Any]]:
+    root = sessions_root()
+    if not root.exists():
+        return []
+    out = []
+    for meta_path in sorted(root.glob("*/meta.json")):
+        try:
+            meta = json.loads(meta_path.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        row = {k: meta.get(k) for k in ("id", "campaign_name", "policy_name", "status", "created", "demo")}
+        if row["status"] == "running" and not _lock_held(meta_path.parent / "lock"):
+            row["status"] = "interrupted"  # the runner died (kill -9, crash); `signoff resume` continues it
+        out.append({**row, **_journal_summary(meta_path.parent / "journal.jsonl"), "compacted": meta.get("compacted")})
+    return out
+
+
+def _journal_summary(journal: Path) -> dict[str, Any]:
+    """Duration, the gate a paused session waits at, and the outcome counts, read from the journal."""
+    first = last = None
+    waiting: dict[str, Any] | None = None
+    outcomes: dict[str, int] = {}
+    if journal.exists():
+        for e in read_events(journal):
+            first = first or e["ts"]
+            last = e["ts"]
+            if e["kind"] == "gate.opened":
+                waiting = {"gate": e["gate"], "kind": e["gate_kind"], "option": e.get("option")}
+            elif e["kind"] == "decision":
+                waiting = None
+            elif e["kind"] == "report":
+                outcomes = {}
+                for o in e.get("options", []):
+                    outcomes[o.get("outcome", "?")] = outcomes.get(o.get("outcome", "?"), 0) + 1
+    duration = None
+    if first and last:
+        span = datetime.fromisoformat(last.replace("Z", "+00:00")) - datetime.fromisoformat(
+            first.replace("Z", "+00:00")
+        )
+        duration = round(span.total_seconds(), 1)
+    return {"duration_s": duration, "waiting_at": waiting, "outcomes": outcomes}
+
+
+def _lock_held(path: Path) -> bool:
+    if not path.exists():
+        return False
+    with path.open("a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(fh, fcntl.LOCK_UN)
+        return False

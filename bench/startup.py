@@ -1,0 +1,41 @@
+"""Start-up cost of the command line, measured against a bare interpreter in the same run (not a test).
+
+`signoff --help` and `signoff sessions` must not import LangGraph, anthropic, paramiko or Textual;
+target (issue 9): ≤ 0.3 s wall each. Prints medians of 7 runs and the ratio to `python -c pass`.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNS = int(os.environ.get("BENCH_RUNS", "7"))
+
+
+def median_wall(args: list[str], env: dict[str, str]) -> float:
+    times = []
+    for _ in range(RUNS):
+        t = time.perf_counter()
+        subprocess.run(args, check=True, capture_output=True, env=env, cwd=ROOT)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def main() -> None:
+    env = {**os.environ, "SIGNOFF_HOME": tempfile.mkdtemp(prefix="signoff-startup-")}
+    bare = median_wall([sys.executable, "-c", "pass"], env)
+    for name, args in (("--help", ["--help"]), ("sessions", ["sessions"])):
+        wall = median_wall([sys.executable, "-m", "tui.cli", *args], env)
+        verdict = "met" if wall <= 0.3 else "NOT met"
+        print(f"signoff {name}: {wall * 1000:.0f} ms (bare interpreter {bare * 1000:.0f} ms, ratio {wall / bare:.1f}×; "
+              f"target ≤ 300 ms: {verdict})")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
