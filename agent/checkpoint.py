@@ -44,11 +44,14 @@ class Signer:
         from cryptography.hazmat.primitives import serialization
         from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-        data = Path(path).expanduser().read_bytes()
-        loader = serialization.load_ssh_private_key if b"OPENSSH" in data else serialization.load_pem_private_key
-        key = loader(data, password=None)
+        try:
+            data = Path(path).expanduser().read_bytes()
+            loader = serialization.load_ssh_private_key if b"OPENSSH" in data else serialization.load_pem_private_key
+            key = loader(data, password=None)
+        except (OSError, ValueError, TypeError) as exc:
+            raise ValueError(f"SIGNOFF_SIGNING_KEY={path}: {exc}") from None
         if not isinstance(key, Ed25519PrivateKey):
-            raise ValueError(f"{path}: SIGNOFF_SIGNING_KEY must be an Ed25519 private key")
+            raise ValueError(f"SIGNOFF_SIGNING_KEY={path}: not an Ed25519 private key")
         return cls(key)
 
     def sign(self, session: str, events: int, head: str) -> Head:

@@ -31,6 +31,7 @@ from agent.answers import answer as answer_gate
 from agent.brain import Brain
 from agent.brain.rules import RuleBrain
 from agent.campaign import LoadedCampaign, load_campaign, with_proposals
+from agent.checkpoint import Signer
 from agent.context import RunContext
 from agent.journal import Event, Journal, read_events
 from agent.listing import list_sessions, sessions_root
@@ -173,6 +174,10 @@ def create(
     missing = [name for name in loaded.campaign.secrets if not os.environ.get(name)]
     if missing:
         raise SourceError(loaded.path, None, f"the campaign needs secret(s) {', '.join(missing)} in the environment")
+    try:
+        Signer.from_environment()  # a signing key that cannot be used is refused before anything starts
+    except ValueError as exc:
+        raise SourceError("SIGNOFF_SIGNING_KEY", None, str(exc)) from None
     chosen = choose_brain(loaded.campaign.brain, policy, brain, model)
     if chosen["kind"] == "claude" and not os.environ.get("ANTHROPIC_API_KEY"):
         raise SourceError(

@@ -275,3 +275,10 @@ def test_policy_suggest_turns_repeated_human_answers_into_a_proposed_rule(cli, v
     # One session is not a pattern.
     one = cli("policy", "suggest", ids[0])
     assert one.code == 0 and one.stdout == "" and "often enough" in one.stderr
+
+
+def test_an_unusable_signing_key_is_refused_before_anything_starts(cli, variant, home, tmp_path, monkeypatch):
+    monkeypatch.setenv("SIGNOFF_SIGNING_KEY", str(tmp_path / "missing.pem"))
+    r = cli("run", str(variant()))
+    assert r.code == 2 and "SIGNOFF_SIGNING_KEY" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert not (home / "sessions").exists() or not any((home / "sessions").iterdir())
