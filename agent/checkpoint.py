@@ -70,18 +70,24 @@ def write(journal: Path, session: str, events: int, head: str, signer: Signer | 
     db = journal.with_name(DB_NAME)
     conn = sqlite3.connect(db, timeout=10)
     try:
-        with conn:
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS journal_head "
-                "(id INTEGER PRIMARY KEY CHECK (id = 1), events INTEGER NOT NULL, head TEXT NOT NULL, record TEXT)"
-            )
-            conn.execute(
-                "INSERT INTO journal_head (id, events, head, record) VALUES (1, ?, ?, ?) ON CONFLICT(id) "
-                "DO UPDATE SET events = excluded.events, head = excluded.head, record = excluded.record",
-                (events, head, record.model_dump_json(exclude_none=True)),
-            )
+        _upsert(conn, events, head, record)
+    except sqlite3.DatabaseError:
+        pass  # an unreadable checkpoint DB is reported by the runner; the head file still holds the head
     finally:
         conn.close()
+
+
+def _upsert(conn: sqlite3.Connection, events: int, head: str, record: Head) -> None:
+    with conn:
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS journal_head "
+            "(id INTEGER PRIMARY KEY CHECK (id = 1), events INTEGER NOT NULL, head TEXT NOT NULL, record TEXT)"
+        )
+        conn.execute(
+            "INSERT INTO journal_head (id, events, head, record) VALUES (1, ?, ?, ?) ON CONFLICT(id) "
+            "DO UPDATE SET events = excluded.events, head = excluded.head, record = excluded.record",
+            (events, head, record.model_dump_json(exclude_none=True)),
+        )
 
 
 def read_all(journal: Path) -> list[tuple[str, Head]]:
@@ -95,8 +101,8 @@ def read_all(journal: Path) -> list[tuple[str, Head]]:
         conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
         try:
             row = conn.execute("SELECT record FROM journal_head WHERE id = 1").fetchone()
-        except sqlite3.OperationalError:
-            row = None  # a session from before the checkpoint table
+        except sqlite3.DatabaseError:
+            row = None  # a session from before the checkpoint table, or a DB that cannot be read
         finally:
             conn.close()
         if row is not None:

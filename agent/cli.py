@@ -722,10 +722,24 @@ def policy_explain(
 
 
 def main() -> None:
+    import signal
+
+    # SIGTERM (a CI cancel, `kill`) and a first Ctrl-C drain the run to the end of its current graph
+    # step, so the last checkpoint is a whole step; a second Ctrl-C stops at once.
+    signal.signal(signal.SIGTERM, _drain)
+    signal.signal(signal.SIGINT, _drain)
     try:
         app()
     except KeyboardInterrupt:
         sys.exit(130)
+
+
+def _drain(signum: int, frame: Any) -> None:
+    from agent.stopping import request_stop
+
+    if request_stop() and signum == 2:
+        raise KeyboardInterrupt
+    print("signoff: stopping after the current step (Ctrl-C again to stop now)", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

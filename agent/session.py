@@ -36,6 +36,7 @@ from agent.context import RunContext
 from agent.journal import Event, Journal, read_events
 from agent.listing import list_sessions, sessions_root
 from agent.models import BrainSpec
+from agent.stopping import stop_requested
 from agent.transports import HostRouter, ssh_factory
 from policies.decisions import DecisionError
 from policies.engine import PolicyEngine
@@ -364,10 +365,18 @@ class Runner:
 
         conn = sqlite3.connect(self.dir.checkpoints, check_same_thread=False)
         try:
-            saver = SqliteSaver(conn)
-            saver.setup()
-            # WAL + NORMAL: durable across process crashes at ~1 ms per step (research/langgraph.md §5).
-            conn.execute("PRAGMA synchronous=NORMAL")
+            try:
+                saver = SqliteSaver(conn)
+                saver.setup()
+                # WAL + NORMAL: durable across process crashes at ~1 ms per step (research/langgraph.md §5).
+                conn.execute("PRAGMA synchronous=NORMAL")
+            except sqlite3.DatabaseError as exc:
+                self.journal.append("checkpoint.unreadable", path=str(self.dir.checkpoints), error=str(exc))
+                self.journal.close()
+                raise RunFailed(
+                    f"its checkpoint DB cannot be read ({exc}), so it cannot resume; the journal is kept "
+                    f"apart from it: `signoff replay {self.dir.id} --verify` checks it and `--export` reports it"
+                ) from None
             yield build().compile(checkpointer=saver)
         finally:
             conn.close()
@@ -461,10 +470,12 @@ class Runner:
                     for node, update in chunk.items():
                         if node != "__interrupt__" and isinstance(update, dict):
                             self._journal_gates(update.get("gates", []))
+                    if stop_requested():  # a signal asked to stop: here, between steps, nothing is half done
+                        raise KeyboardInterrupt
                 snapshot = graph.get_state(cfg)
         except KeyboardInterrupt:
             # The last checkpoint stands; `signoff resume` continues from the step that was running.
-            self.journal.append("session.interrupted", reason="SIGINT")
+            self.journal.append("session.interrupted", reason="signal" if stop_requested() else "SIGINT")
             self._set_status("interrupted")
             self.journal.close()
             raise

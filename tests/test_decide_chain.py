@@ -206,3 +206,51 @@ def test_a_policy_file_changed_on_disk_needs_an_explicit_accept(cli, variant, ho
     assert safety["by"] == "policy:skip-all" and safety["policy_sha256"] == changed["policy_sha256"]
     v = cli("replay", session, "--verify")
     assert v.code == 0 and v.stdout.startswith("OK: "), v.stdout
+
+
+def test_sigterm_mid_run_stops_cleanly_and_resume_finishes_the_same(cli, variant, home):
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from tests.conftest import ROOT, SIGNOFF
+
+    env = {**os.environ, "SIGNOFF_HOME": str(home)}
+    proc = subprocess.Popen(
+        [*SIGNOFF, "run", str(variant()), "--json"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        found = list((home / "sessions").glob("*/journal.jsonl"))
+        if found and found[0].read_text().count('"bench.run"') >= 3:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "interrupted; `signoff resume" in err.decode()
+    session = cli("sessions", "--json").json()[0]["id"]
+    r = cli("resume", session, "--json")
+    assert r.code == 0, r.stderr
+    assert {o["id"]: o["outcome"] for o in r.json()["options"]} == {1: "no-go", 2: "skipped", 3: "kept"}
+    assert verify(Path(r.json()["journal"])).ok
+
+
+def test_a_corrupted_checkpoint_db_refuses_resume_and_keeps_the_journal(cli, variant, home):
+    r = cli("run", str(variant()), "--policy", "ask-everything", "--json")
+    assert r.code == 3
+    session, journal = r.json()["session"], Path(r.json()["journal"])
+    db = journal.parent / "checkpoints.sqlite"
+    for extra in (db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")):
+        extra.unlink(missing_ok=True)
+    db.write_bytes(b"this is not a database, it was overwritten by something" * 100)
+    resumed = cli("resume", session)
+    assert resumed.code == 1 and "checkpoint DB cannot be read" in resumed.stderr and "--verify" in resumed.stderr
+    assert len(resumed.stderr.strip().splitlines()) == 1
+    assert journal_events(journal)[-1]["kind"] == "checkpoint.unreadable"
+    assert cli("replay", session, "--verify").code == 0  # the journal and its head file still check out
+    assert cli("replay", session, "--kind", "gate").code == 0
