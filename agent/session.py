@@ -466,11 +466,15 @@ class Runner:
         try:
             with self._graph() as graph:
                 cfg = self._config()
-                for chunk in graph.stream(inp, cfg, context=self.ctx, stream_mode="updates", durability="sync"):
-                    for node, update in chunk.items():
-                        if node != "__interrupt__" and isinstance(update, dict):
-                            self._journal_gates(update.get("gates", []))
-                    if stop_requested():  # a signal asked to stop: here, between steps, nothing is half done
+                modes = ["updates", "checkpoints"]
+                for mode, chunk in graph.stream(inp, cfg, context=self.ctx, stream_mode=modes, durability="sync"):
+                    if mode == "updates":
+                        for node, update in chunk.items():
+                            if node != "__interrupt__" and isinstance(update, dict):
+                                self._journal_gates(update.get("gates", []))
+                    elif stop_requested():
+                        # A signal asked to stop. Only here, right after a whole superstep was saved, is
+                        # nothing half done: parallel branches report updates one by one mid-step.
                         raise KeyboardInterrupt
                 snapshot = graph.get_state(cfg)
         except KeyboardInterrupt:
