@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.context import RunContext
-from agent.execute import CommandRefused, Planned, run_one, run_spec
+from agent.execute import CommandRefused, Planned, command_class, run_one, run_spec
 from agent.models import Option, Probe
 from tools.commands import allowed_words, classify
 from tools.transport import CommandResult
@@ -102,21 +102,11 @@ class Toolbox:
             return "empty command", True
         quoted = shlex.join(words)
         rules = self.ctx.policy.model.commands
-        verdict = classify(command, allow=rules.allow, ask=rules.ask, deny=rules.deny)
+        verdict = command_class(self.ctx, command)
         secret = next((w for w in words if SECRET_PATH.search(w)), None)
         if verdict.klass == "deny" or secret is not None:
             pattern = verdict.pattern if verdict.klass == "deny" else "credential path"
-            self.ctx.journal.append(
-                "command.refused",
-                actor=self.agent,
-                purpose="investigate",
-                option=self.option.id,
-                host=host,
-                command=self.ctx.redact(command),
-                klass="deny",
-                pattern=pattern,
-                part=verdict.part if secret is None else secret,
-            )
+            self._refused(host, self.ctx.redact(command), pattern, verdict.part if secret is None else secret)
             return f"REFUSED by the command policy (deny {pattern!r}); it was not run", True
         if words[0].endswith("grep") and any(RECURSIVE.match(w) for w in words[1:]):
             return "recursive grep is not run here (it would read credential files); use the grep tool", True
@@ -163,17 +153,7 @@ class Toolbox:
         if target is None:
             return self._unknown_host(host), True
         if SECRET_PATH.search(path):
-            self.ctx.journal.append(
-                "command.refused",
-                actor=self.agent,
-                purpose="investigate",
-                option=self.option.id,
-                host=host,
-                command=f"{tool} {path}",
-                klass="deny",
-                part=path,
-                pattern="credential path",
-            )
+            self._refused(host, f"{tool} {path}", "credential path", path)
             return f"REFUSED: {path} looks like a credential file; its contents never leave the host", True
         rules = self.ctx.policy.model.commands
         verdict = classify(command, allow=["*"], ask=[], deny=rules.deny)
@@ -197,6 +177,19 @@ class Toolbox:
             timeout=TOOL_TIMEOUT_S,
         )
         return render_result(result, self.ctx.redact), not result.ok
+
+    def _refused(self, host: str, command: str, pattern: str | None, part: str) -> None:
+        self.ctx.journal.append(
+            "command.refused",
+            actor=self.agent,
+            purpose="investigate",
+            option=self.option.id,
+            host=host,
+            command=command,
+            klass="deny",
+            pattern=pattern,
+            part=part,
+        )
 
     def _host(self, name: str) -> Any:
         return next((h for h in self.ctx.campaign.hosts if h.name == name), None)

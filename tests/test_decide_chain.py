@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sqlite3
+import subprocess
+import time
 from pathlib import Path
 
 from agent.journal import verify
@@ -138,31 +142,26 @@ def test_a_second_recorded_answer_for_the_same_gate_is_refused(cli, variant, hom
     assert r.json()["gates"][1]["action"] == "continue"  # gates[0] is the plan, approved by rule
 
 
-def test_kill_9_mid_run_then_resume_finishes_with_the_same_verdicts(cli, variant, home):
-    import os
-    import signal
-    import subprocess
-    import time
-
+def run_until_benchmarking(home: Path, campaign: Path, stderr: int) -> subprocess.Popen:
+    """`signoff run` in its own process, returned once its journal shows three benchmark runs."""
     from tests.conftest import ROOT, SIGNOFF
 
     env = {**os.environ, "SIGNOFF_HOME": str(home)}
     proc = subprocess.Popen(
-        [*SIGNOFF, "run", str(variant()), "--json"],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        [*SIGNOFF, "run", str(campaign), "--json"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=stderr
     )
     deadline = time.monotonic() + 60
-    journal = None
     while time.monotonic() < deadline:
         found = list((home / "sessions").glob("*/journal.jsonl"))
         if found and found[0].read_text().count('"bench.run"') >= 3:
-            journal = found[0]
-            break
+            return proc
         time.sleep(0.05)
-    assert journal is not None
+    proc.kill()
+    raise AssertionError("the run never reached its benchmark")
+
+
+def test_kill_9_mid_run_then_resume_finishes_with_the_same_verdicts(cli, variant, home):
+    proc = run_until_benchmarking(home, variant(), subprocess.DEVNULL)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     rows = cli("sessions", "--json").json()
@@ -209,27 +208,7 @@ def test_a_policy_file_changed_on_disk_needs_an_explicit_accept(cli, variant, ho
 
 
 def test_sigterm_mid_run_stops_cleanly_and_resume_finishes_the_same(cli, variant, home):
-    import os
-    import signal
-    import subprocess
-    import time
-
-    from tests.conftest import ROOT, SIGNOFF
-
-    env = {**os.environ, "SIGNOFF_HOME": str(home)}
-    proc = subprocess.Popen(
-        [*SIGNOFF, "run", str(variant()), "--json"],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        found = list((home / "sessions").glob("*/journal.jsonl"))
-        if found and found[0].read_text().count('"bench.run"') >= 3:
-            break
-        time.sleep(0.05)
+    proc = run_until_benchmarking(home, variant(), subprocess.PIPE)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and "interrupted; `signoff resume" in err.decode()

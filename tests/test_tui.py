@@ -53,6 +53,14 @@ async def wait_for(pilot: Any, condition: Callable[[], bool], timeout: float = 9
     raise AssertionError(f"timed out waiting for {what or condition}")
 
 
+def live_app(variant: Callable[..., Path], policy: Path) -> tuple[SessionDir, SignoffApp]:
+    """A new session running in its worker thread, as `signoff run` starts it under a terminal."""
+    d = create(variant(), policy)
+    source = LiveSource(d)
+    source.start()
+    return d, SignoffApp(source, mode="live")
+
+
 def gate_open(app: SignoffApp) -> bool:
     """A gate screen is up and composed."""
     screen = app.screen
@@ -73,10 +81,7 @@ def decisions(d: SessionDir) -> list[dict[str, Any]]:
 async def test_a_gate_answered_by_key_is_echoed_then_confirmed(
     home: Path, variant: Callable[..., Path], tmp_path: Path
 ) -> None:
-    d = create(variant(), policy_asking_at_plan(tmp_path))
-    source = LiveSource(d)
-    source.start()
-    app = SignoffApp(source, mode="live")
+    d, app = live_app(variant, policy_asking_at_plan(tmp_path))
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: gate_open(app), what="the plan gate")
         screen = app.screen
@@ -101,10 +106,7 @@ async def test_a_gate_answered_by_key_is_echoed_then_confirmed(
 async def test_a_one_liner_is_echoed_and_gibberish_is_rejected_in_place(
     home: Path, variant: Callable[..., Path], tmp_path: Path
 ) -> None:
-    d = create(variant(), policy_asking_at_plan(tmp_path))
-    source = LiveSource(d)
-    source.start()
-    app = SignoffApp(source, mode="live")
+    d, app = live_app(variant, policy_asking_at_plan(tmp_path))
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: gate_open(app), what="the plan gate")
         await pilot.press("slash")
@@ -132,10 +134,7 @@ async def test_a_gate_deadline_counts_down_into_the_policys_answer(
     home: Path, variant: Callable[..., Path], tmp_path: Path
 ) -> None:
     policy = policy_asking_at_plan(tmp_path, extra="\n    deadline: 4s\n    on_deadline: approve")
-    d = create(variant(), policy)
-    source = LiveSource(d)
-    source.start()
-    app = SignoffApp(source, mode="live")
+    d, app = live_app(variant, policy)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: gate_open(app), what="the plan gate")
         countdown = app.screen.query_one("#gate-countdown", Static)
@@ -150,10 +149,7 @@ async def test_a_gate_deadline_counts_down_into_the_policys_answer(
 async def test_quitting_at_a_gate_leaves_the_session_paused_and_resumable(
     home: Path, variant: Callable[..., Path], tmp_path: Path
 ) -> None:
-    d = create(variant(), policy_asking_at_plan(tmp_path))
-    source = LiveSource(d)
-    source.start()
-    app = SignoffApp(source, mode="live")
+    d, app = live_app(variant, policy_asking_at_plan(tmp_path))
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: gate_open(app), what="the plan gate")
         await pilot.press("q")
