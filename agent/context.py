@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent.brain import Brain
+from agent.effects import Ledger
 from agent.journal import Journal
 from agent.models import Campaign
 from policies.engine import PolicyEngine
@@ -34,6 +35,7 @@ class RunContext:
     started_at: float = 0.0  # epoch seconds when the session started (budget: wall time)
     spent_usd: float = 0.0  # LLM spend so far (RuleBrain spends nothing)
     budget_approved: set[str] = field(default_factory=set)  # limits a person or rule agreed to go past
+    ledger: Ledger = field(default_factory=Ledger)  # mutations by idempotency key (agent/effects.py)
 
     def over_llm_budget(self) -> str | None:
         """Why the brain must not call the model now (None: it may)."""

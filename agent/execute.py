@@ -12,9 +12,15 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from langgraph.func import task
+from langgraph.types import RetryPolicy
+
+from agent import crashpoints
 from agent.campaign import render
 from agent.context import RunContext
+from agent.effects import Effect, MutationInDoubt, mutate
 from agent.models import TEMPLATE_VAR, CommandSpec
 from tools.commands import Verdict, classify
 from tools.transport import CommandResult, Host, TransportError
@@ -100,9 +106,15 @@ def run_spec(
     approved: list[str] | tuple[str, ...] = (),
     timeout: float | None = None,
     diagnose: Callable[[Host], None] | None = None,
+    effect: Effect | None = None,
 ) -> list[CommandResult]:
     """Run `spec` on all its hosts in parallel (wall time ≈ the slowest host); refuse before running
-    anything on any host if one of the rendered commands is not permitted."""
+    anything on any host if one of the rendered commands is not permitted.
+
+    Inside a graph run each host's command is a LangGraph task, so a resumed node gets the results of
+    commands that completed before a crash instead of running them again; `effect` marks an apply or
+    revert, which also gets an idempotency key (agent/effects.py). Raises MutationInDoubt when one
+    was cut short and cannot be settled."""
     planned = plan(ctx, spec)
     allowed = set(approved)
     for p in planned:
@@ -120,10 +132,98 @@ def run_spec(
             )
             raise CommandRefused(p.command, verdict)
     limit = timeout or spec.timeout
+    scope = _graph_task()
+    if scope is None:  # called outside a graph run: nothing to resume, run directly
+        return _direct(ctx, planned, purpose=purpose, option=option, timeout=limit, diagnose=diagnose)
+    index = ctx.ledger.next_call(scope)
+    if effect is not None:
+        futures = [
+            _mutation_task(
+                ctx,
+                p,
+                purpose=purpose,
+                option=option,
+                timeout=limit,
+                effect=effect,
+                key=f"{scope}#{index}@{p.host.name}",
+            )
+            for p in planned
+        ]
+    else:
+        futures = [
+            _command_task(ctx, p, purpose=purpose, option=option, timeout=limit, diagnose=diagnose) for p in planned
+        ]
+    results: list[CommandResult] = []
+    doubt: MutationInDoubt | None = None
+    for future in futures:  # wait for every host before raising, so no command is left running unseen
+        try:
+            results.append(CommandResult.model_validate(future.result()))
+        except LinkLost as exc:
+            results.append(exc.result)
+        except MutationInDoubt as exc:
+            doubt = doubt or exc
+    if doubt is not None:
+        raise doubt
+    return results
 
+
+class LinkLost(RuntimeError):
+    """The link to the host dropped mid-command; a read-only command may simply run again."""
+
+    def __init__(self, result: CommandResult) -> None:
+        self.result = result
+        super().__init__(result.error)
+
+
+def _graph_task() -> str | None:
+    """The running graph task's namespace (stable across a resume), or None outside a graph run."""
+    from langgraph.config import get_config
+
+    try:
+        return get_config()["configurable"].get("checkpoint_ns") or None
+    except RuntimeError:
+        return None
+
+
+# Retry policies live on tasks, never on nodes (a node retry re-runs its completed tasks), and only on
+# commands that may run twice: a mutation is never retried.
+@task(name="command", retry_policy=RetryPolicy(max_attempts=2, initial_interval=0.5, jitter=True, retry_on=LinkLost))
+def _command_task(
+    ctx: RunContext,
+    p: Planned,
+    *,
+    purpose: str,
+    option: int | None,
+    timeout: float,
+    diagnose: Callable[[Host], None] | None,
+) -> dict[str, Any]:
+    hook = (lambda: diagnose(p.host)) if diagnose is not None else None
+    result = run_one(ctx, p, purpose=purpose, option=option, timeout=timeout, on_timeout=hook)
+    if result.error and "connection lost" in result.error:
+        raise LinkLost(result)
+    return result.model_dump(mode="json")
+
+
+@task(name="mutation")
+def _mutation_task(
+    ctx: RunContext, p: Planned, *, purpose: str, option: int | None, timeout: float, effect: Effect, key: str
+) -> dict[str, Any]:
+    result = mutate(ctx, p, purpose=purpose, option=option, timeout=timeout, effect=effect, key=key)
+    return result.model_dump(mode="json")
+
+
+def _direct(
+    ctx: RunContext,
+    planned: list[Planned],
+    *,
+    purpose: str,
+    option: int | None,
+    timeout: float,
+    diagnose: Callable[[Host], None] | None,
+) -> list[CommandResult]:
     def one(p: Planned) -> CommandResult:
         hook = (lambda: diagnose(p.host)) if diagnose is not None else None
-        return run_one(ctx, p, purpose=purpose, option=option, timeout=limit, on_timeout=hook)
+        return run_one(ctx, p, purpose=purpose, option=option, timeout=timeout, on_timeout=hook)
 
     if len(planned) == 1:
         return [one(planned[0])]
@@ -139,8 +239,12 @@ def run_one(
     option: int | None,
     timeout: float,
     on_timeout: Callable[[], None] | None = None,
+    key: str | None = None,
+    effect: Effect | None = None,
 ) -> CommandResult:
-    ctx.journal.append(
+    # A mutation's lines carry its idempotency key and are fsynced: after a crash they are the ledger.
+    keyed = {"key": key, "effect": effect} if key else {}
+    event = ctx.journal.append(
         "command.started",
         host=p.host.name,
         command=ctx.redact(p.command),
@@ -148,9 +252,18 @@ def run_one(
         option=option,
         timeout_s=timeout,
         secrets=list(p.secrets),
+        **keyed,
     )
+    if key:
+        ctx.ledger.started[key] = event.data
     result = ctx.transport.run(p.host, p.script, timeout=timeout, stdin=p.stdin, on_timeout=on_timeout)
     result = result.model_copy(update={"command": ctx.redact(p.command)})
+    crashpoints.reached(f"ran:{purpose}")
+    if key:
+        recorded = result.model_copy(
+            update={"stdout_tail": result.stdout_tail[-2000:], "stderr_tail": result.stderr_tail[-2000:]}
+        )
+        keyed["result"] = recorded.model_dump(mode="json")
     ctx.journal.append(
         "command.finished",
         host=p.host.name,
@@ -164,7 +277,10 @@ def run_one(
         artifact=result.artifact,
         stderr_artifact=result.stderr_artifact,
         error=result.error,
+        **keyed,
     )
+    if key:
+        ctx.ledger.finished[key] = keyed["result"]
     return result
 
 

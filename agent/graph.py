@@ -4,6 +4,7 @@ preflight → [command gate] → setup → plan → plan gate → investigate ×
   → review → [command gate for what a subagent asked to run → investigate again] → triage gate
   → pick next → [budget gate] → [command gate] → apply → benchmark → stress → assess → safety gate
   → keep | rollback → [rollback gate] → continue-or-ask gate → pick next … → report
+(an apply or revert a crash left in doubt → rollback gate)
 """
 
 from __future__ import annotations
@@ -80,8 +81,9 @@ def build() -> StateGraph:
         _command_route,
         ["setup", "apply", "pick_next", "report", "command_gate", "investigate", "review"],
     )
-    g.add_conditional_edges("apply", _route, {"benchmark": "benchmark", "failed": "rollback"})
-    g.add_conditional_edges("benchmark", _route, {"stress": "stress", "failed": "rollback"})
+    # "doubt": a crash cut an apply or revert short and nothing can tell whether it took effect.
+    g.add_conditional_edges("apply", _route, {"benchmark": "benchmark", "failed": "rollback", "doubt": "rollback_gate"})
+    g.add_conditional_edges("benchmark", _route, {"stress": "stress", "failed": "rollback", "doubt": "rollback_gate"})
     g.add_edge("stress", "assess")
     g.add_edge("assess", "safety_gate")
     g.add_conditional_edges(

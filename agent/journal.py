@@ -22,12 +22,13 @@ from typing import Any
 import rfc8785
 from pydantic import BaseModel
 
-from agent import checkpoint
+from agent import checkpoint, crashpoints
 
 FORMAT_VERSION = 1
 GENESIS = "0" * 64
-# fsync these at once: they are what an auditor asks about first.
-DURABLE_KINDS = ("session.", "gate.", "decision", "rule.", "rollback", "report")
+# fsync these at once: they are what an auditor asks about first (and a mutation's started/finished
+# lines carry an `effect`: after a crash they decide whether it may run again).
+DURABLE_KINDS = ("session.", "gate.", "decision", "rule.", "rollback", "report", "mutation.")
 
 
 class Event(BaseModel):
@@ -120,15 +121,21 @@ class Journal:
                 **_plain(data),
             }
             line = rfc8785.dumps(record)
+            points = (kind, f"{kind}/{data['purpose']}") if data.get("purpose") else (kind,)
+            if crashpoints.armed(f"torn:{kind}"):
+                self._fh.write(line[: len(line) // 2])
+                self._fh.flush()
+                crashpoints.kill()
             self._fh.write(line + b"\n")
             self._fh.flush()
             digest = hashlib.sha256(line).hexdigest()
             event = Event(seq=self._seq, kind=kind, ts=ts, actor=actor, data=_plain(data), hash=digest)
             self._seq += 1
             self._prev = digest
-            if kind.startswith(DURABLE_KINDS):
+            if kind.startswith(DURABLE_KINDS) or data.get("effect"):
                 os.fsync(self._fh.fileno())
                 self._write_head()
+            crashpoints.reached(*(f"journal:{p}" for p in points))
         for listener in self._listeners:
             listener(event)
         return event

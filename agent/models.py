@@ -63,9 +63,18 @@ class Option(_Strict):
     apply: list[CommandSpec] = Field(min_length=1)
     revert: list[CommandSpec] = Field(min_length=1)
     probes: list[Probe] = Field(default_factory=list)
+    # Read-only; exit 0 when the option is in effect on the host it runs on, non-zero when it is not.
+    # After a crash it decides whether an apply or revert that was cut short took effect (its `on` is
+    # ignored: it runs on the host in doubt). Without it, such a mutation opens the rollback gate.
+    check: CommandSpec | None = None
     notes: str = ""
 
     _cmds = field_validator("apply", "revert", mode="before")(_commands)
+
+    @field_validator("check", mode="before")
+    @classmethod
+    def _check_shorthand(cls, value: object) -> object:
+        return {"run": value, "timeout": 30} if isinstance(value, str) else value
 
 
 class Goal(_Strict):

@@ -27,12 +27,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from agent import crashpoints
 from agent.answers import answer as answer_gate
 from agent.brain import Brain
 from agent.brain.rules import RuleBrain
 from agent.campaign import LoadedCampaign, load_campaign, with_proposals
 from agent.checkpoint import Signer
 from agent.context import RunContext
+from agent.effects import Ledger
 from agent.journal import Event, Journal, read_events
 from agent.listing import list_sessions, sessions_root
 from agent.models import BrainSpec
@@ -44,7 +46,7 @@ from policies.expr import engine_version
 from policies.gates import Decision, Gate
 from policies.schema import Policy, load_policy, load_policy_text
 from policies.yamlsrc import SourceError
-from tools.artifacts import ArtifactStore
+from tools.artifacts import ArtifactStore, StorageFull
 from tools.secrets import Redactor, is_secret_name
 from tools.transport import LocalTransport
 
@@ -309,6 +311,7 @@ class Runner:
             redact=redact,
             started_at=datetime.fromisoformat(self.meta["created"]).timestamp(),
         )
+        self._journaled_gates: set[str] = set()
         self._resume_from_journal()
         self.ctx.brain = self._brain()
 
@@ -316,7 +319,10 @@ class Runner:
         """What the journal knows that the context must carry on with: LLM spend and proposed options."""
         if not self.dir.journal.exists():
             return
-        for e in read_events(self.dir.journal):
+        events = list(read_events(self.dir.journal))
+        self.ctx.ledger = Ledger.from_events(events)
+        self._journaled_gates = {e["gate"] for e in events if e["kind"] == "decision"}
+        for e in events:
             if e["kind"] == "llm.call":
                 self.ctx.spent_usd += float(e.get("cost_usd", 0.0))
             elif e["kind"] == "plan" and e.get("proposals"):
@@ -422,11 +428,33 @@ class Runner:
             self.journal.append("session.resumed", answers=sorted(ready))
             self._clear_answers(list(ready))
             return self._drive(Command(resume=ready))
-        if snapshot.next:
-            # Interrupted by a crash or a signal between steps: continue from the last checkpoint.
-            self.journal.append("session.resumed", answers=[])
+        if snapshot.created_at is None:
+            # Killed before the graph saved its first checkpoint: nothing ran yet, so start it.
+            self.journal.append("session.resumed", answers=[], from_step=None)
+            return self._drive({})
+        # Gates a policy decided are journaled as the graph reports them; a crash can fall in between.
+        self._journal_gates(snapshot.values.get("gates", []), recovered=True)
+        if snapshot.next or snapshot.tasks:
+            # Interrupted by a crash or a signal: continue from the last checkpoint. (After a hard kill
+            # `next` can be empty while tasks of the step are still pending, so both are looked at.)
+            self.journal.append("session.resumed", answers=[], from_step=snapshot.metadata.get("step"))
             return self._drive(None)
+        ended = self._ended()
+        if ended is None:
+            return self._finish(snapshot, elapsed=0.0)  # killed after the last step, before saying so
+        if self.meta.get("status") != ended:
+            self._set_status(ended)  # killed between journaling the end and recording it in meta.json
         return self.outcome()
+
+    def _ended(self) -> str | None:
+        """How the journal says the run ended (its last session event is the end), or None."""
+        last = None
+        for e in read_events(self.dir.journal):
+            if e["kind"].startswith("session.") and e["kind"] != "session.interrupted":
+                last = e
+        if last is None or last["kind"] not in ("session.finished", "session.failed"):
+            return None
+        return last.get("status") or "failed"
 
     def _expired(self, interrupt: Any) -> dict[str, Any] | None:
         """The policy's on_deadline answer when a paused gate waited past its deadline (journaled)."""
@@ -472,10 +500,12 @@ class Runner:
                         for node, update in chunk.items():
                             if node != "__interrupt__" and isinstance(update, dict):
                                 self._journal_gates(update.get("gates", []))
-                    elif stop_requested():
-                        # A signal asked to stop. Only here, right after a whole superstep was saved, is
-                        # nothing half done: parallel branches report updates one by one mid-step.
-                        raise KeyboardInterrupt
+                    else:
+                        crashpoints.reached("checkpoint")
+                        if stop_requested():
+                            # A signal asked to stop. Only here, right after a whole superstep was saved, is
+                            # nothing half done: parallel branches report updates one by one mid-step.
+                            raise KeyboardInterrupt
                 snapshot = graph.get_state(cfg)
         except KeyboardInterrupt:
             # The last checkpoint stands; `signoff resume` continues from the step that was running.
@@ -483,6 +513,13 @@ class Runner:
             self._set_status("interrupted")
             self.journal.close()
             raise
+        except StorageFull as exc:
+            # The evidence cannot be kept, so nothing more may run; the step that hit it runs again on resume.
+            message = f"disk full: {exc.strerror}; free space, then `signoff resume {self.dir.id}` continues"
+            self.journal.append("session.failed", error=message, errno=exc.errno, reason="storage-full")
+            self._set_status("failed")
+            self.journal.close()
+            raise RunFailed(message) from exc
         except Exception as exc:  # the run failed: record why, keep the checkpoint for resume
             self.journal.append("session.failed", error=f"{type(exc).__name__}: {exc}")
             self._set_status("failed")
@@ -492,24 +529,29 @@ class Runner:
             self.transport.close()
         if snapshot.interrupts:
             return self._outcome_paused(snapshot, elapsed=time.monotonic() - started)
+        return self._finish(snapshot, elapsed=time.monotonic() - started)
+
+    def _finish(self, snapshot: Any, *, elapsed: float) -> Outcome:
         values = snapshot.values
         report = values.get("report") or {}
         status: Status = "failed" if report.get("error") else ("stopped" if values.get("stopping") else "finished")
         self.journal.append(
             f"session.{'failed' if status == 'failed' else 'finished'}",
             status=status,
-            elapsed_s=round(time.monotonic() - started, 3),
+            elapsed_s=round(elapsed, 3),
             error=report.get("error"),
         )
         self._set_status(status)
         self.journal.close()
         return self.outcome()
 
-    def _journal_gates(self, records: list[dict[str, Any]]) -> None:
+    def _journal_gates(self, records: list[dict[str, Any]], *, recovered: bool = False) -> None:
         for g in records:
             by = g["decision"].get("by") or ""
-            if by.startswith("human:") or by == "deadline":
+            if by.startswith("human:") or by == "deadline" or g["id"] in self._journaled_gates:
                 continue  # journaled when the person answered (`decide`) or the deadline passed (`resume`)
+            self._journaled_gates.add(g["id"])
+            extra = {"recovered": True} if recovered else {}
             self.journal.append(
                 "gate.opened",
                 gate=g["id"],
@@ -517,6 +559,7 @@ class Runner:
                 option=g.get("option"),
                 question=g["question"],
                 facts=g["facts"],
+                **extra,
             )
             self.journal.append(
                 "decision",
@@ -527,6 +570,7 @@ class Runner:
                 by=by,
                 rule=g["decision"].get("rule"),
                 policy_sha256=self.policy.sha256,
+                **extra,
             )
 
     def _outcome_paused(self, snapshot: Any, *, elapsed: float | None = None, note: str | None = None) -> Outcome:

@@ -160,12 +160,19 @@ def run_until_benchmarking(home: Path, campaign: Path, stderr: int) -> subproces
     raise AssertionError("the run never reached its benchmark")
 
 
-def test_kill_9_mid_run_then_resume_finishes_with_the_same_verdicts(cli, variant, home):
+def test_one_runner_per_session_and_kill_9_frees_the_lock_for_resume(cli, variant, home):
     proc = run_until_benchmarking(home, variant(), subprocess.DEVNULL)
+    session = cli("sessions", "--json").json()[0]["id"]
+    # A second process may not drive a session another one is running: it names the holder.
+    for args in (("resume", session), ("decide", session, "continue", "--yes")):
+        r = cli(*args)
+        assert r.code != 0 and f"in use by pid {proc.pid} (" in r.stderr, (args, r.stderr)
+        assert len(r.stderr.strip().splitlines()) == 1
+    assert proc.poll() is None  # and the runner was not disturbed
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     rows = cli("sessions", "--json").json()
-    assert rows[0]["status"] == "interrupted"
+    assert rows[0]["status"] == "interrupted"  # the dead holder's lock went with it
     r = cli("resume", rows[0]["id"], "--json")
     assert r.code == 0, r.stderr
     out = r.json()

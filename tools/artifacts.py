@@ -2,10 +2,32 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
+_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+
+
+class StorageFull(OSError):
+    """The artifact store cannot take more output (disk full, quota or file size limit)."""
+
+
+def _guarded(root: Path, write: Callable[[], T]) -> T:
+    try:
+        return write()
+    except StorageFull:
+        raise
+    except OSError as exc:
+        if exc.errno not in _FULL:
+            raise
+        raise StorageFull(exc.errno, f"no space left for command output in {root} ({exc.strerror})") from exc
 
 
 class ArtifactStore:
@@ -26,7 +48,7 @@ class ArtifactStore:
         path = self.root / f"sha256-{digest}"
         if not path.exists():
             tmp = path.with_suffix(".tmp")
-            tmp.write_bytes(data)
+            _guarded(self.root, lambda: tmp.write_bytes(data))
             tmp.replace(path)
         return digest, path.name
 
@@ -42,11 +64,20 @@ class ArtifactWriter:
         self._hash = hashlib.sha256()
 
     def write(self, data: bytes) -> None:
-        self._fh.write(data)
+        _guarded(self.store.root, lambda: self._fh.write(data))
         self._hash.update(data)
 
+    def discard(self) -> None:
+        with contextlib.suppress(OSError):  # the disk is full: what did not fit goes with the file
+            self._fh.close()
+        self._tmp.unlink(missing_ok=True)
+
     def close(self) -> tuple[str, str]:
-        self._fh.close()
+        try:
+            _guarded(self.store.root, self._fh.close)
+        except StorageFull:
+            self.discard()  # a partial artifact would be evidence of nothing
+            raise
         digest = self._hash.hexdigest()
         path = self.store.root / f"sha256-{digest}"
         if path.exists():

@@ -8,7 +8,7 @@ import hashlib
 from collections import deque
 from collections.abc import Callable
 
-from tools.artifacts import ArtifactStore
+from tools.artifacts import ArtifactStore, StorageFull
 
 LineCallback = Callable[[str, str], None]  # (stream name, line)
 
@@ -32,6 +32,8 @@ class StreamSink:
         self.tail_size = 0
         self.truncated = False
         self.filter: Callable[[str], bool] | None = None  # True = swallow the line (e.g. our PGID marker)
+        # Disk full: keep draining the pipe (a blocked writer would hang the command), fail at close.
+        self.full: StorageFull | None = None
 
     def feed(self, data: bytes) -> None:
         if b"\n" not in data:
@@ -62,7 +64,11 @@ class StreamSink:
                 return
             clean = self.redact(text) if self.redacting else text
             out = clean.encode() + end if self.redacting else raw + end
-        self.writer.write(out)
+        if self.full is None:
+            try:
+                self.writer.write(out)
+            except StorageFull as exc:
+                self.full = exc
         self.hash.update(out)
         self.tail.append(out)
         self.tail_size += len(out)
@@ -77,6 +83,9 @@ class StreamSink:
         if self.partial_parts:
             self._line(b"".join(self.partial_parts), b"")
             self.partial_parts, self.partial_size = [], 0
+        if self.full is not None:
+            self.writer.discard()
+            raise self.full
         _, name = self.writer.close()
         return b"".join(self.tail).decode(errors="replace"), self.hash.hexdigest(), name
 

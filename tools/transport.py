@@ -65,6 +65,12 @@ class CommandResult(BaseModel):
         return self.exit_code == 0 and not self.timed_out and self.error is None
 
 
+def _outlive_guard(timeout: float) -> list[str]:
+    """A deadline the command keeps if signoff itself dies (SIGKILL, OOM): our timer dies with us, and an
+    orphaned hang must not run forever. Kills only later than our own timeout would have."""
+    return ["timeout", "-k", "5", f"{timeout + 5:g}"] if shutil.which("timeout") else []
+
+
 class TransportError(RuntimeError):
     """A command could not be run on its host; the message says why in one line."""
 
@@ -124,7 +130,7 @@ class LocalTransport:
         full_env = {**os.environ, **(env or {}), "SIGNOFF_HOST": host.name}
         started = time.monotonic()
         proc = subprocess.Popen(
-            ["bash", "-c", command],
+            [*_outlive_guard(timeout), "bash", "-c", command],
             cwd=workdir,
             env=full_env,
             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
@@ -188,8 +194,10 @@ def finish(
     duration: float,
     error: str | None = None,
 ) -> CommandResult:
-    stdout, digest, artifact = out.close()
-    stderr, _, stderr_artifact = err.close()
+    try:
+        stdout, digest, artifact = out.close()
+    finally:  # both streams, even when the disk is full: no partial artifact is left behind
+        stderr, _, stderr_artifact = err.close()
     return CommandResult(
         host=host,
         command=command,

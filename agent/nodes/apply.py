@@ -7,6 +7,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from agent.context import RunContext
+from agent.effects import MutationInDoubt
 from agent.execute import CommandRefused, rendered, run_spec
 from agent.state import State
 
@@ -32,10 +33,14 @@ def apply(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         results = [
             r
             for spec in option.apply
-            for r in run_spec(ctx, spec, purpose="apply", option=option.id, approved=state.get("approved", []))
+            for r in run_spec(
+                ctx, spec, purpose="apply", option=option.id, approved=state.get("approved", []), effect="apply"
+            )
         ]
     except CommandRefused as exc:
         return {**tried, "route": "failed", "options": {key: {"outcome": "untested", "reasons": [str(exc)]}}}
+    except MutationInDoubt as exc:
+        return {**tried, **in_doubt(key, exc)}
     failed = [r for r in results if not r.ok]
     if failed:
         f = failed[0]
@@ -45,3 +50,13 @@ def apply(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         # Half-applied is the worst state to leave a host in: roll back.
         return {**tried, "route": "failed", "options": {key: {"outcome": "untested", "reasons": [reason]}}}
     return {**tried, "route": "benchmark"}
+
+
+def in_doubt(key: str, exc: MutationInDoubt) -> dict[str, Any]:
+    """Where a mutation nobody can settle sends the run: the rollback gate, with the hosts unverified."""
+    v = {"verified": False, "health_ok": False, "delta_pct": None, "in_doubt": True, "detail": str(exc)}
+    return {
+        "route": "doubt",
+        "verification": v,
+        "options": {key: {"outcome": "untested", "reasons": [str(exc)]}},
+    }

@@ -12,6 +12,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from agent.context import RunContext
+from agent.effects import MutationInDoubt
 from agent.execute import CommandRefused, run_spec
 from agent.models import CommandSpec
 from agent.state import State
@@ -94,7 +95,8 @@ def benchmark(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         if want == applied:
             return
         for s in option.apply if want else option.revert:
-            results = run_spec(ctx, s, purpose="toggle", option=option.id, approved=approved)
+            effect = "apply" if want else "revert"
+            results = run_spec(ctx, s, purpose="toggle", option=option.id, approved=approved, effect=effect)
             if not all(r.ok for r in results):
                 raise RuntimeError(f"could not switch to arm {arm}: {results[0].command!r} failed")
         applied = want
@@ -130,6 +132,11 @@ def benchmark(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
             run_pairs(target, spec.max_pairs)
             result = _analyse(ctx, runs)
         set_arm("B")  # stress tests run against the candidate
+    except MutationInDoubt as exc:
+        from agent.nodes.apply import in_doubt
+
+        ctx.journal.append("bench.aborted", option=option.id, reason=str(exc))
+        return in_doubt(key, exc)
     except (CommandRefused, RuntimeError) as exc:
         ctx.journal.append("bench.aborted", option=option.id, reason=str(exc))
         return {"route": "failed", "options": {key: {"outcome": "untested", "reasons": [str(exc)]}}}

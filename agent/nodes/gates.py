@@ -379,10 +379,11 @@ def rollback_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         "measured": v.get("delta_pct") is not None,
         "delta_pct": float(v.get("delta_pct") or 0.0),
     }
+    what = "a change to" if v.get("in_doubt") else "rollback of"
     question = (
-        f"**CRITICAL** — rollback of #{key} did not verify: {v.get('detail', 'no detail')}. The hosts may not "
+        f"**CRITICAL** — {what} #{key} did not verify: {v.get('detail', 'no detail')}. The hosts may not "
         f"be on the known-good baseline.\n{undo_plan(runtime.context, state['current'])}\n"
-        "Retry the revert, accept it as is, or stop?"
+        "Revert (and verify), accept it as is, or stop?"
     )
     gate = make_gate(state, "rollback", question, facts, option=state["current"])
     decision, update = resolve(state, runtime, gate, critical=True)

@@ -22,7 +22,7 @@ def scope_commands(ctx: RunContext, scope: str) -> list[CommandSpec]:
         prep = [CommandSpec(run=cmd, on=c.benchmark.on) for cmd in (c.benchmark.restart, c.benchmark.warmup) if cmd]
         return [*c.baseline.setup, *c.baseline.health, c.benchmark, *prep, *c.stress, *diagnose]
     option = c.option(int(scope))
-    return [*option.apply, *option.revert]
+    return [*option.apply, *option.revert, *([option.check] if option.check else [])]
 
 
 def classified(ctx: RunContext, scope: str) -> list[tuple[str, str, str]]:

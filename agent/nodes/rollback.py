@@ -11,6 +11,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from agent.context import RunContext
+from agent.effects import MutationInDoubt
 from agent.execute import CommandRefused, run_spec
 from agent.nodes.benchmark import bench_once
 from agent.state import State
@@ -36,15 +37,19 @@ def rollback(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx.journal.append("phase", phase="rollback", option=option.id)
     try:
         results = [
-            r for s in option.revert for r in run_spec(ctx, s, purpose="revert", option=option.id, approved=approved)
+            r
+            for s in option.revert
+            for r in run_spec(ctx, s, purpose="revert", option=option.id, approved=approved, effect="revert")
         ]
         health = [
             r
             for s in ctx.campaign.baseline.health
             for r in run_spec(ctx, s, purpose="health", option=option.id, approved=approved)
         ]
-    except CommandRefused as exc:
+    except (CommandRefused, MutationInDoubt) as exc:
         v = {"verified": False, "health_ok": False, "delta_pct": None, "detail": str(exc)}
+        if isinstance(exc, MutationInDoubt):
+            v["in_doubt"] = True
         ctx.journal.append("rollback", option=option.id, **v)
         return {"verification": v}
     revert_ok = all(r.ok for r in results)

@@ -113,6 +113,14 @@ def cmd_apply(args: argparse.Namespace, on: bool = True) -> None:
     print(f"{args.feature}: {'on' if on else 'off'} ({key}={state[key]!r})")
 
 
+def cmd_check(args: argparse.Namespace) -> None:
+    """Exit 0 when the feature is on, 1 when it is off: how signoff tells whether a cut-short apply took."""
+    state = load()
+    key, value_on, _ = FEATURES[args.feature]
+    print(f"{args.feature}: {'on' if state[key] == value_on else 'off'}")
+    sys.exit(0 if state[key] == value_on else 1)
+
+
 def cmd_leakcheck(_: argparse.Namespace) -> None:
     """Like scraping /metrics after the load drained: running, waiting and KV usage back to idle?
     (`health` keeps saying ok: real health endpoints lie about this.)"""
@@ -200,7 +208,7 @@ def cmd_stress(args: argparse.Namespace) -> None:
         print(f"aborted {args.requests // 2} in flight", flush=True)
         # Without the TP barrier, ranks that aborted different requests launch different batches
         # and the next collective never completes: the engine hangs with no error.
-        if state["overlap_scheduler"] and r.random() < 0.55:
+        if state["overlap_scheduler"] and r.random() < args.wedge_rate:
             print(
                 "decode step 4812: waiting on all-reduce (rank 3 in batch 911, rank 5 in batch 912)",
                 flush=True,
@@ -247,7 +255,7 @@ def main() -> None:
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("init")
     p.add_argument("--seed", type=int, default=3)
-    for name in ("apply", "revert"):
+    for name in ("apply", "revert", "check"):
         p = sub.add_parser(name)
         p.add_argument("feature", choices=sorted(FEATURES))
     sub.add_parser("health")
@@ -266,6 +274,7 @@ def main() -> None:
     p.add_argument("scenario", choices=["abort-cascade", "idle-busy-bursts"])
     p.add_argument("--requests", type=int, default=200)
     p.add_argument("--wall", type=float, default=0.2)
+    p.add_argument("--wedge-rate", type=float, default=0.55, help="chance a desynced abort hangs the engine")
     p.add_argument("--degrade", action="store_true", help="leave the server slower afterwards (a leak)")
     p.add_argument("--crash", action="store_true", help="the engine dies under load (the client exits 0)")
     args = ap.parse_args()
@@ -275,6 +284,8 @@ def main() -> None:
         cmd_apply(args, on=True)
     elif args.cmd == "revert":
         cmd_apply(args, on=False)
+    elif args.cmd == "check":
+        cmd_check(args)
     elif args.cmd == "health":
         cmd_health(args)
     elif args.cmd == "show":

@@ -1,0 +1,138 @@
+"""Mutations that survive signoff's own death: idempotency keys, a ledger, and what to do when in doubt.
+
+Every apply or revert gets a key: the LangGraph task that ran it (stable across a resume) plus the
+call's index within that task plus the host. Its `command.started` line (fsynced before the command
+runs) and `command.finished` line carry the key, so the journal is the ledger. A completed task's result
+is replayed by LangGraph from the checkpoint; the ledger covers the windows where it is not:
+
+- finished in the journal → not run again, the recorded result stands;
+- started but not finished (killed while it ran) → never blindly re-run: the option's `check` says
+  whether it took effect; without a usable check it is *in doubt* and the rollback gate asks.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from tools.transport import CommandResult
+
+if TYPE_CHECKING:
+    from agent.context import RunContext
+    from agent.execute import Planned
+
+Effect = Literal["apply", "revert"]
+
+
+class MutationInDoubt(RuntimeError):
+    """A mutation was cut short by a crash and nothing can tell whether it took effect."""
+
+    def __init__(self, key: str, host: str, effect: Effect, option: int | None, why: str) -> None:
+        self.key, self.host, self.effect, self.option = key, host, effect, option
+        super().__init__(
+            f"the {effect} of #{option} on {host} was cut short by a crash and {why}, so whether it took effect "
+            "is unknown"
+        )
+
+
+@dataclass
+class Ledger:
+    """The session's mutations by key, read from its journal at start and kept current as it runs."""
+
+    started: dict[str, dict[str, Any]] = field(default_factory=dict)
+    finished: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _calls: dict[str, int] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @classmethod
+    def from_events(cls, events: Iterable[dict[str, Any]]) -> Ledger:
+        ledger = cls()
+        for e in events:
+            if e.get("key") and e["kind"] == "command.started":
+                ledger.started[e["key"]] = e
+            elif e.get("key") and e["kind"] in ("command.finished", "mutation.recovered") and e.get("result"):
+                ledger.finished[e["key"]] = e["result"]
+        return ledger
+
+    def next_call(self, scope: str) -> int:
+        """The index of the next command call in this graph task (the same on the first run and on resume)."""
+        with self._lock:
+            index = self._calls.get(scope, 0)
+            self._calls[scope] = index + 1
+            return index
+
+
+def mutate(
+    ctx: RunContext, p: Planned, *, purpose: str, option: int | None, timeout: float, effect: Effect, key: str
+) -> CommandResult:
+    from agent.execute import run_one
+
+    done = ctx.ledger.finished.get(key)
+    if done is not None:
+        ctx.journal.append(
+            "mutation.recovered",
+            key=key,
+            host=p.host.name,
+            effect=effect,
+            option=option,
+            action="not run again: it finished before the crash and its recorded result stands",
+        )
+        return CommandResult.model_validate(done)
+    if key in ctx.ledger.started:
+        took = took_effect(ctx, p, option=option, effect=effect, key=key)
+        if took:
+            result = CommandResult(
+                host=p.host.name,
+                command=ctx.redact(p.command),
+                exit_code=0,
+                duration_s=0.0,
+                stdout_tail=f"(not run again: the option's check shows the {effect} took effect)",
+            )
+            ctx.journal.append(
+                "mutation.recovered",
+                key=key,
+                host=p.host.name,
+                effect=effect,
+                option=option,
+                action="not run again: the check shows it took effect",
+                result=result.model_dump(mode="json"),
+            )
+            ctx.ledger.finished[key] = result.model_dump(mode="json")
+            return result
+        ctx.journal.append(
+            "mutation.recovered",
+            key=key,
+            host=p.host.name,
+            effect=effect,
+            option=option,
+            action="run again: the check shows it did not take effect",
+        )
+    return run_one(ctx, p, purpose=purpose, option=option, timeout=timeout, key=key, effect=effect)
+
+
+def took_effect(ctx: RunContext, p: Planned, *, option: int | None, effect: Effect, key: str) -> bool:
+    """Run the option's check on the host in doubt; raise MutationInDoubt when it cannot tell."""
+    from agent.campaign import render
+    from agent.execute import Planned, command_class, run_one, variables
+
+    spec = ctx.campaign.option(option).check if option is not None else None
+    why = None
+    if spec is None:
+        why = "the option has no `check`"
+    else:
+        command = render(spec.run, variables(ctx, p.host))
+        verdict = command_class(ctx, command)
+        if verdict.klass != "allow":
+            why = f"its check {command!r} is not allowed by the policy ({verdict.klass})"
+        else:
+            r = run_one(
+                ctx, Planned(host=p.host, command=command), purpose="check", option=option, timeout=spec.timeout
+            )
+            if r.error is None and not r.timed_out and r.exit_code is not None:
+                in_effect = r.exit_code == 0
+                return in_effect if effect == "apply" else not in_effect
+            why = f"its check {command!r} gave no answer ({r.error or ('timeout' if r.timed_out else 'no exit')})"
+    ctx.journal.append("mutation.in_doubt", key=key, host=p.host.name, effect=effect, option=option, reason=why)
+    raise MutationInDoubt(key, p.host.name, effect, option, why)
