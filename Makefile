@@ -41,11 +41,9 @@ demo: $(STAMP)
 test: $(DEVSTAMP) system-deps
 	$(BIN)/python -m pytest -q
 
+# Every benchmark, each against a reference measured in the same run, then one table of the results.
 bench: $(DEVSTAMP) system-deps
-	$(BIN)/python bench/ssh_latency.py
-	$(BIN)/python bench/tui.py
-	$(BIN)/python bench/journal.py
-	$(BIN)/python bench/startup.py
+	$(BIN)/python bench/table.py
 
 lint: $(DEVSTAMP)
 	$(BIN)/ruff check .

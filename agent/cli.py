@@ -147,30 +147,39 @@ def _fail_on(values: list[str] | None) -> list[str]:
 def _existing_session(session: str, *, accept_policy_change: bool = False) -> Iterator[Any]:
     """Find and lock a session, refusing to go on under a policy file that changed on disk unless
     the person accepts the change; errors become one-line messages and exit codes."""
-    from agent.session import RunFailed, SessionDir, SessionError, policy_drift
-    from agent.session import accept_policy_change as accept
-    from policies.yamlsrc import SourceError
+    from agent.session import RunFailed, SessionDir, SessionError
 
     try:
         d = SessionDir.find(session)
         with d.locked():
-            drift = policy_drift(d)
-            if drift is not None and not accept_policy_change:
-                raise SessionError(
-                    f"the policy file {drift[0]} changed since session {d.id} started; rerun with "
-                    "--accept-policy-change to go on under the new one (journaled), or restore the file"
-                )
-            if drift is not None:
-                try:
-                    sha = accept(d, by=f"human:{getpass.getuser()}")
-                except SourceError as exc:
-                    raise SessionError(f"the changed policy does not load: {exc}") from None
-                typer.echo(f"policy changed: going on under {drift[0]} ({sha[:12]}), journaled", err=True)
+            _policy_drift(d, accept_policy_change)
             yield d
     except SessionError as exc:
         raise _fail(str(exc), BAD_INPUT) from None
     except RunFailed as exc:
         raise _fail(f"session {session} failed: {exc}", FAILED) from None
+
+
+def _policy_drift(d: Any, accept_policy_change: bool) -> None:
+    """Refuse (SessionError) to go on under a policy file that changed on disk, unless accepted; an
+    accepted change is journaled. The caller holds the session lock."""
+    from agent.session import SessionError, policy_drift
+    from agent.session import accept_policy_change as accept
+    from policies.yamlsrc import SourceError
+
+    drift = policy_drift(d)
+    if drift is None:
+        return
+    if not accept_policy_change:
+        raise SessionError(
+            f"the policy file {drift[0]} changed since session {d.id} started; rerun with "
+            "--accept-policy-change to go on under the new one (journaled), or restore the file"
+        )
+    try:
+        sha = accept(d, by=f"human:{getpass.getuser()}")
+    except SourceError as exc:
+        raise SessionError(f"the changed policy does not load: {exc}") from None
+    typer.echo(f"policy changed: going on under {drift[0]} ({sha[:12]}), journaled", err=True)
 
 
 def _run(
@@ -499,17 +508,24 @@ def _counterfactual(d: Any, ref: str, *, as_json: bool, fail_on_diff: bool) -> N
 
 
 @app.command()
-def attach(session: Annotated[str, typer.Argument(help="Session id.")]) -> None:
+def attach(
+    session: Annotated[str, typer.Argument(help="Session id.")],
+    accept_policy_change: AcceptPolicyOpt = False,
+) -> None:
     """Follow a running or paused session in the TUI; answer its gate when it waits for one (the session
     lock decides who runs: while another process runs it, you watch)."""
-    from agent.session import Runner, SessionDir, SessionError
+    from agent.session import Runner, SessionBusy, SessionDir, SessionError
 
-    if screens is None or not _terminal():
-        raise _fail("attach needs a terminal; headless, use `signoff decide` and `signoff resume`", BAD_INPUT)
     try:
         d = SessionDir.find(session)
+        with d.locked():  # answering from the screen goes on under the policy: the same check as resume
+            _policy_drift(d, accept_policy_change)
+    except SessionBusy:
+        pass  # running elsewhere: attach watches, and the runner already holds its policy
     except SessionError as exc:
         raise _fail(str(exc), BAD_INPUT) from None
+    if screens is None or not _terminal():
+        raise _fail("attach needs a terminal; headless, use `signoff decide` and `signoff resume`", BAD_INPUT)
     if screens.attach(d):
         raise _fail(f"detached while the run was going; `signoff resume {d.id}` continues it", 130)
     try:

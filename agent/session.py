@@ -58,6 +58,10 @@ class SessionError(RuntimeError):
     """A session cannot do what was asked (missing, busy, not waiting); the message says why."""
 
 
+class SessionBusy(SessionError):
+    """Another process holds the session's lock (it is running the session)."""
+
+
 class RunFailed(RuntimeError):
     """The graph raised: journaled as session.failed; the checkpoint stays for `signoff resume`."""
 
@@ -142,7 +146,7 @@ class SessionDir:
             fh.seek(0)
             holder = fh.read().strip() or "another process"
             fh.close()
-            raise SessionError(f"session {self.id} is in use by {holder}; try again when it is done") from None
+            raise SessionBusy(f"session {self.id} is in use by {holder}; try again when it is done") from None
         fh.seek(0)
         fh.truncate()
         fh.write(f"pid {os.getpid()} ({getpass.getuser()})\n")

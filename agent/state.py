@@ -5,8 +5,10 @@ Option ids are string keys ("2") so state round-trips through any serializer unc
 
 from __future__ import annotations
 
-import operator
+from collections.abc import Sequence
 from typing import Annotated, Any, TypedDict
+
+from langgraph.channels.delta import DeltaChannel
 
 
 def merge(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[str, Any]:
@@ -20,19 +22,41 @@ def merge(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[str
     return out
 
 
+def _merged(state: dict[str, Any] | None, writes: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    for w in writes:
+        state = merge(state, w)
+    return state or {}
+
+
+def _appended(state: list[Any] | None, writes: Sequence[list[Any]]) -> list[Any]:
+    return [*(state or []), *(item for w in writes for item in w)]
+
+
+# Channels that grow as the campaign goes are DeltaChannels: a checkpoint stores only what changed in
+# its step, not the whole accumulated value again (the SQLite saver re-stores every other channel in
+# full at every step, which made the checkpoint DB quadratic in the number of steps).
+def merged() -> DeltaChannel:
+    return DeltaChannel(_merged)
+
+
+def appended() -> DeltaChannel:
+    return DeltaChannel(_appended)
+
+
 class State(TypedDict, total=False):
     plan: list[int]
     queue: list[int]
     current: int | None
-    options: Annotated[dict[str, dict[str, Any]], merge]  # outcome, reasons, gain, ci, verdicts
-    findings: Annotated[dict[str, dict[str, Any]], merge]
-    permission_requests: Annotated[dict[str, list[dict[str, str]]], merge]  # per option: commands a subagent asked for
-    ab: Annotated[dict[str, dict[str, Any]], merge]
-    stress: Annotated[dict[str, list[dict[str, Any]]], merge]
-    assessments: Annotated[dict[str, dict[str, Any]], merge]
-    gates: Annotated[list[dict[str, Any]], operator.add]  # {id, kind, option, facts, decision}
-    session_rules: Annotated[list[dict[str, Any]], operator.add]
-    approved: Annotated[list[str], operator.add]  # commands a command gate approved
+    options: Annotated[dict[str, dict[str, Any]], merged()]  # outcome, reasons, gain, ci, verdicts
+    findings: Annotated[dict[str, dict[str, Any]], merged()]
+    # per option: the commands a subagent asked to run
+    permission_requests: Annotated[dict[str, list[dict[str, str]]], merged()]
+    ab: Annotated[dict[str, dict[str, Any]], merged()]
+    stress: Annotated[dict[str, list[dict[str, Any]]], merged()]
+    assessments: Annotated[dict[str, dict[str, Any]], merged()]
+    gates: Annotated[list[dict[str, Any]], appended()]  # {id, kind, option, facts, decision}
+    session_rules: Annotated[list[dict[str, Any]], appended()]
+    approved: Annotated[list[str], appended()]  # commands a command gate approved
     route: str | None  # where the last gate sends the run
     retry_pairs: int | None
     verification: dict[str, Any] | None
@@ -41,6 +65,6 @@ class State(TypedDict, total=False):
     report: dict[str, Any] | None
     calibration: dict[str, Any] | None  # A/A noise measured at setup (optional)
     reference: list[float]  # the known-good baseline metric: measured at setup, replaced when an option is kept
-    tried: Annotated[list[int], operator.add]  # options that reached apply (budget: options tried)
+    tried: Annotated[list[int], appended()]  # options that reached apply (budget: options tried)
     budget: dict[str, Any] | None  # the facts of the last budget check
     budget_approved: list[str]  # limits a person or rule agreed to go past

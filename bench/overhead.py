@@ -32,6 +32,8 @@ sys.path.insert(0, str(ROOT))
 DEMO = ROOT / "examples" / "decode-campaign" / "campaign.yaml"
 RUNS = int(os.environ.get("BENCH_RUNS", "5"))
 
+from table import record  # noqa: E402
+
 from agent.session import Runner, SessionDir, create  # noqa: E402
 from tools.transport import CommandResult, Host  # noqa: E402
 
@@ -231,6 +233,8 @@ def main() -> None:
     commands = sum(c for s in steps for _, c in s)
     o, r = statistics.median(ours), statistics.median(raw)
     verdict = "met" if o / r <= 1.3 else "NOT met"
+    record("orchestration per graph step", f"{o * 1000:.1f} ms", f"raw LangGraph {r * 1000:.1f} ms", o / r, "≤ 1.3×",
+           o / r <= 1.3)  # fmt: skip
     print(f"orchestration per graph step: signoff {o * 1000:.2f} ms vs raw LangGraph {r * 1000:.2f} ms "
           f"({len(steps)} supersteps, {tasks} node tasks, {commands} command tasks; "
           f"ratio {o / r:.2f}×; target ≤ 1.3×: {verdict})")  # fmt: skip
@@ -240,6 +244,8 @@ def main() -> None:
     finally:
         campaign.unlink(missing_ok=True)
     small, big = statistics.median(per_step), wide_db.stat().st_size / len(wide_steps)
+    record("checkpoint DB per step, 9 vs 3 options", f"{big / 1024:.1f} KiB", f"{small / 1024:.1f} KiB", big / small,
+           "flat (≤ 1.3×)", big / small <= 1.3)  # fmt: skip
     print(f"checkpoint DB per step: {small / 1024:.1f} KiB over {len(steps)} steps (3 options) vs "
           f"{big / 1024:.1f} KiB over {len(wide_steps)} steps (9 options): ratio {big / small:.2f} "
           "(flat = linear)")  # fmt: skip

@@ -21,6 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from table import record
+
 from tests import sshd as harness
 from tools.artifacts import ArtifactStore
 from tools.ssh import KnownHosts, SSHTransport
@@ -62,6 +64,7 @@ def main() -> None:
             theirs.append(time.perf_counter() - s)
         a, b = statistics.median(ours) * 1000, statistics.median(theirs) * 1000
         print(f"per command: SSHTransport {a:.1f} ms, ssh+ControlMaster {b:.1f} ms → ratio {a / b:.2f} (target ≤ 0.6)")
+        record("ssh: per-command latency", f"{a:.1f} ms", f"ssh+ControlMaster {b:.1f} ms", a / b, "≤ 0.6×", a / b < 0.6)
 
         size = args.mb * 1_000_000
         cmd = f"head -c {size} /dev/zero"
@@ -82,6 +85,8 @@ def main() -> None:
             f"ssh {b:.0f} MB/s into /dev/null → ratio {a / b:.2f} (target ≥ 0.9)"
         )
         print(f"orchestrator peak RSS growth while streaming: {growth:.1f} MB (target < 50)")
+        record(f"ssh: streaming {args.mb} MB", f"{a:.0f} MB/s", f"ssh {b:.0f} MB/s", a / b, "≥ 0.9×", a / b >= 0.9)
+        record("ssh: RSS growth while streaming", f"{growth:.1f} MB", "", None, "< 50 MB", growth < 50)
         subprocess.run(["ssh", "-F", str(cfg), "-O", "exit", "bench"], capture_output=True)
         t.close()
     finally:

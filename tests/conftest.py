@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -68,7 +69,35 @@ def cli(home: Path) -> Callable[..., Result]:
 
 def fast(text: str) -> str:
     """The demo campaign with shorter sleeps: same model, same seed, same story, less waiting."""
-    return text.replace("--wall 0.2", "--wall 0.02").replace("timeout: 2, runs: 3", "timeout: 1.5, runs: 3")
+    text = text.replace("--wall 0.2", "--wall 0.02").replace("timeout: 2, runs: 3", "timeout: 1, runs: 3")
+    text = text.replace("stress abort-cascade --requests 200", "stress abort-cascade --requests 200 --wall 0")
+    return text.replace("stress idle-busy-bursts", "stress idle-busy-bursts --wall 0")
+
+
+@pytest.fixture(scope="session")
+def finished_demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """One uninterrupted run of the fast demo (cautious policy), made once for the tests that only
+    read a finished session back: copy it into a test's home with `finished_session`."""
+    home = tmp_path_factory.mktemp("finished-demo")
+    campaign = DEMO_DIR / f".test-shared-{os.getpid()}.yaml"
+    campaign.write_text(fast(DEMO.read_text()))
+    try:
+        env = {**os.environ, "SIGNOFF_HOME": str(home), "USER": "tester", "COLUMNS": "200"}
+        args = [*SIGNOFF, "run", str(campaign), "--json"]
+        p = subprocess.run(args, capture_output=True, text=True, env=env, cwd=ROOT)
+    finally:
+        campaign.unlink(missing_ok=True)
+    assert p.returncode == 0, p.stderr
+    return home, json.loads(p.stdout)
+
+
+@pytest.fixture
+def finished_session(finished_demo: tuple[Path, dict[str, Any]], home: Path) -> dict[str, Any]:
+    """A private copy of the shared finished session under this test's $SIGNOFF_HOME (its `--json` output,
+    with `journal` pointing at the copy)."""
+    source, out = finished_demo
+    shutil.copytree(source / "sessions" / out["session"], home / "sessions" / out["session"])
+    return {**out, "journal": str(home / "sessions" / out["session"] / "journal.jsonl")}
 
 
 @pytest.fixture

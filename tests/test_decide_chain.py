@@ -193,7 +193,7 @@ def test_a_policy_file_changed_on_disk_needs_an_explicit_accept(cli, variant, ho
     session, journal = r.json()["session"], Path(r.json()["journal"])
     edited = preset.split("\ntests:")[0] + "\n"
     policy.write_text(edited.replace("{id: ask-safety, decide: ask}", "{id: skip-all, decide: skip, then: rollback}"))
-    for refused in (cli("resume", session), cli("decide", session, "continue")):
+    for refused in (cli("resume", session), cli("decide", session, "continue"), cli("attach", session)):
         assert (
             refused.code == 2
             and "changed since session" in refused.stderr

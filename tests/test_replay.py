@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import rfc8785
@@ -31,10 +32,8 @@ def rewrite(journal: Path, edit, *, db: bool = True) -> None:
         (journal.parent / "head").write_text(json.dumps({"events": len(lines), "head": prev}))
 
 
-def test_replay_timeline_and_verify(cli, variant, home):
-    r = cli("run", str(variant()), "--json")
-    assert r.code == 0, r.stderr
-    session, journal = r.json()["session"], Path(r.json()["journal"])
+def test_replay_timeline_and_verify(cli, finished_session):
+    session, journal = finished_session["session"], Path(finished_session["journal"])
     v = cli("replay", session, "--verify")
     assert v.code == 0 and v.stdout.startswith("OK: ") and "6 gates, 6 policy decisions re-derived" in v.stdout
     t = cli("replay", session, "--kind", "decision", "--option", "2")
@@ -61,19 +60,17 @@ def test_replay_timeline_and_verify(cli, variant, home):
     assert not out["ok"] and "the journal says skip by skip-unsafe" in out["error"]
 
 
-def test_a_plain_edit_breaks_the_chain(cli, variant):
-    r = cli("run", str(variant()), "--json")
-    journal = Path(r.json()["journal"])
+def test_a_plain_edit_breaks_the_chain(cli, finished_session):
+    journal = Path(finished_session["journal"])
     lines = journal.read_text().splitlines(keepends=True)
     lines[5] = lines[5].replace('"seq":5', '"seq":5,"x":1')
     journal.write_text("".join(lines))
-    v = cli("replay", r.json()["session"], "--verify")
+    v = cli("replay", finished_session["session"], "--verify")
     assert v.code == 1 and v.stdout.startswith("FAILED at seq 6")
 
 
-def test_a_modified_or_missing_artifact_and_an_altered_policy_text_are_caught(cli, variant):
-    r = cli("run", str(variant()), "--json")
-    session, journal = r.json()["session"], Path(r.json()["journal"])
+def test_a_modified_or_missing_artifact_and_an_altered_policy_text_are_caught(cli, finished_session):
+    session, journal = finished_session["session"], Path(finished_session["journal"])
     refs = [e for e in read_events(journal) if str(e.get("artifact", "")).startswith("sha256-")]
     first = refs[0]
     artifact = journal.parent / "artifacts" / first["artifact"]
@@ -220,11 +217,10 @@ def test_a_signed_head_verifies_only_with_the_signers_key(cli, variant, tmp_path
     assert forged.code == 1 and "signature does not verify with the given key" in forged.stdout
 
 
-def test_sessions_lists_where_each_stands_and_compaction_keeps_the_record(cli, variant, home):
+def test_sessions_lists_where_each_stands_and_compaction_keeps_the_record(cli, variant, home, finished_session):
     paused = cli("run", str(variant()), "--policy", "ask-everything", "--json")
     assert paused.code == 3
-    done = cli("run", str(variant()), "--json")
-    assert done.code == 0
+    done = SimpleNamespace(json=lambda: finished_session)
     rows = {r["id"]: r for r in cli("sessions", "--json").json()}
     p, d = rows[paused.json()["session"]], rows[done.json()["session"]]
     assert p["status"] == "paused" and p["waiting_at"]["kind"] == "triage" and p["outcomes"] == {}

@@ -207,6 +207,44 @@ def test_sshd_dying_mid_benchmark_takes_the_safe_path(sshd, tmp_path, home):
         server.stop()
 
 
+def test_a_link_dropped_mid_benchmark_is_retried_once_and_the_campaign_goes_on(sshd, tmp_path, home):
+    server = harness.start()
+    try:
+        campaign = mini(tmp_path, server, bench_wall="0.5")
+        env = {**__import__("os").environ, "SIGNOFF_HOME": str(home)}
+        proc = subprocess.Popen(
+            [*SIGNOFF, "run", str(campaign), "--json"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            env=env,
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # wait for an A/B benchmark run to be in flight
+            journals = list((home / "sessions").glob("*/journal.jsonl"))
+            lines = journals[0].read_text().splitlines() if journals else []
+            if lines and '"bench.progress"' in "".join(lines) and '"purpose":"bench:' in lines[-1]:
+                break
+            time.sleep(0.02)
+        # Kill the connection's own sshd processes, not the listener: the link drops, the host stays up.
+        subprocess.run(["pkill", "-KILL", "-f", f"sshd: {server.user}"], check=True)
+        stdout, stderr = proc.communicate(timeout=120)
+        assert proc.returncode == 0, stderr
+        out = json.loads(stdout)
+        assert out["options"][0]["outcome"] == "kept"
+        events = journal_events(out["journal"])
+        lost = [e for e in events if e["kind"] == "command.finished" and "connection lost" in (e.get("error") or "")]
+        assert len(lost) == 1 and lost[0]["purpose"].startswith("bench:")
+        after = events[events.index(lost[0]) + 1 :]
+        again = next(e for e in after if e["kind"] == "command.started")
+        assert again["purpose"] == lost[0]["purpose"]  # the same read-only command, once more
+        assert all(e["valid"] for e in events if e["kind"] == "bench.run")  # and it counted
+        assert verify(Path(out["journal"])).ok
+    finally:
+        server.stop()
+
+
 def test_ssh_import_stays_lazy_for_local_campaigns():
     code = (
         "import sys\nfrom agent.transports import HostRouter\nfrom agent.session import Runner\n"
