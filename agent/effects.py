@@ -13,8 +13,10 @@ is replayed by LangGraph from the checkpoint; the ledger covers the windows wher
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 from tools.transport import CommandResult
@@ -64,8 +66,27 @@ class Ledger:
             return index
 
 
+def graph_task() -> str | None:
+    """The running graph task's namespace (stable across a resume), or None outside a graph run."""
+    from langgraph.config import get_config
+
+    try:
+        return get_config()["configurable"].get("checkpoint_ns") or None
+    except RuntimeError:
+        return None
+
+
 def mutate(
-    ctx: RunContext, p: Planned, *, purpose: str, option: int | None, timeout: float, effect: Effect, key: str
+    ctx: RunContext,
+    p: Planned,
+    *,
+    purpose: str,
+    option: int | None,
+    timeout: float,
+    effect: Effect,
+    key: str,
+    approved: tuple[str, ...] = (),
+    last: bool = True,
 ) -> CommandResult:
     from agent.execute import run_one
 
@@ -80,8 +101,9 @@ def mutate(
             action="not run again: it finished before the crash and its recorded result stands",
         )
         return CommandResult.model_validate(done)
-    if key in ctx.ledger.started:
-        took = took_effect(ctx, p, option=option, effect=effect, key=key)
+    started = ctx.ledger.started.get(key)
+    if started is not None:
+        took = took_effect(ctx, p, started, option=option, effect=effect, key=key, approved=approved, last=last)
         if took:
             result = CommandResult(
                 host=p.host.name,
@@ -112,27 +134,54 @@ def mutate(
     return run_one(ctx, p, purpose=purpose, option=option, timeout=timeout, key=key, effect=effect)
 
 
-def took_effect(ctx: RunContext, p: Planned, *, option: int | None, effect: Effect, key: str) -> bool:
+def took_effect(
+    ctx: RunContext,
+    p: Planned,
+    started: dict[str, Any],
+    *,
+    option: int | None,
+    effect: Effect,
+    key: str,
+    approved: tuple[str, ...],
+    last: bool,
+) -> bool:
     """Run the option's check on the host in doubt; raise MutationInDoubt when it cannot tell."""
-    from agent.campaign import render
-    from agent.execute import Planned, command_class, run_one, variables
+    from agent.execute import command_class, plan, run_one
+    from agent.models import CommandSpec
 
     spec = ctx.campaign.option(option).check if option is not None else None
     why = None
     if spec is None:
         why = "the option has no `check`"
+    elif not last:
+        why = "the option's `check` speaks for its whole list of commands and this was not the last of them"
     else:
-        command = render(spec.run, variables(ctx, p.host))
-        verdict = command_class(ctx, command)
-        if verdict.klass != "allow":
-            why = f"its check {command!r} is not allowed by the policy ({verdict.klass})"
+        (checking,) = plan(ctx, CommandSpec(run=spec.run, on=p.host.name, timeout=spec.timeout))
+        verdict = command_class(ctx, checking.command)
+        if verdict.klass == "deny" or (verdict.klass == "ask" and checking.command not in approved):
+            why = f"its check {checking.command!r} is not allowed by the policy ({verdict.klass})"
         else:
-            r = run_one(
-                ctx, Planned(host=p.host, command=command), purpose="check", option=option, timeout=spec.timeout
-            )
+            _outwait(ctx, p, started, key=key)
+            r = run_one(ctx, checking, purpose="check", option=option, timeout=spec.timeout)
             if r.error is None and not r.timed_out and r.exit_code is not None:
                 in_effect = r.exit_code == 0
                 return in_effect if effect == "apply" else not in_effect
-            why = f"its check {command!r} gave no answer ({r.error or ('timeout' if r.timed_out else 'no exit')})"
+            failure = r.error or ("timeout" if r.timed_out else "no exit status")
+            why = f"its check {checking.command!r} gave no answer ({failure})"
     ctx.journal.append("mutation.in_doubt", key=key, host=p.host.name, effect=effect, option=option, reason=why)
     raise MutationInDoubt(key, p.host.name, effect, option, why)
+
+
+def _outwait(ctx: RunContext, p: Planned, started: dict[str, Any], *, key: str) -> None:
+    """The cut-short command may still be running (its backstop outlives a killed signoff): checking
+    before it is gone could see a half-done change, and running it again would race it."""
+    from tools.transport import gone_after
+
+    began = datetime.fromisoformat(started["ts"].replace("Z", "+00:00"))
+    until = began + timedelta(seconds=gone_after(float(started.get("timeout_s") or 0)))
+    wait = (until - datetime.now(UTC)).total_seconds()
+    if wait > 0:
+        ctx.journal.append(
+            "mutation.waiting", key=key, host=p.host.name, until=until.isoformat(), seconds=round(wait, 3)
+        )
+        time.sleep(wait)

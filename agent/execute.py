@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,8 +21,9 @@ from langgraph.types import RetryPolicy
 from agent import crashpoints
 from agent.campaign import render
 from agent.context import RunContext
-from agent.effects import Effect, MutationInDoubt, mutate
+from agent.effects import Effect, MutationInDoubt, graph_task, mutate
 from agent.models import TEMPLATE_VAR, CommandSpec
+from tools.artifacts import StorageFull
 from tools.commands import Verdict, classify
 from tools.transport import CommandResult, Host, TransportError
 
@@ -105,16 +107,19 @@ def run_spec(
     option: int | None = None,
     approved: list[str] | tuple[str, ...] = (),
     timeout: float | None = None,
-    diagnose: Callable[[Host], None] | None = None,
+    diagnose: Callable[[Host], str | None] | None = None,
     effect: Effect | None = None,
+    last: bool = True,
 ) -> list[CommandResult]:
     """Run `spec` on all its hosts in parallel (wall time ≈ the slowest host); refuse before running
     anything on any host if one of the rendered commands is not permitted.
 
     Inside a graph run each host's command is a LangGraph task, so a resumed node gets the results of
     commands that completed before a crash instead of running them again; `effect` marks an apply or
-    revert, which also gets an idempotency key (agent/effects.py). Raises MutationInDoubt when one
-    was cut short and cannot be settled."""
+    revert, which also gets an idempotency key (agent/effects.py); `last` says whether it is the last
+    command of its list, the only one the option's `check` can speak for. Raises MutationInDoubt when
+    one was cut short and cannot be settled. `diagnose(host)` runs on a host whose command overran,
+    before the kill; what it returns is kept as the result's `diagnosis`."""
     planned = plan(ctx, spec)
     allowed = set(approved)
     for p in planned:
@@ -132,8 +137,10 @@ def run_spec(
             )
             raise CommandRefused(p.command, verdict)
     limit = timeout or spec.timeout
-    scope = _graph_task()
-    if scope is None:  # called outside a graph run: nothing to resume, run directly
+    scope = graph_task()
+    if scope is None or _in_command.get():
+        # Outside a graph run there is nothing to resume; inside a command task (a diagnosis hook) a
+        # nested task would wait for a worker its own parent holds.
         return _direct(ctx, planned, purpose=purpose, option=option, timeout=limit, diagnose=diagnose)
     index = ctx.ledger.next_call(scope)
     if effect is not None:
@@ -146,6 +153,8 @@ def run_spec(
                 timeout=limit,
                 effect=effect,
                 key=f"{scope}#{index}@{p.host.name}",
+                approved=tuple(approved),
+                last=last,
             )
             for p in planned
         ]
@@ -175,18 +184,14 @@ class LinkLost(RuntimeError):
         super().__init__(result.error)
 
 
-def _graph_task() -> str | None:
-    """The running graph task's namespace (stable across a resume), or None outside a graph run."""
-    from langgraph.config import get_config
-
-    try:
-        return get_config()["configurable"].get("checkpoint_ns") or None
-    except RuntimeError:
-        return None
+# Commands that only look (a second run changes nothing on the host): the ones worth running again
+# when the link dropped under them. Setup, restarts, stress and every mutation are not.
+READ_ONLY = ("probe:", "health", "check", "diagnose:", "bench:", "warmup:")
+_in_command: ContextVar[bool] = ContextVar("signoff_in_command", default=False)
 
 
 # Retry policies live on tasks, never on nodes (a node retry re-runs its completed tasks), and only on
-# commands that may run twice: a mutation is never retried.
+# read-only commands.
 @task(name="command", retry_policy=RetryPolicy(max_attempts=2, initial_interval=0.5, jitter=True, retry_on=LinkLost))
 def _command_task(
     ctx: RunContext,
@@ -195,21 +200,49 @@ def _command_task(
     purpose: str,
     option: int | None,
     timeout: float,
-    diagnose: Callable[[Host], None] | None,
+    diagnose: Callable[[Host], str | None] | None,
 ) -> dict[str, Any]:
-    hook = (lambda: diagnose(p.host)) if diagnose is not None else None
-    result = run_one(ctx, p, purpose=purpose, option=option, timeout=timeout, on_timeout=hook)
-    if result.error and "connection lost" in result.error:
+    _in_command.set(True)  # this task runs in a context of its own: the flag stays in it
+    result = _run_diagnosed(ctx, p, purpose=purpose, option=option, timeout=timeout, diagnose=diagnose)
+    if result.link_lost and purpose.startswith(READ_ONLY):
         raise LinkLost(result)
     return result.model_dump(mode="json")
 
 
 @task(name="mutation")
 def _mutation_task(
-    ctx: RunContext, p: Planned, *, purpose: str, option: int | None, timeout: float, effect: Effect, key: str
+    ctx: RunContext,
+    p: Planned,
+    *,
+    purpose: str,
+    option: int | None,
+    timeout: float,
+    effect: Effect,
+    key: str,
+    approved: tuple[str, ...],
+    last: bool,
 ) -> dict[str, Any]:
-    result = mutate(ctx, p, purpose=purpose, option=option, timeout=timeout, effect=effect, key=key)
+    result = mutate(
+        ctx, p, purpose=purpose, option=option, timeout=timeout, effect=effect, key=key, approved=approved, last=last
+    )
     return result.model_dump(mode="json")
+
+
+def _run_diagnosed(
+    ctx: RunContext,
+    p: Planned,
+    *,
+    purpose: str,
+    option: int | None,
+    timeout: float,
+    diagnose: Callable[[Host], str | None] | None,
+) -> CommandResult:
+    """run_one, with `diagnose` run before a timeout kill and its answer kept in the result (so it is
+    in the task's checkpointed result too, not only in a variable of the node that may run again)."""
+    seen: list[str | None] = []
+    hook = (lambda: seen.append(diagnose(p.host))) if diagnose is not None else None
+    result = run_one(ctx, p, purpose=purpose, option=option, timeout=timeout, on_timeout=hook)
+    return result.model_copy(update={"diagnosis": seen[0]}) if seen and seen[0] else result
 
 
 def _direct(
@@ -219,11 +252,10 @@ def _direct(
     purpose: str,
     option: int | None,
     timeout: float,
-    diagnose: Callable[[Host], None] | None,
+    diagnose: Callable[[Host], str | None] | None,
 ) -> list[CommandResult]:
     def one(p: Planned) -> CommandResult:
-        hook = (lambda: diagnose(p.host)) if diagnose is not None else None
-        return run_one(ctx, p, purpose=purpose, option=option, timeout=timeout, on_timeout=hook)
+        return _run_diagnosed(ctx, p, purpose=purpose, option=option, timeout=timeout, diagnose=diagnose)
 
     if len(planned) == 1:
         return [one(planned[0])]
@@ -255,15 +287,29 @@ def run_one(
         **keyed,
     )
     if key:
-        ctx.ledger.started[key] = event.data
-    result = ctx.transport.run(p.host, p.script, timeout=timeout, stdin=p.stdin, on_timeout=on_timeout)
+        ctx.ledger.started[key] = {**event.data, "ts": event.ts}
+    try:
+        result = ctx.transport.run(p.host, p.script, timeout=timeout, stdin=p.stdin, on_timeout=on_timeout)
+    except StorageFull as exc:
+        if isinstance(exc.result, CommandResult):
+            # It ran to its end; only its output was lost. Say how it ended, so that a mutation is not
+            # taken for one cut short when the run resumes.
+            _finished(ctx, p, exc.result.model_copy(update={"command": ctx.redact(p.command)}), purpose, option, keyed)
+        raise
     result = result.model_copy(update={"command": ctx.redact(p.command)})
     crashpoints.reached(f"ran:{purpose}")
-    if key:
+    _finished(ctx, p, result, purpose, option, keyed)
+    return result
+
+
+def _finished(
+    ctx: RunContext, p: Planned, result: CommandResult, purpose: str, option: int | None, keyed: dict[str, Any]
+) -> None:
+    if keyed:
         recorded = result.model_copy(
             update={"stdout_tail": result.stdout_tail[-2000:], "stderr_tail": result.stderr_tail[-2000:]}
         )
-        keyed["result"] = recorded.model_dump(mode="json")
+        keyed = {**keyed, "result": recorded.model_dump(mode="json")}
     ctx.journal.append(
         "command.finished",
         host=p.host.name,
@@ -279,9 +325,8 @@ def run_one(
         error=result.error,
         **keyed,
     )
-    if key:
-        ctx.ledger.finished[key] = keyed["result"]
-    return result
+    if keyed:
+        ctx.ledger.finished[keyed["key"]] = keyed["result"]
 
 
 def upload(ctx: RunContext, src: Path, dest: str, on: str) -> list[str]:

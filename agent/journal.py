@@ -8,6 +8,8 @@ Verification hashes raw bytes; it never needs to re-canonicalise.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import json
 import math
@@ -23,6 +25,7 @@ import rfc8785
 from pydantic import BaseModel
 
 from agent import checkpoint, crashpoints
+from tools.artifacts import StorageFull
 
 FORMAT_VERSION = 1
 GENESIS = "0" * 64
@@ -126,8 +129,7 @@ class Journal:
                 self._fh.write(line[: len(line) // 2])
                 self._fh.flush()
                 crashpoints.kill()
-            self._fh.write(line + b"\n")
-            self._fh.flush()
+            self._write(line + b"\n")
             digest = hashlib.sha256(line).hexdigest()
             event = Event(seq=self._seq, kind=kind, ts=ts, actor=actor, data=_plain(data), hash=digest)
             self._seq += 1
@@ -139,6 +141,23 @@ class Journal:
         for listener in self._listeners:
             listener(event)
         return event
+
+    def _write(self, data: bytes) -> None:
+        """Write one whole line or nothing: a write the disk refused must not leave half a line in the
+        file, nor in the buffer, where it would come out ahead of the next line and break the chain."""
+        offset = self._fh.tell()
+        try:
+            self._fh.write(data)
+            self._fh.flush()
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                self._fh.close()  # drops what the buffer still held
+            os.truncate(self.path, offset)
+            self._fh = self.path.open("ab")
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+                where = f"no space left for the journal in {self.path.parent} ({exc.strerror})"
+                raise StorageFull(exc.errno, where) from exc
+            raise
 
     def _write_head(self) -> None:
         checkpoint.write(self.path, self.session, self._seq, self._prev, self._signer)

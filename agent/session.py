@@ -9,6 +9,7 @@ host working directories), `campaign.yaml` and `policy.yaml` (the exact texts th
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import getpass
 import hashlib
@@ -418,8 +419,12 @@ class Runner:
     def resume(self) -> Outcome:
         from langgraph.types import Command
 
+        if not self._journaled("session.started"):
+            return self.start()  # killed between creating the session and its first journal line
         with self._graph() as graph:
             snapshot = graph.get_state(self._config())
+        # Gates a policy decided are journaled as the graph reports them; a crash can fall in between.
+        self._journal_gates((snapshot.values or {}).get("gates", []), recovered=True)
         pending = {i.id: i for i in snapshot.interrupts}
         answers = self._answers()
         if pending:
@@ -436,8 +441,6 @@ class Runner:
             # Killed before the graph saved its first checkpoint: nothing ran yet, so start it.
             self.journal.append("session.resumed", answers=[], from_step=None)
             return self._drive({})
-        # Gates a policy decided are journaled as the graph reports them; a crash can fall in between.
-        self._journal_gates(snapshot.values.get("gates", []), recovered=True)
         if snapshot.next or snapshot.tasks:
             # Interrupted by a crash or a signal: continue from the last checkpoint. (After a hard kill
             # `next` can be empty while tasks of the step are still pending, so both are looked at.)
@@ -449,6 +452,9 @@ class Runner:
         if self.meta.get("status") != ended:
             self._set_status(ended)  # killed between journaling the end and recording it in meta.json
         return self.outcome()
+
+    def _journaled(self, kind: str) -> bool:
+        return self.dir.journal.exists() and any(e["kind"] == kind for e in read_events(self.dir.journal))
 
     def _ended(self) -> str | None:
         """How the journal says the run ended (its last session event is the end), or None."""
@@ -494,6 +500,7 @@ class Runner:
 
     def _drive(self, inp: Any) -> Outcome:
         started = time.monotonic()
+        self.ctx.artifacts.sweep()  # partial output a killed run left (we hold the session lock)
         self._set_status("running")
         try:
             with self._graph() as graph:
@@ -520,9 +527,13 @@ class Runner:
         except StorageFull as exc:
             # The evidence cannot be kept, so nothing more may run; the step that hit it runs again on resume.
             message = f"disk full: {exc.strerror}; free space, then `signoff resume {self.dir.id}` continues"
-            self.journal.append("session.failed", error=message, errno=exc.errno, reason="storage-full")
-            self._set_status("failed")
-            self.journal.close()
+            # The journal and meta.json may sit on the same full disk: the message goes out regardless.
+            with contextlib.suppress(OSError):
+                self.journal.append("session.failed", error=message, errno=exc.errno, reason="storage-full")
+            with contextlib.suppress(OSError):
+                self._set_status("failed")
+            with contextlib.suppress(OSError):
+                self.journal.close()
             raise RunFailed(message) from exc
         except Exception as exc:  # the run failed: record why, keep the checkpoint for resume
             self.journal.append("session.failed", error=f"{type(exc).__name__}: {exc}")

@@ -604,3 +604,57 @@ def test_a_rationale_may_only_quote_the_evidence() -> None:
     assert _quoted("3", evidence)  # a small count, e.g. "2 of 3 runs"
     assert not _quoted("+6.0", evidence)  # the sign flipped
     assert not _quoted("9000", evidence) and not _quoted("+22.5", evidence)
+
+
+def test_answers_already_paid_for_come_back_from_the_checkpoint_when_a_node_runs_again(tmp_path: Path) -> None:
+    """Inside a graph run every model call is a LangGraph task: a node that fails (or whose process dies)
+    after two calls runs again on resume without sending those two requests again."""
+    import sqlite3
+    from typing import TypedDict
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from langgraph.graph import END, START, StateGraph
+
+    from agent.brain.client import LLMClient
+
+    class S(TypedDict, total=False):
+        answers: list[str]
+
+    runs = {"node": 0}
+    with MessagesServer(lambda body: tool_use("submit_plan", {"ranking": []})) as server:
+        journal = Journal(tmp_path / "journal.jsonl", "t")
+        client = LLMClient(BrainSpec(kind="claude"), api_key=KEY, journal=journal, base_url=server.url)
+
+        def node(state: S) -> S:
+            runs["node"] += 1
+            answers = []
+            for i in range(2):
+                message, usage = client.call(
+                    purpose="plan",
+                    actor="planner",
+                    system=[{"type": "text", "text": "plan"}],
+                    messages=[{"role": "user", "content": f"question {i}"}],
+                    tools=[{"name": "submit_plan", "description": "d", "input_schema": {"type": "object"}}],
+                    tool_choice={"type": "tool", "name": "submit_plan"},
+                )
+                answers.append(message.content[0].name)
+                assert usage["input_tokens"] >= 0
+            if runs["node"] == 1:
+                raise RuntimeError("the process died here")
+            return {"answers": answers}
+
+        g = StateGraph(S)
+        g.add_node("ask", node)
+        g.add_edge(START, "ask")
+        g.add_edge("ask", END)
+        conn = sqlite3.connect(tmp_path / "cp.sqlite", check_same_thread=False)
+        app = g.compile(checkpointer=SqliteSaver(conn))
+        cfg = {"configurable": {"thread_id": "t"}}
+        with pytest.raises(RuntimeError, match="the process died here"):
+            app.invoke({}, cfg, durability="sync")
+        assert len(server.requests) == 2
+        out = app.invoke(None, cfg, durability="sync")
+        conn.close()
+    assert out["answers"] == ["submit_plan", "submit_plan"] and runs["node"] == 2
+    assert len(server.requests) == 2  # the second run of the node asked nothing again
+    assert len(by_kind(events_of(journal), "llm.call")) == 2  # and nothing was journaled (or paid) twice

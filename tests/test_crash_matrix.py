@@ -67,6 +67,8 @@ def test_kill_9_anywhere_then_resume_reaches_the_same_decisions(tmp_path: Path) 
     # The points that cut a mutation short really exercised the ledger: the check settled them.
     settled = [a for r in results.values() for a in r["recovered"]]
     assert any("took effect" in a for a in settled) and any("did not take effect" in a for a in settled)
+    # and none was checked while the cut-short command could still be running on its host
+    assert any(r["waited"] for r in results.values())
 
 
 def crash_campaign() -> Path:
@@ -75,6 +77,8 @@ def crash_campaign() -> Path:
     text = fast(DEMO.read_text()).replace("--wall 0.02", "--wall 0")
     text = text.replace("pairs: 6", "pairs: 5").replace("max_pairs: 10", "max_pairs: 5")
     text = text.replace("verify_runs: 3", "verify_runs: 2")
+    # Short apply/revert deadlines: after a crash, the check waits until a cut-short one is surely gone.
+    text = text.replace("on: decode}]", "on: decode, timeout: 2}]")
     # A hang that shows 55% of the time may not show again when a run cut short by the crash is repeated,
     # and then "unsafe" honestly becomes "ask": this target hangs every time, so the decisions can match.
     text = text.replace("--requests 200 --wall 0", "--requests 200 --wall 0 --wedge-rate 1")
@@ -150,6 +154,7 @@ def summary(home: Path, stdout: str) -> dict[str, Any]:
         "verify": report,
         "blind_reruns": {k: n for k, n in started.items() if n - 1 > checked_again[k]},
         "recovered": [e["action"] for e in events if e["kind"] == "mutation.recovered"],
+        "waited": [e["seconds"] for e in events if e["kind"] == "mutation.waiting"],
     }
 
 

@@ -80,3 +80,44 @@ def test_nested_keys_named_seq_or_prev_do_not_confuse_the_verifier(tmp_path):
     head.write_text(json.dumps({"events": 3, "head": "f" * 64}))
     report = verify(tmp_path / "journal.jsonl")
     assert not report.ok and "head file" in report.error
+
+
+def test_a_write_the_disk_refuses_leaves_no_half_line_and_the_chain_goes_on(tmp_path):
+    """A full disk (here: a file size limit, which fails the write the same way) refuses one append;
+    when space is back, the next append continues a chain that still verifies."""
+    import subprocess
+    import sys
+
+    script = f"""
+import resource, signal
+from pathlib import Path
+from agent.journal import Journal
+from tools.artifacts import StorageFull
+
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write fails with EFBIG instead of killing us
+path = Path({str(tmp_path / "journal.jsonl")!r})
+j = Journal(path, "s")
+j.append("session.started", note="x")
+_, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+resource.setrlimit(resource.RLIMIT_FSIZE, (path.stat().st_size + 100, hard))
+refused = 0
+for i in range(20):
+    try:
+        j.append("command.finished", i=i, padding="p" * 60)
+    except StorageFull as exc:
+        refused += 1
+        assert "no space left for the journal" in str(exc)
+resource.setrlimit(resource.RLIMIT_FSIZE, (hard, hard))
+j.append("session.failed", reason="storage-full")
+j.close()
+print(refused)
+"""
+    from tests.conftest import ROOT
+
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert int(out.stdout) > 0
+    report = verify(tmp_path / "journal.jsonl")
+    assert report.ok, report
+    kinds = [e["kind"] for e in read_events(tmp_path / "journal.jsonl")]
+    assert kinds[0] == "session.started" and kinds[-1] == "session.failed"

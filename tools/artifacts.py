@@ -13,10 +13,16 @@ from typing import TypeVar
 
 T = TypeVar("T")
 _FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+PARTIAL = ".partial-"  # output still being written; left behind only by a process that was killed
 
 
 class StorageFull(OSError):
-    """The artifact store cannot take more output (disk full, quota or file size limit)."""
+    """The artifact store cannot take more output (disk full, quota or file size limit).
+
+    `result` is set (to a CommandResult) when the command itself ran to its end and only its output
+    could not be kept: how it ended is still known and worth recording."""
+
+    result: object = None
 
 
 def _guarded(root: Path, write: Callable[[], T]) -> T:
@@ -37,6 +43,13 @@ class ArtifactStore:
         self.root = root
         root.mkdir(parents=True, exist_ok=True)
 
+    def sweep(self) -> int:
+        """Remove partial files a killed process left (call with the session lock held)."""
+        stale = list(self.root.glob(f"{PARTIAL}*"))
+        for path in stale:
+            path.unlink(missing_ok=True)
+        return len(stale)
+
     def read(self, name: str) -> str:
         return (self.root / Path(name).name).read_text(errors="replace")
 
@@ -48,7 +61,11 @@ class ArtifactStore:
         path = self.root / f"sha256-{digest}"
         if not path.exists():
             tmp = path.with_suffix(".tmp")
-            _guarded(self.root, lambda: tmp.write_bytes(data))
+            try:
+                _guarded(self.root, lambda: tmp.write_bytes(data))
+            except StorageFull:
+                tmp.unlink(missing_ok=True)
+                raise
             tmp.replace(path)
         return digest, path.name
 
@@ -58,7 +75,7 @@ class ArtifactWriter:
 
     def __init__(self, store: ArtifactStore) -> None:
         self.store = store
-        fd, name = tempfile.mkstemp(dir=store.root, prefix=".partial-")
+        fd, name = _guarded(store.root, lambda: tempfile.mkstemp(dir=store.root, prefix=PARTIAL))
         self._fh = os.fdopen(fd, "wb")
         self._tmp = Path(name)
         self._hash = hashlib.sha256()

@@ -32,7 +32,7 @@ from typing import Any
 
 from tools.artifacts import ArtifactStore
 from tools.output import LineCallback, StreamSink
-from tools.transport import CommandResult, Host, TransportError, finish
+from tools.transport import CommandResult, Host, TransportError, backstop, finish, open_sinks
 
 log = logging.getLogger("signoff.ssh")
 logging.getLogger("paramiko").setLevel(logging.WARNING)
@@ -491,8 +491,7 @@ class SSHTransport:
     ) -> CommandResult:
         started = time.monotonic()
         shown = self.redact(command)
-        out = StreamSink("stdout", self.artifacts, on_line, self.redact)
-        err = StreamSink("stderr", self.artifacts, on_line, self.redact)
+        out, err = open_sinks(self.artifacts, on_line, self.redact)
         pgid: list[int] = []
 
         def grab_pgid(line: str) -> bool:
@@ -517,13 +516,13 @@ class SSHTransport:
                 duration=time.monotonic() - started,
                 error=str(exc),
             )
-        timed_out = killed = False
+        timed_out = killed = link_lost = False
         error = None
         exit_code: int | None = None
         try:
             conn.last_used = time.monotonic()
             chan.settimeout(0.0)
-            chan.exec_command(wrap(command, timeout=timeout, cwd=cwd, env=env))
+            chan.exec_command(wrap(command, timeout=timeout, cwd=cwd, env=env, diagnosed=on_timeout is not None))
             if stdin is not None:
                 chan.sendall(stdin)
             chan.shutdown_write()
@@ -543,14 +542,16 @@ class SSHTransport:
                 if status == -1:
                     # No exit status: either the process died by a signal or the link went down.
                     time.sleep(0.2)
+                    link_lost = not conn.alive()
                     error = (
-                        "remote process ended by a signal"
-                        if conn.alive()
-                        else f"{conn.endpoint.label()}: connection lost mid-command"
+                        f"{conn.endpoint.label()}: connection lost mid-command"
+                        if link_lost
+                        else "remote process ended by a signal"
                     )
             else:
                 timed_out = True
         except (OSError, EOFError) as exc:
+            link_lost = True
             error = f"{conn.endpoint.label()}: connection lost mid-command: {exc or type(exc).__name__}"
         except Exception as exc:
             error = f"{conn.endpoint.label()}: {type(exc).__name__}: {exc}"
@@ -558,6 +559,7 @@ class SSHTransport:
             chan.close()
             conn.slots.release()
         if error is None and not conn.alive():
+            link_lost = True
             error = f"{conn.endpoint.label()}: connection lost mid-command"
         if error is not None and exit_code is not None:
             exit_code = None
@@ -571,6 +573,7 @@ class SSHTransport:
             killed=killed,
             duration=time.monotonic() - started,
             error=error,
+            link_lost=link_lost,
         )
 
     def _kill(self, host: Host, pgid: int | None) -> bool:
@@ -616,7 +619,9 @@ def _fast_transport(sock: Any, **kwargs: Any) -> Any:
     return t
 
 
-def wrap(command: str, *, timeout: float, cwd: str | None, env: Mapping[str, str] | None) -> str:
+def wrap(
+    command: str, *, timeout: float, cwd: str | None, env: Mapping[str, str] | None, diagnosed: bool = False
+) -> str:
     """Run `command` under `timeout` and print its process group id first, on stderr.
 
     sshd starts every session's shell with setsid(), so that shell's pid is the process group of
@@ -628,11 +633,8 @@ def wrap(command: str, *, timeout: float, cwd: str | None, env: Mapping[str, str
         prefix += f"cd {shlex.quote(cwd)} || exit 126; "
     for key, value in (env or {}).items():
         prefix += f"export {key}={shlex.quote(value)}; "
-    remote_deadline = max(1, int(timeout + 5))
-    return (
-        f"echo {PGID_MARK}$$ >&2; exec timeout -k {int(KILL_GRACE) + 1} {remote_deadline} "
-        f"sh -c {shlex.quote(prefix + command)}"
-    )
+    term, kill = backstop(timeout, diagnosed=diagnosed)
+    return f"echo {PGID_MARK}$$ >&2; exec timeout -k {kill} {term} sh -c {shlex.quote(prefix + command)}"
 
 
 def _drain(chan: Any, out: StreamSink, err: StreamSink, deadline: float) -> bool:

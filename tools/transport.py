@@ -6,6 +6,7 @@ server or benchmark client never returns by itself (vLLM and SGLang clients wait
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import signal
@@ -18,7 +19,7 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tools.artifacts import ArtifactStore
+from tools.artifacts import ArtifactStore, StorageFull
 from tools.output import LineCallback, StreamSink
 
 TAIL_CHARS = 4000
@@ -59,16 +60,44 @@ class CommandResult(BaseModel):
     artifact: str | None = None  # full stdout
     stderr_artifact: str | None = None
     error: str | None = None  # the transport could not run it (unreachable, auth, host key, link lost)
+    link_lost: bool = False  # the link dropped while it ran: whether it finished on the host is unknown
+    diagnosis: str | None = None  # artifact of what an on_timeout hook captured before the kill
 
     @property
     def ok(self) -> bool:
         return self.exit_code == 0 and not self.timed_out and self.error is None
 
 
-def _outlive_guard(timeout: float) -> list[str]:
-    """A deadline the command keeps if signoff itself dies (SIGKILL, OOM): our timer dies with us, and an
-    orphaned hang must not run forever. Kills only later than our own timeout would have."""
-    return ["timeout", "-k", "5", f"{timeout + 5:g}"] if shutil.which("timeout") else []
+# Every command runs under a backstop `timeout` (local and remote) that holds if signoff itself dies
+# (SIGKILL, OOM, a dropped link): our own timer dies with us, and an orphan must not run forever. It
+# fires OUTLIVE_S after our own deadline (later still when a diagnosis runs first) and kills OUTLIVE_KILL_S
+# after that, so a command is gone at the latest `gone_after(timeout)` seconds after it started.
+OUTLIVE_S = 3
+OUTLIVE_KILL_S = 2
+DIAGNOSE_GRACE_S = 60  # a hung command stays up while its on_timeout diagnosis (e.g. py-spy) looks at it
+
+
+def backstop(timeout: float, *, diagnosed: bool = False) -> tuple[int, int]:
+    """(seconds until the backstop's TERM, seconds from TERM to KILL)."""
+    return math.ceil(timeout) + OUTLIVE_S + (DIAGNOSE_GRACE_S if diagnosed else 0), OUTLIVE_KILL_S
+
+
+def gone_after(timeout: float) -> float:
+    """Seconds after its start by which a command without a diagnosis has ended, even if signoff died."""
+    term, kill = backstop(timeout)
+    return term + kill + 1.0
+
+
+def open_sinks(
+    store: ArtifactStore, on_line: LineCallback | None, redact: Callable[[str], str]
+) -> tuple[StreamSink, StreamSink]:
+    out = StreamSink("stdout", store, on_line, redact)
+    try:
+        err = StreamSink("stderr", store, on_line, redact)
+    except StorageFull:
+        out.writer.discard()
+        raise
+    return out, err
 
 
 class TransportError(RuntimeError):
@@ -128,9 +157,13 @@ class LocalTransport:
         except OSError as exc:
             raise TransportError(f"{host.name}: cannot use working directory: {exc}") from None
         full_env = {**os.environ, **(env or {}), "SIGNOFF_HOST": host.name}
+        # The sinks first: when the disk is full, nothing has started yet.
+        out, err = open_sinks(self.artifacts, on_line, self.redact)
+        term, kill = backstop(timeout, diagnosed=on_timeout is not None)
+        guard = ["timeout", "-k", str(kill), str(term)] if shutil.which("timeout") else []
         started = time.monotonic()
         proc = subprocess.Popen(
-            [*_outlive_guard(timeout), "bash", "-c", command],
+            [*guard, "bash", "-c", command],
             cwd=workdir,
             env=full_env,
             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
@@ -138,8 +171,6 @@ class LocalTransport:
             stderr=subprocess.PIPE,
             start_new_session=True,  # own process group, so a timeout kills children too
         )
-        out = StreamSink("stdout", self.artifacts, on_line, self.redact)
-        err = StreamSink("stderr", self.artifacts, on_line, self.redact)
         readers = [
             threading.Thread(target=_pump, args=(proc.stdout, out), daemon=True),
             threading.Thread(target=_pump, args=(proc.stderr, err), daemon=True),
@@ -193,11 +224,31 @@ def finish(
     killed: bool,
     duration: float,
     error: str | None = None,
+    link_lost: bool = False,
 ) -> CommandResult:
+    full: StorageFull | None = None
+    stdout = stderr = digest = ""
+    artifact = stderr_artifact = None
     try:
         stdout, digest, artifact = out.close()
-    finally:  # both streams, even when the disk is full: no partial artifact is left behind
+    except StorageFull as exc:  # both streams are closed and discarded: no partial artifact is left
+        full = exc
+    try:
         stderr, _, stderr_artifact = err.close()
+    except StorageFull as exc:
+        full = full or exc
+    if full is not None:
+        # The command ran and how it ended is known; only its output could not be kept.
+        full.result = CommandResult(
+            host=host,
+            command=command,
+            exit_code=exit_code,
+            timed_out=timed_out,
+            killed=killed,
+            duration_s=round(duration, 4),
+            error=f"output not kept: {full.strerror}",
+        )
+        raise full
     return CommandResult(
         host=host,
         command=command,
@@ -212,6 +263,7 @@ def finish(
         artifact=artifact,
         stderr_artifact=stderr_artifact,
         error=error,
+        link_lost=link_lost,
     )
 
 

@@ -13,6 +13,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from langgraph.func import task
+
+from agent.effects import graph_task
 from agent.journal import Journal
 from agent.models import BrainSpec, Price
 
@@ -96,7 +99,19 @@ class LLMClient:
                 )
             return self._client
 
-    def call(
+    def call(self, **request: Any) -> tuple[Any, dict[str, Any]]:
+        """(message, usage record) for `_call`'s arguments. Raises LLMError when every attempt failed.
+
+        Inside a graph run the call is a LangGraph task: a node that runs again after a crash gets the
+        answers it already paid for back from the checkpoint instead of asking (and paying) again."""
+        if graph_task() is None:
+            return self._call(**request)
+        import anthropic
+
+        out = _durable_call(self, request).result()
+        return anthropic.types.Message.model_validate(out["message"]), out["usage"]
+
+    def _call(
         self,
         *,
         purpose: str,
@@ -107,7 +122,6 @@ class LLMClient:
         tool_choice: dict[str, Any],
         option: int | None = None,
     ) -> tuple[Any, dict[str, Any]]:
-        """(message, usage record). Raises LLMError when every attempt failed."""
         import anthropic
 
         client = self._sdk()
@@ -181,6 +195,12 @@ class LLMClient:
         self.journal.append("llm.call", actor=actor, purpose=purpose, option=option, **record)
         self.on_cost(cost)
         return record
+
+
+@task(name="llm")
+def _durable_call(client: LLMClient, request: dict[str, Any]) -> dict[str, Any]:
+    message, usage = client._call(**request)
+    return {"message": message.model_dump(mode="json"), "usage": usage}
 
 
 def _status_failure(exc: Any) -> tuple[str, int, float | None]:

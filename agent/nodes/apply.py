@@ -32,9 +32,15 @@ def apply(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     try:
         results = [
             r
-            for spec in option.apply
+            for i, spec in enumerate(option.apply, 1)
             for r in run_spec(
-                ctx, spec, purpose="apply", option=option.id, approved=state.get("approved", []), effect="apply"
+                ctx,
+                spec,
+                purpose="apply",
+                option=option.id,
+                approved=state.get("approved", []),
+                effect="apply",
+                last=i == len(option.apply),
             )
         ]
     except CommandRefused as exc:

@@ -94,9 +94,11 @@ def benchmark(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         want = arm == "B"
         if want == applied:
             return
-        for s in option.apply if want else option.revert:
-            effect = "apply" if want else "revert"
-            results = run_spec(ctx, s, purpose="toggle", option=option.id, approved=approved, effect=effect)
+        specs, effect = (option.apply, "apply") if want else (option.revert, "revert")
+        for i, s in enumerate(specs, 1):
+            results = run_spec(
+                ctx, s, purpose="toggle", option=option.id, approved=approved, effect=effect, last=i == len(specs)
+            )
             if not all(r.ok for r in results):
                 raise RuntimeError(f"could not switch to arm {arm}: {results[0].command!r} failed")
         applied = want

@@ -38,8 +38,16 @@ def rollback(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     try:
         results = [
             r
-            for s in option.revert
-            for r in run_spec(ctx, s, purpose="revert", option=option.id, approved=approved, effect="revert")
+            for i, s in enumerate(option.revert, 1)
+            for r in run_spec(
+                ctx,
+                s,
+                purpose="revert",
+                option=option.id,
+                approved=approved,
+                effect="revert",
+                last=i == len(option.revert),
+            )
         ]
         health = [
             r

@@ -24,14 +24,13 @@ def stress(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     for spec in ctx.campaign.stress:
         for run in range(1, spec.runs + 1):
             try:
-                diagnoses: dict[str, str] = {}
                 outs = run_spec(
                     ctx,
                     spec,
                     purpose=f"stress:{spec.name}",
                     option=option,
                     approved=state.get("approved", []),
-                    diagnose=_diagnoser(ctx, spec, option, state, diagnoses) if spec.diagnose else None,
+                    diagnose=_diagnoser(ctx, spec, option, state) if spec.diagnose else None,
                 )
             except CommandRefused as exc:
                 results.append(
@@ -48,7 +47,7 @@ def stress(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
                 break
             for out in outs:
                 r = classify(spec.name, run, out, spec.timeout, spec.crash_patterns)
-                r.diagnosis = diagnoses.get(out.host)
+                r.diagnosis = out.diagnosis
                 if r.outcome == "ok" and spec.check:
                     r = _checked(ctx, spec, r, option, state)
                 if r.diagnosis:
@@ -104,18 +103,18 @@ def degraded_check(ctx: RunContext, state: State, option: int) -> list[dict[str,
     return [r.model_dump(mode="json")]
 
 
-def _diagnoser(ctx: RunContext, spec: StressSpec, option: int, state: State, sink: dict[str, str]):
-    """The hook run on a host when its stress command overran: capture the diagnosis before the kill."""
+def _diagnoser(ctx: RunContext, spec: StressSpec, option: int, state: State):
+    """The hook run on a host when its stress command overran: capture the diagnosis before the kill
+    (returns its artifact, which the command's result keeps)."""
 
-    def run(host: Host) -> None:
+    def run(host: Host) -> str | None:
         diag = CommandSpec(run=spec.diagnose or "true", on=host.name, timeout=spec.diagnose_timeout)
         try:
             (result,) = run_spec(
                 ctx, diag, purpose=f"diagnose:{spec.name}", option=option, approved=state.get("approved", [])
             )
         except CommandRefused:
-            return  # journaled as command.refused; the wedge is still killed and recorded
-        sink[host.name] = result.artifact or ""
+            return None  # journaled as command.refused; the wedge is still killed and recorded
         ctx.journal.append(
             "stress.diagnosis",
             option=option,
@@ -124,6 +123,7 @@ def _diagnoser(ctx: RunContext, spec: StressSpec, option: int, state: State, sin
             exit=result.exit_code,
             artifact=result.artifact,
         )
+        return result.artifact or None
 
     return run
 
