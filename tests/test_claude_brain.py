@@ -55,6 +55,7 @@ def claude_demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Resu
         yield result, server, home
 
 
+@pytest.mark.xdist_group("claude-demo")  # shares a fixture made once per worker
 def test_demo_runs_with_claude_brain_and_reaches_the_evidence_based_outcome(claude_demo: Any) -> None:
     result, _, _ = claude_demo
     assert result.code == 0, result.stderr
@@ -72,6 +73,7 @@ def test_demo_runs_with_claude_brain_and_reaches_the_evidence_based_outcome(clau
     assert plan["order"] == [3, 1, 2] and "expects +18%" in plan["rationale"]["3"]
 
 
+@pytest.mark.xdist_group("claude-demo")  # shares a fixture made once per worker
 def test_every_call_is_journaled_with_tokens_cache_and_cost(claude_demo: Any) -> None:
     result, server, _ = claude_demo
     calls = by_kind(journal_events(result.json()["journal"]), "llm.call")
@@ -91,6 +93,7 @@ def test_every_call_is_journaled_with_tokens_cache_and_cost(claude_demo: Any) ->
     assert all(h["user-agent"].startswith("Anthropic/Python") for h in server.headers)
 
 
+@pytest.mark.xdist_group("claude-demo")  # shares a fixture made once per worker
 def test_three_investigation_subagents_run_in_parallel_multi_turn_tool_loops(claude_demo: Any) -> None:
     result, server, _ = claude_demo
     events = journal_events(result.json()["journal"])
@@ -113,6 +116,7 @@ def test_three_investigation_subagents_run_in_parallel_multi_turn_tool_loops(cla
     assert all(e["data"]["timeout_s"] > 0 for e in tool_cmds)
 
 
+@pytest.mark.xdist_group("claude-demo")  # shares a fixture made once per worker
 def test_findings_cite_what_the_subagent_actually_read(claude_demo: Any) -> None:
     result, _, _ = claude_demo
     findings = {e["data"]["option"]: e["data"] for e in by_kind(journal_events(result.json()["journal"]), "finding")}
@@ -123,6 +127,7 @@ def test_findings_cite_what_the_subagent_actually_read(claude_demo: Any) -> None
     assert findings[1]["summary"].startswith("looked at")
 
 
+@pytest.mark.xdist_group("claude-demo")  # shares a fixture made once per worker
 def test_assessor_writes_the_rationale_from_measured_numbers(claude_demo: Any) -> None:
     result, _, _ = claude_demo
     events = journal_events(result.json()["journal"])
@@ -138,6 +143,7 @@ def test_assessor_writes_the_rationale_from_measured_numbers(claude_demo: Any) -
     assert "Assessor (claude/claude-sonnet-5-5): Measured" in safety["data"]["question"]
 
 
+@pytest.mark.xdist_group("claude-demo")  # shares a fixture made once per worker
 def test_the_api_key_never_reaches_the_session_directory(claude_demo: Any) -> None:
     result, _, home = claude_demo
     session = Path(result.json()["journal"]).parent

@@ -8,6 +8,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
 import rfc8785
 
 from agent import checkpoint
@@ -32,6 +33,7 @@ def rewrite(journal: Path, edit, *, db: bool = True) -> None:
         (journal.parent / "head").write_text(json.dumps({"events": len(lines), "head": prev}))
 
 
+@pytest.mark.xdist_group("finished-demo")  # shares a fixture made once per worker
 def test_replay_timeline_and_verify(cli, finished_session):
     session, journal = finished_session["session"], Path(finished_session["journal"])
     v = cli("replay", session, "--verify")
@@ -60,6 +62,7 @@ def test_replay_timeline_and_verify(cli, finished_session):
     assert not out["ok"] and "the journal says skip by skip-unsafe" in out["error"]
 
 
+@pytest.mark.xdist_group("finished-demo")  # shares a fixture made once per worker
 def test_a_plain_edit_breaks_the_chain(cli, finished_session):
     journal = Path(finished_session["journal"])
     lines = journal.read_text().splitlines(keepends=True)
@@ -69,6 +72,7 @@ def test_a_plain_edit_breaks_the_chain(cli, finished_session):
     assert v.code == 1 and v.stdout.startswith("FAILED at seq 6")
 
 
+@pytest.mark.xdist_group("finished-demo")  # shares a fixture made once per worker
 def test_a_modified_or_missing_artifact_and_an_altered_policy_text_are_caught(cli, finished_session):
     session, journal = finished_session["session"], Path(finished_session["journal"])
     refs = [e for e in read_events(journal) if str(e.get("artifact", "")).startswith("sha256-")]
@@ -217,6 +221,7 @@ def test_a_signed_head_verifies_only_with_the_signers_key(cli, variant, tmp_path
     assert forged.code == 1 and "signature does not verify with the given key" in forged.stdout
 
 
+@pytest.mark.xdist_group("finished-demo")  # shares a fixture made once per worker
 def test_sessions_lists_where_each_stands_and_compaction_keeps_the_record(cli, variant, home, finished_session):
     paused = cli("run", str(variant()), "--policy", "ask-everything", "--json")
     assert paused.code == 3

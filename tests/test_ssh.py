@@ -14,6 +14,9 @@ from tests import sshd as harness
 from tools.artifacts import ArtifactStore
 from tools.ssh import KnownHosts, SSHTransport, wrap
 
+# One test user serves every sshd and stopping a server ends all its processes: run these on one worker.
+pytestmark = pytest.mark.xdist_group("sshd")
+
 
 def test_exit_codes_stderr_env_and_cwd(ssh_transport, sshd):
     host = sshd.host()

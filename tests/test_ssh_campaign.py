@@ -8,9 +8,14 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from agent.journal import verify
 from tests import sshd as harness
 from tests.conftest import ROOT, SIGNOFF, journal_events
+
+# One test user serves every sshd and stopping a server ends all its processes: run these on one worker.
+pytestmark = pytest.mark.xdist_group("sshd")
 
 
 def ssh_config(tmp_path: Path, server: harness.SSHServer, alias: str = "demo-box", known: Path | None = None) -> Path:
