@@ -29,9 +29,11 @@ from tools.artifacts import StorageFull
 
 FORMAT_VERSION = 1
 GENESIS = "0" * 64
-# fsync these at once: they are what an auditor asks about first (and a mutation's started/finished
-# lines carry an `effect`: after a crash they decide whether it may run again).
-DURABLE_KINDS = ("session.", "gate.", "decision", "rule.", "rollback", "report", "mutation.")
+# fsync these at once and commit the head after them: they are what an auditor asks about first.
+DURABLE_KINDS = ("session.", "gate.", "decision", "rule.", "rollback", "report")
+# fsync these too (a mutation's started/finished lines carry an `effect`): after a crash they decide
+# whether it may run again. The head follows at the next line above, or at close.
+LEDGER_KINDS = ("mutation.",)
 
 
 class Event(BaseModel):
@@ -134,9 +136,11 @@ class Journal:
             event = Event(seq=self._seq, kind=kind, ts=ts, actor=actor, data=_plain(data), hash=digest)
             self._seq += 1
             self._prev = digest
-            if kind.startswith(DURABLE_KINDS) or data.get("effect"):
+            if kind.startswith(DURABLE_KINDS):
                 os.fsync(self._fh.fileno())
                 self._write_head()
+            elif kind.startswith(LEDGER_KINDS) or data.get("effect"):
+                os.fsync(self._fh.fileno())
             crashpoints.reached(*(f"journal:{p}" for p in points))
         for listener in self._listeners:
             listener(event)
