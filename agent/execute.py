@@ -202,8 +202,11 @@ def _command_task(
     timeout: float,
     diagnose: Callable[[Host], str | None] | None,
 ) -> dict[str, Any]:
-    _in_command.set(True)  # this task runs in a context of its own: the flag stays in it
-    result = _run_diagnosed(ctx, p, purpose=purpose, option=option, timeout=timeout, diagnose=diagnose)
+    token = _in_command.set(True)
+    try:
+        result = _run_diagnosed(ctx, p, purpose=purpose, option=option, timeout=timeout, diagnose=diagnose)
+    finally:
+        _in_command.reset(token)
     if result.link_lost and purpose.startswith(READ_ONLY):
         raise LinkLost(result)
     return result.model_dump(mode="json")
