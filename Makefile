@@ -11,12 +11,12 @@ DEVSTAMP := $(VENV)/.installed-dev
 # install them, otherwise those tests are skipped (CI sets SIGNOFF_SSHD_REQUIRED=1 so a missing sshd fails).
 system-deps:
 	@if [ ! -x /usr/sbin/sshd ] || ! command -v ssh-keygen >/dev/null || [ ! -x /usr/bin/python3 ] \
-	    || ! command -v tmux >/dev/null; then \
+	    || ! command -v tmux >/dev/null || ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "installing openssh-server and tmux for the SSH and terminal tests"; \
+	    echo "installing openssh-server, tmux and postgresql for the SSH, terminal and store tests"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-	      openssh-server openssh-client procps python3 tmux make >/dev/null; \
-	  else echo "note: sshd or tmux not installed; the SSH or terminal tests will be skipped"; fi; \
+	      openssh-server openssh-client procps python3 tmux make postgresql >/dev/null; \
+	  else echo "note: sshd, tmux or postgresql not installed; those tests will be skipped"; fi; \
 	fi
 
 $(BIN)/python:

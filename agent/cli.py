@@ -26,8 +26,10 @@ app = typer.Typer(
 )
 decision_app = typer.Typer(no_args_is_help=True, help="Work with one-line decisions.")
 policy_app = typer.Typer(no_args_is_help=True, help="Check, explain and improve policy files.")
+store_app = typer.Typer(no_args_is_help=True, help="A shared PostgreSQL store for a team's sessions.")
 app.add_typer(decision_app, name="decision")
 app.add_typer(policy_app, name="policy")
+app.add_typer(store_app, name="store")
 
 BAD_INPUT, FAILED, PAUSED = 2, 1, 3
 
@@ -735,6 +737,34 @@ def policy_explain(
     missing = [n for n in FACTS[gate] if n not in values]  # type: ignore[index]
     if missing:
         typer.echo(f"  (facts not given: {', '.join(missing)}; rules that read them fail closed)")
+
+
+@store_app.command("init")
+def store_init(
+    store: Annotated[
+        str | None,
+        typer.Option("--store", envvar="SIGNOFF_STORE", help="postgresql://… (or $SIGNOFF_STORE)."),
+    ] = None,
+) -> None:
+    """Create or migrate the store's tables: LangGraph's checkpoint tables (PostgresSaver.setup) and the
+    append-only journal. Safe to run again."""
+    if not store or not store.startswith(("postgresql://", "postgres://")):
+        raise _fail("store init needs --store postgresql://… (or SIGNOFF_STORE)", BAD_INPUT)
+    try:
+        import psycopg
+        from langgraph.checkpoint.postgres import PostgresSaver
+    except ImportError:
+        raise _fail("the PostgreSQL store needs its extra: pip install 'signoff[postgres]'", BAD_INPUT) from None
+    from agent import pgjournal
+
+    try:
+        with PostgresSaver.from_conn_string(store) as saver:
+            saver.setup()
+        pgjournal.setup(store)
+    except psycopg.Error as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise _fail(f"store init failed: {first}", FAILED) from None
+    typer.echo("store ready: checkpoint tables (LangGraph PostgresSaver) and the append-only journal")
 
 
 def main() -> None:

@@ -75,6 +75,17 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def encode(*, seq: int, prev: str, session: str, kind: str, actor: str, data: dict[str, Any]) -> tuple[bytes, Event]:
+    """One journal line (RFC 8785 canonical JSON, no newline) and the event it records. Every store
+    writes exactly these bytes, so one verifier serves them all."""
+    ts = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    plain = _plain(data)
+    record = {"v": FORMAT_VERSION, "seq": seq, "ts": ts, "session": session, "kind": kind, "actor": actor, "prev": prev}
+    line = rfc8785.dumps({**record, **plain})
+    event = Event(seq=seq, kind=kind, ts=ts, actor=actor, data=plain, hash=hashlib.sha256(line).hexdigest())
+    return line, event
+
+
 class Journal:
     """One writer per session (the session lock guarantees it); thread-safe within the process."""
 
@@ -114,28 +125,17 @@ class Journal:
 
     def append(self, kind: str, *, actor: str = "signoff", **data: Any) -> Event:
         with self._lock:
-            ts = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-            record = {
-                "v": FORMAT_VERSION,
-                "seq": self._seq,
-                "ts": ts,
-                "session": self.session,
-                "kind": kind,
-                "actor": actor,
-                "prev": self._prev,
-                **_plain(data),
-            }
-            line = rfc8785.dumps(record)
+            line, event = encode(
+                seq=self._seq, prev=self._prev, session=self.session, kind=kind, actor=actor, data=data
+            )
             points = (kind, f"{kind}/{data['purpose']}") if data.get("purpose") else (kind,)
             if crashpoints.armed(f"torn:{kind}"):
                 self._fh.write(line[: len(line) // 2])
                 self._fh.flush()
                 crashpoints.kill()
             self._write(line + b"\n")
-            digest = hashlib.sha256(line).hexdigest()
-            event = Event(seq=self._seq, kind=kind, ts=ts, actor=actor, data=_plain(data), hash=digest)
             self._seq += 1
-            self._prev = digest
+            self._prev = event.hash
             if kind.startswith(DURABLE_KINDS):
                 os.fsync(self._fh.fileno())
                 self._write_head()

@@ -138,6 +138,21 @@ def sshd():
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def postgres():
+    """A real PostgreSQL server on 127.0.0.1 for the whole test session (one per xdist worker)."""
+    from tests import pg
+
+    try:
+        server = pg.start()
+    except pg.PostgresUnavailable as exc:
+        if os.environ.get("SIGNOFF_PG_REQUIRED"):
+            pytest.fail(f"PostgreSQL required but unavailable: {exc}")
+        pytest.skip(str(exc))
+    yield server
+    server.stop()
+
+
 @pytest.fixture
 def ssh_transport(sshd, tmp_path):
     from tools.artifacts import ArtifactStore
