@@ -65,7 +65,8 @@ class PostgresServer:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def start() -> PostgresServer:
+def start(*, fsync: bool = False) -> PostgresServer:
+    """Start a server; `fsync=False` (the tests) trades crash safety of the throwaway data for speed."""
     as_user: list[str] = []
     root = Path(tempfile.mkdtemp(prefix="signoff-pg-"))
     if os.geteuid() == 0:
@@ -90,7 +91,7 @@ def start() -> PostgresServer:
         subprocess.run([*run, "mkdir", "-p", str(sock)], check=True)
     else:
         sock.mkdir()
-    options = f"-p {server.port} -k {sock} -c listen_addresses=127.0.0.1 -c fsync=off"
+    options = f"-p {server.port} -k {sock} -c listen_addresses=127.0.0.1 -c fsync={'on' if fsync else 'off'}"
     r = subprocess.run(
         [*run, _bin("pg_ctl"), "-D", str(data), "-o", options, "-l", str(root / "log"), "-w", "-t", "30", "start"],
         capture_output=True,
