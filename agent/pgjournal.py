@@ -118,3 +118,38 @@ class PgJournal:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+class Lease:
+    """One runner per session across machines: a PostgreSQL session-level advisory lock on the
+    session's id, held by a connection of its own. A runner that dies (even by SIGKILL, or with its
+    machine) loses its connection and with it the lease, so another process can take over at once;
+    a holder that is alive keeps it however long it runs. Who holds it is recorded for the refusal."""
+
+    def __init__(self, url: str, session: str, *, holder: str) -> None:
+        self.url, self.session, self.holder = url, session, holder
+        self._conn: Any = None
+
+    def acquire(self) -> str | None:
+        """Take the lease; None on success, else who holds it."""
+        import psycopg
+
+        conn = psycopg.connect(self.url, autocommit=True, application_name=f"signoff:{self.holder}"[:63])
+        got = conn.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", (self.session,)).fetchone()[0]
+        if got:
+            self._conn = conn
+            return None
+        holder = conn.execute(
+            "WITH k AS (SELECT hashtextextended(%s, 0) AS key) "
+            "SELECT a.application_name FROM k, pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+            "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 "
+            "AND l.classid = ((k.key >> 32) & 4294967295)::oid AND l.objid = (k.key & 4294967295)::oid",
+            (self.session,),
+        ).fetchone()
+        conn.close()
+        return (holder[0] if holder else "").removeprefix("signoff:") or "another runner"
+
+    def release(self) -> None:
+        if self._conn is not None:
+            self._conn.close()  # closing the connection ends the lock with it
+            self._conn = None

@@ -95,3 +95,40 @@ def test_writers_in_parallel_extend_one_gapless_chain(store, tmp_path):
     assert report.ok and report.events == 100, report
     seen = sorted((e["writer"], e["i"]) for e in read_events(path))
     assert seen == [(w, i) for w in range(4) for i in range(25)]
+
+
+HOLD = """
+import sys, time
+from agent.pgjournal import Lease
+lease = Lease(sys.argv[1], "20261203-race", holder=f"pid {__import__('os').getpid()} (tester)")
+who = lease.acquire()
+print("got" if who is None else f"refused: {who}", flush=True)
+time.sleep(float(sys.argv[2]) if who is None else 0)
+"""
+
+
+def test_one_runner_per_session_across_processes_and_a_killed_holder_loses_its_lease(store):
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    procs = [
+        subprocess.Popen([sys.executable, "-c", HOLD, store, "60"], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+        for _ in range(4)
+    ]
+    lines = {p: p.stdout.readline().strip() for p in procs}
+    winners = [p for p, line in lines.items() if line == "got"]
+    assert len(winners) == 1, lines  # exactly one of four racing processes runs the session
+    holder = winners[0]
+    for p, line in lines.items():
+        if p is not holder:
+            assert line == f"refused: pid {holder.pid} (tester)"
+            p.wait(timeout=30)
+    holder.kill()  # SIGKILL: no chance to release anything
+    holder.wait()
+    late = subprocess.run(
+        [sys.executable, "-c", HOLD, store, "0"], capture_output=True, text=True, cwd=ROOT, timeout=30
+    )
+    # the dead runner's connection is gone, and its lease with it
+    assert late.stdout.strip() == "got", late.stderr
