@@ -62,7 +62,9 @@ class PgJournal:
         import psycopg
 
         self.session = session
-        self._conn = psycopg.connect(url)
+        # Autocommit: each append is its own transaction block, and a read never leaves one open (which
+        # would turn the next append's block into a savepoint that nobody commits).
+        self._conn = psycopg.connect(url, autocommit=True)
         self._lock = threading.Lock()
         self._listeners: list[Listener] = []
 

@@ -87,13 +87,17 @@ def test_writers_in_parallel_extend_one_gapless_chain(store, tmp_path):
         t.start()
     for t in threads:
         t.join()
+    assert list(writers[0].lines())  # a read in between must not hold the next appends back
+    writers[0].append("session.finished", status="finished")
+    with psycopg.connect(store) as other:  # committed: another connection sees every line
+        assert other.execute("SELECT count(*) FROM signoff_journal WHERE session = 's-3'").fetchone()[0] == 101
     path = tmp_path / "journal.jsonl"
-    assert writers[0].export(path) == 100
+    assert writers[0].export(path) == 101
     for j in writers:
         j.close()
     report = verify(path)
-    assert report.ok and report.events == 100, report
-    seen = sorted((e["writer"], e["i"]) for e in read_events(path))
+    assert report.ok and report.events == 101, report
+    seen = sorted((e["writer"], e["i"]) for e in read_events(path) if e["kind"] == "command.finished")
     assert seen == [(w, i) for w in range(4) for i in range(25)]
 
 
