@@ -90,16 +90,14 @@ def mutate(
 ) -> CommandResult:
     from agent.execute import run_one
 
+    def recovered(action: str, **extra: Any) -> None:
+        ctx.journal.append(
+            "mutation.recovered", key=key, host=p.host.name, effect=effect, option=option, action=action, **extra
+        )
+
     done = ctx.ledger.finished.get(key)
     if done is not None:
-        ctx.journal.append(
-            "mutation.recovered",
-            key=key,
-            host=p.host.name,
-            effect=effect,
-            option=option,
-            action="not run again: it finished before the crash and its recorded result stands",
-        )
+        recovered("not run again: it finished before the crash and its recorded result stands")
         return CommandResult.model_validate(done)
     started = ctx.ledger.started.get(key)
     if started is not None:
@@ -112,25 +110,10 @@ def mutate(
                 duration_s=0.0,
                 stdout_tail=f"(not run again: the option's check shows the {effect} took effect)",
             )
-            ctx.journal.append(
-                "mutation.recovered",
-                key=key,
-                host=p.host.name,
-                effect=effect,
-                option=option,
-                action="not run again: the check shows it took effect",
-                result=result.model_dump(mode="json"),
-            )
+            recovered("not run again: the check shows it took effect", result=result.model_dump(mode="json"))
             ctx.ledger.finished[key] = result.model_dump(mode="json")
             return result
-        ctx.journal.append(
-            "mutation.recovered",
-            key=key,
-            host=p.host.name,
-            effect=effect,
-            option=option,
-            action="run again: the check shows it did not take effect",
-        )
+        recovered("run again: the check shows it did not take effect")
     return run_one(ctx, p, purpose=purpose, option=option, timeout=timeout, key=key, effect=effect)
 
 

@@ -327,6 +327,7 @@ class Runner:
             started_at=datetime.fromisoformat(self.meta["created"]).timestamp(),
         )
         self._journaled_gates: set[str] = set()
+        self._started = False  # whether the journal has its session.started line
         self._resume_from_journal()
         self.ctx.brain = self._brain()
 
@@ -337,6 +338,7 @@ class Runner:
         events = list(read_events(self.dir.journal))
         self.ctx.ledger = Ledger.from_events(events)
         self._journaled_gates = {e["gate"] for e in events if e["kind"] == "decision"}
+        self._started = any(e["kind"] == "session.started" for e in events)
         for e in events:
             if e["kind"] == "llm.call":
                 self.ctx.spent_usd += float(e.get("cost_usd", 0.0))
@@ -427,7 +429,7 @@ class Runner:
     def resume(self) -> Outcome:
         from langgraph.types import Command
 
-        if not self._journaled("session.started"):
+        if not self._started:
             return self.start()  # killed between creating the session and its first journal line
         with self._graph() as graph:
             snapshot = graph.get_state(self._config())
@@ -460,9 +462,6 @@ class Runner:
         if self.meta.get("status") != ended:
             self._set_status(ended)  # killed between journaling the end and recording it in meta.json
         return self.outcome()
-
-    def _journaled(self, kind: str) -> bool:
-        return self.dir.journal.exists() and any(e["kind"] == kind for e in read_events(self.dir.journal))
 
     def _ended(self) -> str | None:
         """How the journal says the run ended (its last session event is the end), or None."""

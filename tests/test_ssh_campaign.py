@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -164,7 +166,7 @@ def test_secrets_travel_on_stdin_and_never_reach_the_session_dir(cli, sshd, tmp_
         capture_output=True,
         text=True,
         cwd=ROOT,
-        env={**__import__("os").environ, "SIGNOFF_HOME": str(home)},
+        env={**os.environ, "SIGNOFF_HOME": str(home)},
     )
     assert env_cli.returncode == 0, env_cli.stderr
     out = json.loads(env_cli.stdout)
@@ -179,25 +181,31 @@ def test_secrets_travel_on_stdin_and_never_reach_the_session_dir(cli, sshd, tmp_
     assert any('"$DEPLOY_TOKEN"' in c for c in started)
 
 
+def run_until(campaign: Path, home: Path, ready: Callable[[list[str]], bool]) -> subprocess.Popen[str]:
+    """`signoff run CAMPAIGN --json` in its own process, returned once its journal lines satisfy `ready`."""
+    env = {**os.environ, "SIGNOFF_HOME": str(home)}
+    proc = subprocess.Popen(
+        [*SIGNOFF, "run", str(campaign), "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env=env,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        journals = list((home / "sessions").glob("*/journal.jsonl"))
+        lines = journals[0].read_text().splitlines() if journals else []
+        if lines and ready(lines):
+            break
+        time.sleep(0.02)
+    return proc
+
+
 def test_sshd_dying_mid_benchmark_takes_the_safe_path(sshd, tmp_path, home):
     server = harness.start()
     try:
-        campaign = mini(tmp_path, server, bench_wall="0.3")
-        env = {**__import__("os").environ, "SIGNOFF_HOME": str(home)}
-        proc = subprocess.Popen(
-            [*SIGNOFF, "run", str(campaign), "--json"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=ROOT,
-            env=env,
-        )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            journals = list((home / "sessions").glob("*/journal.jsonl"))
-            if journals and '"bench.run"' in journals[0].read_text():
-                break
-            time.sleep(0.1)
+        proc = run_until(mini(tmp_path, server, bench_wall="0.3"), home, lambda lines: '"bench.run"' in "".join(lines))
         server.stop()
         stdout, stderr = proc.communicate(timeout=120)
         assert proc.returncode == 3, stderr  # paused: a person decides about the unverified rollback
@@ -215,23 +223,11 @@ def test_sshd_dying_mid_benchmark_takes_the_safe_path(sshd, tmp_path, home):
 def test_a_link_dropped_mid_benchmark_is_retried_once_and_the_campaign_goes_on(sshd, tmp_path, home):
     server = harness.start()
     try:
-        campaign = mini(tmp_path, server, bench_wall="0.5")
-        env = {**__import__("os").environ, "SIGNOFF_HOME": str(home)}
-        proc = subprocess.Popen(
-            [*SIGNOFF, "run", str(campaign), "--json"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=ROOT,
-            env=env,
+        proc = run_until(  # an A/B benchmark run in flight
+            mini(tmp_path, server, bench_wall="0.5"),
+            home,
+            lambda lines: '"bench.progress"' in "".join(lines) and '"purpose":"bench:' in lines[-1],
         )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:  # wait for an A/B benchmark run to be in flight
-            journals = list((home / "sessions").glob("*/journal.jsonl"))
-            lines = journals[0].read_text().splitlines() if journals else []
-            if lines and '"bench.progress"' in "".join(lines) and '"purpose":"bench:' in lines[-1]:
-                break
-            time.sleep(0.02)
         # Kill the connection's own sshd processes, not the listener: the link drops, the host stays up.
         subprocess.run(["pkill", "-KILL", "-f", f"sshd: {server.user}"], check=True)
         stdout, stderr = proc.communicate(timeout=120)

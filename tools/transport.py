@@ -227,8 +227,6 @@ def finish(
     link_lost: bool = False,
 ) -> CommandResult:
     full: StorageFull | None = None
-    stdout = stderr = digest = ""
-    artifact = stderr_artifact = None
     try:
         stdout, digest, artifact = out.close()
     except StorageFull as exc:  # both streams are closed and discarded: no partial artifact is left
@@ -237,33 +235,29 @@ def finish(
         stderr, _, stderr_artifact = err.close()
     except StorageFull as exc:
         full = full or exc
-    if full is not None:
-        # The command ran and how it ended is known; only its output could not be kept.
-        full.result = CommandResult(
-            host=host,
-            command=command,
-            exit_code=exit_code,
-            timed_out=timed_out,
-            killed=killed,
-            duration_s=round(duration, 4),
-            error=f"output not kept: {full.strerror}",
-        )
-        raise full
-    return CommandResult(
+    ended = CommandResult(
         host=host,
         command=command,
         exit_code=exit_code,
         timed_out=timed_out,
         killed=killed,
         duration_s=round(duration, 4),
-        stdout_tail=stdout,
-        stderr_tail=stderr[-TAIL_CHARS:],
-        stdout_truncated=out.truncated,
-        stdout_digest=digest,
-        artifact=artifact,
-        stderr_artifact=stderr_artifact,
-        error=error,
-        link_lost=link_lost,
+    )
+    if full is not None:
+        # The command ran and how it ended is known; only its output could not be kept.
+        full.result = ended.model_copy(update={"error": f"output not kept: {full.strerror}"})
+        raise full
+    return ended.model_copy(
+        update=dict(
+            stdout_tail=stdout,
+            stderr_tail=stderr[-TAIL_CHARS:],
+            stdout_truncated=out.truncated,
+            stdout_digest=digest,
+            artifact=artifact,
+            stderr_artifact=stderr_artifact,
+            error=error,
+            link_lost=link_lost,
+        )
     )
 
 
