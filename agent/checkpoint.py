@@ -63,7 +63,12 @@ class Signer:
 
 
 def write(journal: Path, session: str, events: int, head: str, signer: Signer | None) -> None:
-    record = signer.sign(session, events, head) if signer else Head(events=events, head=head)
+    write_record(journal, signer.sign(session, events, head) if signer else Head(events=events, head=head))
+
+
+def write_record(journal: Path, record: Head) -> None:
+    """Both copies of a head beside `journal`: the `head` file and the checkpoint DB's table."""
+    events, head = record.events, record.head
     tmp = journal.with_name("head.tmp")
     tmp.write_text(record.model_dump_json(exclude_none=True) + "\n")
     tmp.replace(journal.with_name("head"))

@@ -71,6 +71,23 @@ BrainOpt = Annotated[
     ),
 ]
 ModelOpt = Annotated[str | None, typer.Option("--model", help="Claude model for --brain claude.")]
+StoreOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--store",
+        envvar="SIGNOFF_STORE",
+        help="Where sessions live: postgresql://… for a team's shared store (or $SIGNOFF_STORE); "
+        "default: the local store under $SIGNOFF_HOME.",
+    ),
+]
+WaitOpt = Annotated[
+    bool,
+    typer.Option(
+        "--wait",
+        help="At a gate that needs a person, keep the session (and its lease) and wait for `signoff decide` "
+        "from any machine, or the gate's deadline, then go on; instead of exiting 3.",
+    ),
+]
 SshConfigOpt = Annotated[
     str | None, typer.Option("--ssh-config", help="An ssh_config file to resolve SSH hosts with (ssh -F).")
 ]
@@ -79,6 +96,25 @@ SshConfigOpt = Annotated[
 def _fail(message: str, code: int) -> typer.Exit:
     typer.echo(f"signoff: {message}", err=True)
     return typer.Exit(code)
+
+
+def _store(url: str | None) -> Any:
+    """The store `--store`/`SIGNOFF_STORE` names, or a one-line error (exit 2)."""
+    from agent.store import SessionError, open_store
+
+    try:
+        return open_store(url)
+    except SessionError as exc:
+        raise _fail(str(exc), BAD_INPUT) from None
+
+
+def _find(session: str, store: str | None) -> Any:
+    from agent.store import SessionError
+
+    try:
+        return _store(store).find(session)
+    except SessionError as exc:
+        raise _fail(str(exc), BAD_INPUT) from None
 
 
 FAIL_ON_MATCHED = 4
@@ -137,6 +173,17 @@ def _live_tui(d: Any) -> Any:
         raise _fail(str(exc), FAILED) from None
 
 
+def _served(d: Any, out: Any, wait: bool, listeners: list[Any]) -> Any:
+    """With --wait, answer-and-go-on until the session ends (the caller holds the lease)."""
+    from agent.session import Runner
+
+    while wait and out.status == "paused":
+        if not Runner(d, headless=True).wait_for_answer():
+            break  # stopped by a signal while waiting: the session stays paused
+        out = Runner(d, headless=True, listeners=listeners).resume()
+    return out
+
+
 def _fail_on(values: list[str] | None) -> list[str]:
     out = [v.strip() for raw in values or [] for v in raw.split(",") if v.strip()]
     wrong = [v for v in out if v not in ("ask", "default", "deadline")]
@@ -146,13 +193,13 @@ def _fail_on(values: list[str] | None) -> list[str]:
 
 
 @contextmanager
-def _existing_session(session: str, *, accept_policy_change: bool = False) -> Iterator[Any]:
+def _existing_session(session: str, store: str | None, *, accept_policy_change: bool = False) -> Iterator[Any]:
     """Find and lock a session, refusing to go on under a policy file that changed on disk unless
     the person accepts the change; errors become one-line messages and exit codes."""
-    from agent.session import RunFailed, SessionDir, SessionError
+    from agent.session import RunFailed, SessionError
 
+    d = _find(session, store)
     try:
-        d = SessionDir.find(session)
         with d.locked():
             _policy_drift(d, accept_policy_change)
             yield d
@@ -160,6 +207,8 @@ def _existing_session(session: str, *, accept_policy_change: bool = False) -> It
         raise _fail(str(exc), BAD_INPUT) from None
     except RunFailed as exc:
         raise _fail(f"session {session} failed: {exc}", FAILED) from None
+    finally:
+        d.close()
 
 
 def _policy_drift(d: Any, accept_policy_change: bool) -> None:
@@ -197,6 +246,8 @@ def _run(
     brain: str | None = None,
     model: str | None = None,
     headless: bool = True,
+    store: str | None = None,
+    wait: bool = False,
 ) -> None:
     from agent.render import Progress
     from agent.session import RunFailed, Runner, SessionError, SourceError, create
@@ -212,6 +263,7 @@ def _run(
             campaign_text=campaign_text,
             brain=brain,
             model=model,
+            store=_store(store),
         )
     except SourceError as exc:
         raise _fail(str(exc), BAD_INPUT) from None
@@ -220,7 +272,7 @@ def _run(
     progress = Progress(plain=True if as_json else None)
     try:
         with d.locked():
-            out = Runner(d, headless=True, listeners=[progress]).start()
+            out = _served(d, Runner(d, headless=True, listeners=[progress]).start(), wait, [progress])
     except SessionError as exc:
         raise _fail(str(exc), FAILED) from None
     except RunFailed as exc:
@@ -244,6 +296,8 @@ def demo(
     fail_on: FailOnOpt = None,
     brain: BrainOpt = None,
     model: ModelOpt = None,
+    store: StoreOpt = None,
+    wait: WaitOpt = False,
 ) -> None:
     """Run the built-in decode-throughput demo (simulated hosts; no keys, no network)."""
     from agent.session import SessionError, demo_campaign, demo_over_ssh
@@ -265,6 +319,8 @@ def demo(
         brain=brain,
         model=model,
         headless=headless,
+        store=store,
+        wait=wait,
     )
 
 
@@ -279,6 +335,8 @@ def run(
     fail_on: FailOnOpt = None,
     brain: BrainOpt = None,
     model: ModelOpt = None,
+    store: StoreOpt = None,
+    wait: WaitOpt = False,
 ) -> None:
     """Run a campaign. Pauses (exit 3) at any gate the policy says to ask about."""
     _run(
@@ -292,6 +350,8 @@ def run(
         brain=brain,
         model=model,
         headless=headless,
+        store=store,
+        wait=wait,
     )
 
 
@@ -305,26 +365,74 @@ def decide(
     as_json: JsonOpt = False,
     fail_on: FailOnOpt = None,
     accept_policy_change: AcceptPolicyOpt = False,
+    store: StoreOpt = None,
 ) -> None:
-    """Answer the gate a paused session is waiting at, then resume it."""
+    """Answer the gate a paused session is waiting at, then resume it (or, when a runner on any machine
+    holds the session waiting for this answer, hand the answer to it and report where it got to)."""
     from agent.render import Progress
-    from agent.session import DecisionError, Runner
+    from agent.session import DecisionError, RunFailed, Runner, SessionBusy, SessionError
 
     checks = _fail_on(fail_on)
     who = f"human:{by or getpass.getuser()}"
-    with _existing_session(session, accept_policy_change=accept_policy_change) as d:
-        runner = Runner(d, headless=True, listeners=[Progress(plain=True if as_json else None)])
+    d = _find(session, store)
+    try:
+        with d.locked():
+            _policy_drift(d, accept_policy_change)
+            runner = Runner(d, headless=True, listeners=[Progress(plain=True if as_json else None)])
+            try:
+                _, echo = runner.decide(text, by=who, confirmed=yes)
+            except DecisionError as exc:
+                raise _fail(f"{exc} (nothing changed)", BAD_INPUT) from None
+            typer.echo(f"decided: {echo}", err=True)
+            if no_resume:
+                out = Runner(d, headless=True).outcome()
+                out.echo = f"recorded: {echo}; run `signoff resume {session}` to continue"
+            else:
+                out = Runner(d, headless=True, listeners=[Progress(plain=True if as_json else None)]).resume()
+    except SessionBusy as busy:
+        out = _hand_over(d, busy, text, who=who, yes=yes, no_resume=no_resume)
+    except SessionError as exc:
+        raise _fail(str(exc), BAD_INPUT) from None
+    except RunFailed as exc:
+        raise _fail(f"session {session} failed: {exc}", FAILED) from None
+    finally:
+        d.close()
+    _finish(out, as_json, checks)
+
+
+def _hand_over(d: Any, busy: Exception, text: str, *, who: str, yes: bool, no_resume: bool) -> Any:
+    """The session is held by a runner (`--wait`) that waits for exactly this: record the answer where
+    it looks (it wakes at once), then follow the journal until the session stands still again. If that
+    runner dies instead, take the session over and resume it here."""
+    from agent.session import DecisionError, Runner, SessionBusy
+
+    waiting = d.meta().get("waiting")
+    if not waiting:
+        raise _fail(str(busy), BAD_INPUT)
+    tail = d.tail()
+    try:
+        tail.read()  # what is journaled already: the stop we wait for comes after our answer
         try:
-            _, echo = runner.decide(text, by=who, confirmed=yes)
+            _, echo = Runner(d, headless=True).decide(text, by=who, confirmed=yes)
         except DecisionError as exc:
             raise _fail(f"{exc} (nothing changed)", BAD_INPUT) from None
-        typer.echo(f"decided: {echo}", err=True)
         if no_resume:
+            typer.echo(f"decided: {echo}; the runner waiting on {waiting} goes on with it", err=True)
             out = Runner(d, headless=True).outcome()
-            out.echo = f"recorded: {echo}; run `signoff resume {session}` to continue"
-        else:
-            out = Runner(d, headless=True, listeners=[Progress(plain=True if as_json else None)]).resume()
-    _finish(out, as_json, checks)
+            out.echo = f"recorded: {echo}; the runner waiting on {waiting} goes on"
+            return out
+        typer.echo(f"decided: {echo}; handed to the runner waiting on {waiting}", err=True)
+        while True:
+            if any(e["kind"] in STOPS and e["kind"] != "session.waiting" for e in tail.read()):
+                return Runner(d, headless=True).outcome()
+            tail.wait(5.0)
+            try:
+                with d.locked():  # free: the runner is gone (or done); go on from here
+                    return Runner(d, headless=True).resume()
+            except SessionBusy:
+                continue
+    finally:
+        tail.close()
 
 
 @app.command()
@@ -336,6 +444,8 @@ def resume(
     as_json: JsonOpt = False,
     fail_on: FailOnOpt = None,
     accept_policy_change: AcceptPolicyOpt = False,
+    store: StoreOpt = None,
+    wait: WaitOpt = False,
 ) -> None:
     """Continue a paused or interrupted session (applies decisions recorded with --no-resume and expired
     gate deadlines); with --revisit, reopen a finished session's deferred options."""
@@ -343,9 +453,10 @@ def resume(
     from agent.session import Runner
 
     checks = _fail_on(fail_on)
-    with _existing_session(session, accept_policy_change=accept_policy_change) as d:
-        runner = Runner(d, headless=True, listeners=[Progress(plain=True if as_json else None)])
-        out = runner.revisit() if revisit else runner.resume()
+    with _existing_session(session, store, accept_policy_change=accept_policy_change) as d:
+        progress = Progress(plain=True if as_json else None)
+        runner = Runner(d, headless=True, listeners=[progress])
+        out = _served(d, runner.revisit() if revisit else runner.resume(), wait, [progress])
     _finish(out, as_json, checks)
 
 
@@ -377,27 +488,47 @@ def replay(
     ] = None,
     as_json: JsonOpt = False,
     tui: Annotated[bool, typer.Option("--tui", help="Open the read-only replay screen: step, jump, inspect.")] = False,
+    store: StoreOpt = None,
 ) -> None:
     """Read a session back from its journal (no host is touched, no gate can be answered)."""
+    d = _find(session, store)
+    try:
+        # Every reader below works on a file journal: the local store's own, or the team store's
+        # session exported (lines, head and artifacts) to a scratch directory — the same check either way.
+        with d.journal_file() as journal:
+            _replay(d, journal, check, kind, option, since, other_policy, fail_on_diff, key, export, as_json, tui)
+    finally:
+        d.close()
+
+
+def _replay(
+    d: Any,
+    journal: Path,
+    check: bool,
+    kind: str | None,
+    option: int | None,
+    since: str | None,
+    other_policy: str | None,
+    fail_on_diff: bool,
+    key: Path | None,
+    export: Path | None,
+    as_json: bool,
+    tui: bool,
+) -> None:
     from agent.checkpoint import load_public_key
     from agent.replay import describe, events, verify_session
-    from agent.session import SessionDir, SessionError
 
-    try:
-        d = SessionDir.find(session)
-    except SessionError as exc:
-        raise _fail(str(exc), BAD_INPUT) from None
     if export is not None:
         from agent.export import export as write_report
 
         try:
-            write_report(d.journal, export)
+            write_report(journal, export)
         except (ValueError, OSError) as exc:
             raise _fail(str(exc), BAD_INPUT) from None
         typer.echo(f"wrote {export}")
         return
     if other_policy is not None:
-        _counterfactual(d, other_policy, as_json=as_json, fail_on_diff=fail_on_diff)
+        _counterfactual(d, journal, other_policy, as_json=as_json, fail_on_diff=fail_on_diff)
         return
     if fail_on_diff:
         raise _fail("--fail-on-diff needs --policy OTHER", BAD_INPUT)
@@ -411,14 +542,14 @@ def replay(
             pinned = load_public_key(key) if key is not None else None
         except (OSError, ValueError) as exc:
             raise _fail(f"--key {key}: {exc}", BAD_INPUT) from None
-        verdict = verify_session(d.journal, key=pinned)
+        verdict = verify_session(journal, key=pinned)
         typer.echo(verdict.model_dump_json() if as_json else verdict.line())
         raise typer.Exit(0 if verdict.ok else FAILED)
     try:
         cutoff = _since(since) if since else None
     except ValueError as exc:
         raise _fail(str(exc), BAD_INPUT) from None
-    chosen = events(d.journal, kind=kind, option=option, since=cutoff)
+    chosen = events(journal, kind=kind, option=option, since=cutoff)
     if as_json:
         typer.echo(json.dumps(chosen, indent=2))
         return
@@ -426,7 +557,7 @@ def replay(
     from rich.text import Text
 
     console = Console(highlight=False, soft_wrap=True)
-    opened = {e["gate"]: e["ts"] for e in events(d.journal, kind="gate.opened")}
+    opened = {e["gate"]: e["ts"] for e in events(journal, kind="gate.opened")}
     for e in chosen:
         line = describe(e, opened)
         if line is not None:
@@ -466,7 +597,7 @@ def _since(text: str) -> str:
     return when.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _counterfactual(d: Any, ref: str, *, as_json: bool, fail_on_diff: bool) -> None:
+def _counterfactual(d: Any, journal: Path, ref: str, *, as_json: bool, fail_on_diff: bool) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -478,7 +609,7 @@ def _counterfactual(d: Any, ref: str, *, as_json: bool, fail_on_diff: bool) -> N
         policy = load_policy(ref)
     except (SourceError, FileNotFoundError) as exc:
         raise _fail(str(exc), BAD_INPUT) from None
-    cf = counterfactual(d.journal, policy)
+    cf = counterfactual(journal, policy)
     if as_json:
         typer.echo(json.dumps({**cf.model_dump(mode="json"), "disagreements": cf.disagreements}, indent=2))
     else:
@@ -513,13 +644,28 @@ def _counterfactual(d: Any, ref: str, *, as_json: bool, fail_on_diff: bool) -> N
 def attach(
     session: Annotated[str, typer.Argument(help="Session id.")],
     accept_policy_change: AcceptPolicyOpt = False,
+    follow: Annotated[
+        bool,
+        typer.Option(
+            "--follow",
+            help="No TUI: print the session's events as they are journaled (one JSON object per line with "
+            "--json) until it pauses or ends and no runner holds it; exits with its status code.",
+        ),
+    ] = False,
+    as_json: JsonOpt = False,
+    store: StoreOpt = None,
 ) -> None:
     """Follow a running or paused session in the TUI; answer its gate when it waits for one (the session
     lock decides who runs: while another process runs it, you watch)."""
-    from agent.session import Runner, SessionBusy, SessionDir, SessionError
+    from agent.session import Runner, SessionBusy, SessionError
 
+    d = _find(session, store)
+    if follow:
+        try:
+            _follow(d, as_json=as_json)
+        finally:
+            d.close()
     try:
-        d = SessionDir.find(session)
         with d.locked():  # answering from the screen goes on under the policy: the same check as resume
             _policy_drift(d, accept_policy_change)
     except SessionBusy:
@@ -527,7 +673,10 @@ def attach(
     except SessionError as exc:
         raise _fail(str(exc), BAD_INPUT) from None
     if screens is None or not _terminal():
-        raise _fail("attach needs a terminal; headless, use `signoff decide` and `signoff resume`", BAD_INPUT)
+        raise _fail(
+            "attach needs a terminal; headless, use `signoff attach --follow`, `signoff decide` and `signoff resume`",
+            BAD_INPUT,
+        )
     if screens.attach(d):
         raise _fail(f"detached while the run was going; `signoff resume {d.id}` continues it", 130)
     try:
@@ -539,6 +688,50 @@ def attach(
     _finish(out, False)
 
 
+STOPS = ("session.paused", "session.waiting", "session.finished", "session.failed", "session.interrupted")
+
+
+def _follow(d: Any, *, as_json: bool) -> None:
+    """Print events as they arrive (the store wakes us: no polling of the journal), until the session
+    stands still: its last event is a pause or an end and nobody holds its lease."""
+    from agent.replay import describe
+    from agent.session import Runner, SessionBusy
+
+    tail = d.tail()
+    opened: dict[str, str] = {}
+    last = None
+
+    def show(batch: list[dict[str, Any]]) -> None:
+        nonlocal last
+        for e in batch:
+            last = e["kind"]
+            if e["kind"] == "gate.opened":
+                opened[e["gate"]] = e["ts"]
+            if as_json:
+                typer.echo(json.dumps(e, sort_keys=True))
+            elif (line := describe(e, opened)) is not None:
+                typer.echo(f"{e['seq']:>5} {e['ts'][11:23]} {line}")
+
+    try:
+        while True:
+            show(tail.read())
+            if last in STOPS:
+                try:
+                    with d.locked():
+                        more = tail.read()  # what was journaled before we took the lease
+                        show(more)
+                        if not more:
+                            out = Runner(d, headless=True).outcome()
+                            break
+                except SessionBusy:
+                    pass  # a runner goes on (or waits for an answer): keep following
+            tail.wait(5.0)
+    finally:
+        tail.close()
+    typer.echo(f"session {d.id}: {out.status}", err=True)
+    raise typer.Exit(out.exit_code)
+
+
 @app.command()
 def sessions(
     as_json: JsonOpt = False,
@@ -546,27 +739,28 @@ def sessions(
         str | None,
         typer.Option("--compact", help="Prune a closed session's graph checkpoints; its journal and artifacts stay."),
     ] = None,
+    store: StoreOpt = None,
 ) -> None:
-    """List sessions under $SIGNOFF_HOME (default ./.signoff): status (paused at which gate), campaign,
-    start, duration and outcome counts."""
-    from agent.listing import list_sessions
-
+    """List the sessions of a store (default: the local one under $SIGNOFF_HOME, ./.signoff): owner,
+    status (paused at which gate), campaign, start, duration and outcome counts."""
     if compact is not None:
-        from agent.session import SessionDir, SessionError
+        from agent.session import SessionError
         from agent.session import compact as compact_session
 
+        d = _find(compact, store)
         try:
-            d = SessionDir.find(compact)
             with d.locked():
                 before, after = compact_session(d)
         except SessionError as exc:
             raise _fail(str(exc), BAD_INPUT) from None
+        finally:
+            d.close()
         typer.echo(
             f"compacted {d.id}: checkpoints {before / 1e6:.2f} MB → {after / 1e6:.2f} MB; the journal, its head "
             "and the artifacts are kept (replay and --verify work; resume --revisit no longer does)"
         )
         return
-    rows = list_sessions()
+    rows = _store(store).list_sessions()
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         return
@@ -578,12 +772,69 @@ def sessions(
         if status == "paused" and r.get("waiting_at"):
             w = r["waiting_at"]
             status = f"paused at {w['gate']} ({w['kind']}{' #' + str(w['option']) if w.get('option') else ''})"
+        if r.get("runner"):
+            status += f" [{r['runner']}]"
         counts = ", ".join(f"{n} {k}" for k, n in sorted(r.get("outcomes", {}).items()))
         took = f"{r['duration_s']:.0f}s" if r.get("duration_s") is not None else "—"
         extra = (f"  [{counts}]" if counts else "") + ("  (compacted)" if r.get("compacted") else "")
         typer.echo(
-            f"{r['id']}  {status:<28} {r['campaign_name']}  policy={r['policy_name']}"
+            f"{r['id']}  {status:<28} {r['campaign_name']}  policy={r['policy_name']}  by {r.get('owner') or '?'}"
             f"  started {r.get('created') or '?'}  took {took}{extra}"
+        )
+
+
+@app.command("export")
+def export_cmd(
+    session: Annotated[str, typer.Argument(help="Session id.")],
+    directory: Annotated[Path, typer.Argument(help="A new (or empty) directory to write the session to.")],
+    store: StoreOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Write a session — journal and head, artifacts, checkpoints, documents, answers — to a directory
+    laid out like a local session: `signoff replay --verify` reads it, `signoff import` loads it into
+    any store. The session must not be running."""
+    from agent.session import SessionError
+    from agent.transfer import export_session
+
+    d = _find(session, store)
+    try:
+        with d.locked():
+            manifest = export_session(d, directory, source=_store(store).where)
+    except SessionError as exc:
+        raise _fail(str(exc), BAD_INPUT) from None
+    finally:
+        d.close()
+    if as_json:
+        typer.echo(json.dumps(manifest, indent=2))
+    else:
+        typer.echo(
+            f"exported {session} to {directory}: {manifest['events']} events, {manifest['checkpoints']} "
+            f"checkpoints, {manifest['artifacts']} artifacts"
+        )
+
+
+@app.command("import")
+def import_cmd(
+    directory: Annotated[Path, typer.Argument(help="A directory written by `signoff export`.")],
+    store: StoreOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Load an exported session into a store (verified first; refused if the store has it already)."""
+    from agent.session import SessionError
+    from agent.transfer import import_session
+
+    target = _store(store)
+    try:
+        d, summary = import_session(target, directory)
+    except (SessionError, OSError, ValueError) as exc:
+        raise _fail(str(exc), BAD_INPUT) from None
+    d.close()
+    if as_json:
+        typer.echo(json.dumps({**summary, "store": target.where}, indent=2))
+    else:
+        typer.echo(
+            f"imported {summary['session']} into {target.where}: {summary['events']} events, "
+            f"{summary['checkpoints']} checkpoints; `signoff resume {summary['session']}` continues it"
         )
 
 
@@ -629,24 +880,29 @@ def policy_suggest(
         Path | None,
         typer.Option("--out", help="Also write the suggested policy to this new file (never the original)."),
     ] = None,
+    store: StoreOpt = None,
 ) -> None:
     """Suggest rules from gates people answered the same way repeatedly: printed as a diff, never applied."""
-    from agent.journal import read_events
-    from agent.session import SessionDir, SessionError
+    from contextlib import ExitStack
+
     from agent.suggest import suggest
     from policies.schema import load_policy, load_policy_text
     from policies.yamlsrc import SourceError
 
-    try:
-        dirs = [SessionDir.find(s) for s in sessions]
-        if policy is not None:
-            base = load_policy(policy)
-        else:
-            started = next(e for e in read_events(dirs[0].journal) if e["kind"] == "session.started")
-            base = load_policy_text(started["policy_text"], path=started.get("policy") or "policy.yaml")
-    except (SessionError, SourceError, FileNotFoundError, StopIteration) as exc:
-        raise _fail(str(exc) or "the first session has no session.started event", BAD_INPUT) from None
-    notes, diff, text = suggest([d.journal for d in dirs], base, minimum=minimum)
+    with ExitStack() as stack:
+        dirs = [_find(s, store) for s in sessions]
+        for d in dirs:
+            stack.callback(d.close)
+        journals = [stack.enter_context(d.journal_file()) for d in dirs]
+        try:
+            if policy is not None:
+                base = load_policy(policy)
+            else:
+                started = next(e for e in dirs[0].events() if e["kind"] == "session.started")
+                base = load_policy_text(started["policy_text"], path=started.get("policy") or "policy.yaml")
+        except (SourceError, FileNotFoundError, StopIteration) as exc:
+            raise _fail(str(exc) or "the first session has no session.started event", BAD_INPUT) from None
+        notes, diff, text = suggest(journals, base, minimum=minimum)
     for line in notes:
         typer.echo(f"# {line}", err=True)
     if diff:

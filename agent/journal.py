@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import hashlib
 import json
 import math
@@ -34,6 +35,8 @@ DURABLE_KINDS = ("session.", "gate.", "decision", "rule.", "rollback", "report")
 # fsync these too (a mutation's started/finished lines carry an `effect`): after a crash they decide
 # whether it may run again. The head follows at the next line above, or at close.
 LEDGER_KINDS = ("mutation.",)
+# The fields that name an artifact (full command output, by digest): verification checks each one.
+ARTIFACT_FIELDS = ("artifact", "stderr_artifact", "diagnosis")
 
 
 class Event(BaseModel):
@@ -87,7 +90,9 @@ def encode(*, seq: int, prev: str, session: str, kind: str, actor: str, data: di
 
 
 class Journal:
-    """One writer per session (the session lock guarantees it); thread-safe within the process."""
+    """Thread-safe within the process, and safe with writers in other processes: each append holds an
+    exclusive `flock` on the file and, when another process wrote since, first picks up its chain.
+    (The runner is the main writer; a `decide` from elsewhere may add its lines while a runner waits.)"""
 
     def __init__(self, path: Path, session: str) -> None:
         self.path = path
@@ -96,16 +101,29 @@ class Journal:
         self._lock = threading.Lock()
         self._listeners: list[Listener] = []
         self._signer = checkpoint.Signer.from_environment()
-        self._seq, self._prev = 0, GENESIS
-        recovered = None
-        if path.exists():
-            recovered = self._recover()
+        self._seq, self._prev, self._size = 0, GENESIS, 0
         self._fh = path.open("ab")
+        fcntl.flock(self._fh, fcntl.LOCK_EX)
+        try:
+            recovered = self._recover()
+        finally:
+            fcntl.flock(self._fh, fcntl.LOCK_UN)
         if recovered is not None:
             self.append("log.recovered", actor="signoff", **recovered)
 
+    @contextlib.contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        fcntl.flock(self._fh, fcntl.LOCK_EX)
+        try:
+            if os.fstat(self._fh.fileno()).st_size != self._size:
+                self._recover()  # another process appended since our last line
+            yield
+        finally:
+            fcntl.flock(self._fh, fcntl.LOCK_UN)
+
     def _recover(self) -> dict[str, Any] | None:
-        """Continue an existing journal; cut a torn last line (a crash mid-write) and say so."""
+        """Continue the journal as the file holds it; cut a torn last line (a crash mid-write: every
+        writer holds the lock for a whole line) and say so."""
         raw = self.path.read_bytes()
         lines = raw.split(b"\n")
         tail = lines.pop()  # b"" when the file ends with a newline
@@ -113,10 +131,9 @@ class Journal:
         for line in lines:
             seq += 1
             prev = hashlib.sha256(line).hexdigest()
-        self._seq, self._prev = seq, prev
+        self._seq, self._prev, self._size = seq, prev, len(raw) - len(tail)
         if tail:
-            with self.path.open("r+b") as fh:
-                fh.truncate(len(raw) - len(tail))
+            os.truncate(self.path, self._size)
             return {"torn_bytes": len(tail), "torn_digest": hashlib.sha256(tail).hexdigest()}
         return None
 
@@ -124,7 +141,7 @@ class Journal:
         self._listeners.append(listener)
 
     def append(self, kind: str, *, actor: str = "signoff", **data: Any) -> Event:
-        with self._lock:
+        with self._lock, self._exclusive():
             line, event = encode(
                 seq=self._seq, prev=self._prev, session=self.session, kind=kind, actor=actor, data=data
             )
@@ -134,6 +151,7 @@ class Journal:
                 self._fh.flush()
                 crashpoints.kill()
             self._write(line + b"\n")
+            self._size += len(line) + 1
             self._seq += 1
             self._prev = event.hash
             if kind.startswith(DURABLE_KINDS):
@@ -173,8 +191,9 @@ class Journal:
     def close(self) -> None:
         with self._lock:
             if not self._fh.closed:
-                os.fsync(self._fh.fileno())
-                self._write_head()
+                with self._exclusive():
+                    os.fsync(self._fh.fileno())
+                    self._write_head()
                 self._fh.close()
 
 

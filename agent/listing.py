@@ -8,6 +8,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -33,30 +34,36 @@ def list_sessions() -> list[dict[str, Any]]:
             meta = json.loads(meta_path.read_text())
         except (OSError, json.JSONDecodeError):
             continue
-        row = {k: meta.get(k) for k in ("id", "campaign_name", "policy_name", "status", "created", "demo")}
-        if row["status"] == "running" and not _lock_held(meta_path.parent / "lock"):
-            row["status"] = "interrupted"  # the runner died (kill -9, crash); `signoff resume` continues it
-        out.append({**row, **_journal_summary(meta_path.parent / "journal.jsonl"), "compacted": meta.get("compacted")})
+        journal = meta_path.parent / "journal.jsonl"
+        events = read_events(journal) if journal.exists() else iter(())
+        out.append(summarize(meta, _lock_holder(meta_path.parent / "lock"), events))
     return out
 
 
-def _journal_summary(journal: Path) -> dict[str, Any]:
+def summarize(meta: dict[str, Any], runner: str | None, events: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """One row of `signoff sessions` (any store): meta, who holds the lease, and a journal summary."""
+    row = {k: meta.get(k) for k in ("id", "campaign_name", "policy_name", "status", "created", "demo", "owner")}
+    if row["status"] == "running" and runner is None:
+        row["status"] = "interrupted"  # the runner died (kill -9, crash); `signoff resume` continues it
+    return {**row, **_journal_summary(events), "compacted": meta.get("compacted"), "runner": runner}
+
+
+def _journal_summary(events: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """Duration, the gate a paused session waits at, and the outcome counts, read from the journal."""
     first = last = None
     waiting: dict[str, Any] | None = None
     outcomes: dict[str, int] = {}
-    if journal.exists():
-        for e in read_events(journal):
-            first = first or e["ts"]
-            last = e["ts"]
-            if e["kind"] == "gate.opened":
-                waiting = {"gate": e["gate"], "kind": e["gate_kind"], "option": e.get("option")}
-            elif e["kind"] == "decision":
-                waiting = None
-            elif e["kind"] == "report":
-                outcomes = {}
-                for o in e.get("options", []):
-                    outcomes[o.get("outcome", "?")] = outcomes.get(o.get("outcome", "?"), 0) + 1
+    for e in events:
+        first = first or e["ts"]
+        last = e["ts"]
+        if e["kind"] == "gate.opened":
+            waiting = {"gate": e["gate"], "kind": e["gate_kind"], "option": e.get("option")}
+        elif e["kind"] == "decision":
+            waiting = None
+        elif e["kind"] == "report":
+            outcomes = {}
+            for o in e.get("options", []):
+                outcomes[o.get("outcome", "?")] = outcomes.get(o.get("outcome", "?"), 0) + 1
     duration = None
     if first and last:
         span = datetime.fromisoformat(last.replace("Z", "+00:00")) - datetime.fromisoformat(
@@ -66,13 +73,15 @@ def _journal_summary(journal: Path) -> dict[str, Any]:
     return {"duration_s": duration, "waiting_at": waiting, "outcomes": outcomes}
 
 
-def _lock_held(path: Path) -> bool:
+def _lock_holder(path: Path) -> str | None:
+    """Who holds a local session's lock (as its lock file says), or None when nobody does."""
     if not path.exists():
-        return False
+        return None
     with path.open("a+") as fh:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            return True
+            fh.seek(0)
+            return fh.read().strip() or "another process"
         fcntl.flock(fh, fcntl.LOCK_UN)
-        return False
+        return None

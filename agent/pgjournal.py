@@ -2,20 +2,25 @@
 
 Each row holds one line's exact bytes (what the file journal would hold, without the newline), so an
 export is byte-for-byte a file journal and `signoff replay --verify` gives the same answer for both. A
-trigger refuses UPDATE, DELETE and TRUNCATE; the head (line count and last hash) lives in a table of
-its own and is advanced in the same transaction as the line, under a row lock, so writers on any
-machine extend one gapless chain. psycopg is imported here only: the embedded store never loads it.
+trigger refuses UPDATE, DELETE and TRUNCATE; the head (line count, last hash and, when a signing key
+is set, its signed record) lives in a table of its own and is advanced in the same transaction as
+the line, under a row lock, so writers on any machine extend one gapless chain. The artifacts a line
+names are stored in that transaction too (content-addressed), so no line ever cites evidence the
+store lacks; and the commit wakes whoever LISTENs on the session's channel (live attach).
+psycopg is imported here only: the embedded store never loads it.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from agent import checkpoint
-from agent.journal import GENESIS, Event, Listener, encode
+from agent.journal import ARTIFACT_FIELDS, GENESIS, Event, Listener, encode
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS signoff_journal (
@@ -40,7 +45,39 @@ CREATE TRIGGER signoff_journal_no_change BEFORE UPDATE OR DELETE ON signoff_jour
 DROP TRIGGER IF EXISTS signoff_journal_no_truncate ON signoff_journal;
 CREATE TRIGGER signoff_journal_no_truncate BEFORE TRUNCATE ON signoff_journal
     FOR EACH STATEMENT EXECUTE FUNCTION signoff_journal_append_only();
+ALTER TABLE signoff_journal ADD COLUMN IF NOT EXISTS kind text;
+ALTER TABLE signoff_journal ADD COLUMN IF NOT EXISTS ts text;
+ALTER TABLE signoff_journal_head ADD COLUMN IF NOT EXISTS record text;
+CREATE INDEX IF NOT EXISTS signoff_journal_kind ON signoff_journal (kind, session, seq);
+CREATE TABLE IF NOT EXISTS signoff_docs (
+    session text NOT NULL,
+    name text NOT NULL,
+    body text NOT NULL,
+    updated timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (session, name)
+);
+CREATE TABLE IF NOT EXISTS signoff_answers (
+    session text NOT NULL,
+    interrupt text NOT NULL,
+    payload jsonb NOT NULL,
+    PRIMARY KEY (session, interrupt)
+);
+CREATE TABLE IF NOT EXISTS signoff_artifacts (
+    session text NOT NULL,
+    name text NOT NULL CHECK (name ~ '^sha256-[0-9a-f]{64}$'),
+    data bytea NOT NULL,
+    PRIMARY KEY (session, name)
+);
 """
+
+
+def channel(session: str) -> str:
+    """The NOTIFY channel a session's journal commits wake (quoted where used: ids hold dashes)."""
+    return f"signoff:{session}"[:63]
+
+
+def answer_channel(session: str) -> str:
+    return f"signoff-answer:{session}"[:63]
 
 
 def setup(url: str) -> None:
@@ -58,7 +95,7 @@ def setup(url: str) -> None:
 class PgJournal:
     """`Journal`'s append and listeners, on PostgreSQL; safe with writers in other processes."""
 
-    def __init__(self, url: str, session: str) -> None:
+    def __init__(self, url: str, session: str, *, artifacts: Path | None = None) -> None:
         import psycopg
 
         self.session = session
@@ -67,6 +104,9 @@ class PgJournal:
         self._conn = psycopg.connect(url, autocommit=True)
         self._lock = threading.Lock()
         self._listeners: list[Listener] = []
+        self._signer = checkpoint.Signer.from_environment()
+        self._artifacts = artifacts
+        self._stored: set[str] = set()  # artifacts this writer knows the store has
 
     def subscribe(self, listener: Listener) -> None:
         self._listeners.append(listener)
@@ -81,17 +121,60 @@ class PgJournal:
                 "SELECT events, head FROM signoff_journal_head WHERE session = %s FOR UPDATE", (self.session,)
             ).fetchone()
             line, event = encode(seq=events, prev=head, session=self.session, kind=kind, actor=actor, data=data)
+            self._store_artifacts(event.data)
             self._conn.execute(
-                "INSERT INTO signoff_journal (session, seq, line, hash) VALUES (%s, %s, %s, %s)",
-                (self.session, events, line, event.hash),
+                "INSERT INTO signoff_journal (session, seq, line, hash, kind, ts) VALUES (%s, %s, %s, %s, %s, %s)",
+                (self.session, events, line, event.hash, kind, event.ts),
             )
+            record = self._signer.sign(self.session, events + 1, event.hash) if self._signer else None
             self._conn.execute(
-                "UPDATE signoff_journal_head SET events = %s, head = %s WHERE session = %s",
-                (events + 1, event.hash, self.session),
+                "UPDATE signoff_journal_head SET events = %s, head = %s, record = %s WHERE session = %s",
+                (events + 1, event.hash, record and record.model_dump_json(exclude_none=True), self.session),
             )
+            self._conn.execute("SELECT pg_notify(%s, %s)", (channel(self.session), str(events)))
         for listener in self._listeners:
             listener(event)
         return event
+
+    def adopt(self, lines: list[bytes], record: checkpoint.Head | None) -> None:
+        """Write an imported journal's lines (verified, byte for byte) and its head record, with the
+        artifacts they cite, in one transaction: all of it or none. Adopting the same journal again is
+        a no-op; a session that has another journal already is refused."""
+        last = hashlib.sha256(lines[-1]).hexdigest() if lines else GENESIS
+        with self._lock, self._conn.transaction():
+            row = self._conn.execute(
+                "SELECT events, head FROM signoff_journal_head WHERE session = %s FOR UPDATE", (self.session,)
+            ).fetchone()
+            if row is not None:
+                if (int(row[0]), row[1]) == (len(lines), last):
+                    return
+                raise ValueError(f"session {self.session} already has a journal in this store ({row[0]} events)")
+            with self._conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO signoff_journal (session, seq, line, hash, kind, ts) VALUES (%s, %s, %s, %s, %s, %s)",
+                    [
+                        (self.session, seq, line, hashlib.sha256(line).hexdigest(), *_kind_ts(line))
+                        for seq, line in enumerate(lines)
+                    ],
+                )
+            for line in lines:
+                self._store_artifacts(json.loads(line))
+            self._conn.execute(
+                "INSERT INTO signoff_journal_head (session, events, head, record) VALUES (%s, %s, %s, %s)",
+                (self.session, len(lines), last, record and record.model_dump_json(exclude_none=True)),
+            )
+
+    def _store_artifacts(self, data: dict[str, Any]) -> None:
+        for name in (data.get(k) for k in ARTIFACT_FIELDS):
+            if not isinstance(name, str) or not name.startswith("sha256-") or name in self._stored:
+                continue
+            path = self._artifacts / name if self._artifacts is not None else None
+            if path is not None and path.is_file():
+                self._conn.execute(
+                    "INSERT INTO signoff_artifacts (session, name, data) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+                    (self.session, name, path.read_bytes()),
+                )
+            self._stored.add(name)
 
     def lines(self) -> Iterator[bytes]:
         with self._lock:
@@ -102,24 +185,65 @@ class PgJournal:
             yield bytes(line)
 
     def head(self) -> tuple[int, str]:
+        record = self.head_record()
+        return (record.events, record.head) if record else (0, GENESIS)
+
+    def head_record(self) -> checkpoint.Head | None:
+        """The head as the store keeps it: signed by the writer when it had a signing key."""
         with self._lock:
             row = self._conn.execute(
-                "SELECT events, head FROM signoff_journal_head WHERE session = %s", (self.session,)
+                "SELECT events, head, record FROM signoff_journal_head WHERE session = %s", (self.session,)
             ).fetchone()
-        return (int(row[0]), str(row[1])) if row else (0, GENESIS)
+        if row is None:
+            return None
+        if row[2]:
+            return checkpoint.Head.model_validate_json(row[2])
+        return checkpoint.Head(events=int(row[0]), head=str(row[1]))
 
-    def export(self, path: Path) -> int:
-        """Write this session's journal as a file journal (and its head file); returns the line count."""
+    def export(self, path: Path, *, artifacts: bool = True) -> int:
+        """Write this session's journal as a file journal, its head (both copies, with the writer's
+        signature) and, beside it, its artifacts; returns the line count."""
         lines = list(self.lines())
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(b"".join(line + b"\n" for line in lines))
-        events, head = self.head()
-        checkpoint.write(path, self.session, events, head, checkpoint.Signer.from_environment())
+        record = self.head_record()
+        if record is not None:
+            checkpoint.write_record(path, record)
+        if artifacts:
+            self.fetch_artifacts(path.parent / "artifacts")
         return len(lines)
+
+    def fetch_artifacts(self, into: Path) -> int:
+        """Copy the session's artifacts the directory lacks from the store; returns how many."""
+        into.mkdir(parents=True, exist_ok=True)
+        have = {p.name for p in into.iterdir()}
+        with self._lock:
+            names = [r[0] for r in self._conn.execute(
+                "SELECT name FROM signoff_artifacts WHERE session = %s", (self.session,)
+            )]  # fmt: skip
+        fetched = 0
+        for name in names:
+            if name in have:
+                continue
+            with self._lock:
+                (data,) = self._conn.execute(
+                    "SELECT data FROM signoff_artifacts WHERE session = %s AND name = %s", (self.session, name)
+                ).fetchone()
+            tmp = into / f".fetch-{name}"
+            tmp.write_bytes(bytes(data))
+            tmp.replace(into / name)
+            fetched += 1
+        self._stored.update(names)
+        return fetched
 
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+def _kind_ts(line: bytes) -> tuple[str, str]:
+    record = json.loads(line)
+    return str(record.get("kind", "")), str(record.get("ts", ""))
 
 
 class Lease:

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agent.journal import read_events, verify
+from agent.journal import ARTIFACT_FIELDS, read_events, verify
 from policies.engine import PolicyEngine
 from policies.schema import Policy, load_policy_text
 from policies.yamlsrc import SourceError
@@ -165,9 +165,6 @@ def counterfactual(journal: Path, policy: Policy) -> Counterfactual:
     return Counterfactual(
         policy=policy.name, policy_sha256=policy.sha256, gates=rows, confusion=confusion, first_divergence=first
     )
-
-
-ARTIFACT_FIELDS = ("artifact", "stderr_artifact", "diagnosis")
 
 
 def _artifact_problem(root: Path, name: str) -> str | None:

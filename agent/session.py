@@ -10,15 +10,12 @@ host working directories), `campaign.yaml` and `policy.yaml` (the exact texts th
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import functools
 import getpass
 import hashlib
 import json
 import os
 import secrets
-import shutil
-import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -37,10 +34,20 @@ from agent.campaign import LoadedCampaign, load_campaign, with_proposals
 from agent.checkpoint import Signer
 from agent.context import RunContext
 from agent.effects import Ledger
-from agent.journal import Event, Journal, read_events
-from agent.listing import list_sessions, sessions_root
+from agent.journal import Event
+from agent.listing import list_sessions
 from agent.models import BrainSpec
 from agent.stopping import stop_requested
+from agent.store import (
+    CheckpointUnreadable,
+    Session,
+    SessionBusy,
+    SessionDir,
+    SessionError,
+    Store,
+    open_store,
+    owner,
+)
 from agent.transports import HostRouter, ssh_factory
 from policies.decisions import DecisionError
 from policies.engine import PolicyEngine
@@ -54,14 +61,6 @@ from tools.transport import LocalTransport
 
 Status = Literal["finished", "paused", "failed", "stopped"]
 EXIT = {"finished": 0, "stopped": 0, "paused": 3, "failed": 1}
-
-
-class SessionError(RuntimeError):
-    """A session cannot do what was asked (missing, busy, not waiting); the message says why."""
-
-
-class SessionBusy(SessionError):
-    """Another process holds the session's lock (it is running the session)."""
 
 
 class RunFailed(RuntimeError):
@@ -105,63 +104,6 @@ def decided_as(by: str | None) -> str:
     return "policy-rule"
 
 
-class SessionDir:
-    def __init__(self, session_id: str) -> None:
-        self.id = session_id
-        self.root = sessions_root() / session_id
-        self.journal = self.root / "journal.jsonl"
-        self.checkpoints = self.root / "checkpoints.sqlite"
-        self.artifacts = self.root / "artifacts"
-        self.hosts = self.root / "hosts"
-        self.meta_path = self.root / "meta.json"
-        self.answers = self.root / "answers.json"
-        self.lock_path = self.root / "lock"
-
-    @classmethod
-    def find(cls, session_id: str) -> SessionDir:
-        d = cls(session_id)
-        if not d.meta_path.exists():
-            known = (
-                ", ".join(p.name for p in sorted(sessions_root().glob("*"))[-5:]) if sessions_root().exists() else ""
-            )
-            raise SessionError(
-                f"no session {session_id!r} under {sessions_root()}" + (f"; recent: {known}" if known else "")
-            )
-        return d
-
-    def meta(self) -> dict[str, Any]:
-        return json.loads(self.meta_path.read_text())
-
-    def write_meta(self, meta: dict[str, Any]) -> None:
-        tmp = self.meta_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
-        tmp.replace(self.meta_path)
-
-    @contextmanager
-    def locked(self):
-        """One runner per session: a second `resume`/`decide` is refused with who holds it."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        fh = self.lock_path.open("a+")
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            fh.seek(0)
-            holder = fh.read().strip() or "another process"
-            fh.close()
-            raise SessionBusy(f"session {self.id} is in use by {holder}; try again when it is done") from None
-        fh.seek(0)
-        fh.truncate()
-        fh.write(f"pid {os.getpid()} ({getpass.getuser()})\n")
-        fh.flush()
-        try:
-            yield
-        finally:
-            fh.seek(0)
-            fh.truncate()
-            fcntl.flock(fh, fcntl.LOCK_UN)
-            fh.close()
-
-
 @functools.cache
 def _compiled() -> Any:
     """The graph, compiled once per process (compiling inspects every node: ~0.1 s); each use gets a
@@ -185,7 +127,8 @@ def create(
     campaign_text: str | None = None,
     brain: str | None = None,
     model: str | None = None,
-) -> SessionDir:
+    store: Store | None = None,
+) -> Session:
     """Validate everything first (nothing is created for a bad file), then lay out the session."""
     loaded = load_campaign(campaign_path, text=campaign_text)
     policy = load_policy(policy_ref)
@@ -201,10 +144,9 @@ def create(
         raise SourceError(
             loaded.path, None, "the claude brain needs ANTHROPIC_API_KEY in the environment (or use --brain rules)"
         )
-    d = SessionDir(new_session_id())
-    d.root.mkdir(parents=True)
-    (d.root / "campaign.yaml").write_text(loaded.text)
-    (d.root / "policy.yaml").write_text(policy.text)
+    d = (store or open_store()).new(new_session_id())
+    d.write("campaign.yaml", loaded.text)
+    d.write("policy.yaml", policy.text)
     d.write_meta(
         {
             "id": d.id,
@@ -221,12 +163,13 @@ def create(
             "ssh_config": ssh_config,
             "brain": chosen,
             "status": "created",
+            "owner": owner(),
         }
     )
     return d
 
 
-def policy_drift(d: SessionDir) -> tuple[Path, str] | None:
+def policy_drift(d: Session) -> tuple[Path, str] | None:
     """(the policy file, its text now) when the file the session was started with has changed on disk
     since (None when it has not, or is gone: the session's own copy is what it runs under)."""
     meta = d.meta()
@@ -234,13 +177,13 @@ def policy_drift(d: SessionDir) -> tuple[Path, str] | None:
     if not meta.get("policy") or not path.is_file():
         return None
     text = path.read_text()
-    current = (d.root / "policy.yaml").read_text()
+    current = d.read("policy.yaml") or ""
     if hashlib.sha256(text.encode()).hexdigest() == hashlib.sha256(current.encode()).hexdigest():
         return None
     return path, text
 
 
-def accept_policy_change(d: SessionDir, *, by: str) -> str:
+def accept_policy_change(d: Session, *, by: str) -> str:
     """Adopt the policy file's new text for the rest of the session (it must load and pass its
     self-tests); journaled as `policy.changed` with both hashes. Returns the new sha256."""
     drift = policy_drift(d)
@@ -248,11 +191,11 @@ def accept_policy_change(d: SessionDir, *, by: str) -> str:
         raise SessionError(f"the policy of session {d.id} has not changed; nothing to accept")
     path, text = drift
     new = load_policy_text(text, path=str(path))
-    old = load_policy_text((d.root / "policy.yaml").read_text(), path=str(path))
-    (d.root / "policy.yaml").write_text(text)
+    old = load_policy_text(d.read("policy.yaml") or "", path=str(path))
+    d.write("policy.yaml", text)
     meta = d.meta()
     d.write_meta({**meta, "policy_sha256": new.sha256})
-    journal = Journal(d.journal, d.id)
+    journal = d.open_journal()
     journal.append(
         "policy.changed",
         policy=str(path),
@@ -280,13 +223,14 @@ Listener = Callable[[Event], None]
 class Runner:
     """Drives one session's graph: start, resume with answers, and report the outcome."""
 
-    def __init__(self, d: SessionDir, *, headless: bool = True, listeners: list[Listener] | None = None) -> None:
+    def __init__(self, d: Session, *, headless: bool = True, listeners: list[Listener] | None = None) -> None:
         self.dir = d
         self.meta = d.meta()
         self.headless = headless
+        d.prepare()
         self.loaded = self._campaign()
         self.policy = self._policy()
-        self.journal = Journal(d.journal, d.id)
+        self.journal = d.open_journal()
         self._spend_lock = threading.Lock()
         for listener in listeners or []:
             self.journal.subscribe(listener)
@@ -303,7 +247,7 @@ class Runner:
                 artifacts=artifacts,
                 hosts=campaign.hosts,
                 campaign_dir=Path(self.meta["campaign_dir"]),
-                pinned=d.root / "known_hosts.pinned",
+                pinned=d.pinned,
                 accept_new=bool(self.meta.get("accept_new_host_keys")),
                 on_pin=self._pinned,
                 redact=redact,
@@ -333,9 +277,7 @@ class Runner:
 
     def _resume_from_journal(self) -> None:
         """What the journal knows that the context must carry on with: LLM spend and proposed options."""
-        if not self.dir.journal.exists():
-            return
-        events = list(read_events(self.dir.journal))
+        events = list(self.dir.events())
         self.ctx.ledger = Ledger.from_events(events)
         self._journaled_gates = {e["gate"] for e in events if e["kind"] == "decision"}
         self._started = any(e["kind"] == "session.started" for e in events)
@@ -367,40 +309,35 @@ class Runner:
             self.ctx.spent_usd += usd
 
     def _pinned(self, hostname: str, key_type: str, fingerprint: str) -> None:
+        self.dir.pinned_changed()
         self.journal.append(
             "hostkey.pinned", host=hostname, key_type=key_type, fingerprint=fingerprint, by="--accept-new-host-keys"
         )
 
     def _campaign(self) -> LoadedCampaign:
         # The session's own copy, read as if it sat where the campaign did (relative paths stay valid).
-        return load_campaign(self.meta["campaign"], text=(self.dir.root / "campaign.yaml").read_text())
+        return load_campaign(self.meta["campaign"], text=self.dir.read("campaign.yaml") or "")
 
     def _policy(self) -> Policy:
-        return load_policy_text((self.dir.root / "policy.yaml").read_text(), path=self.meta["policy"])
+        return load_policy_text(self.dir.read("policy.yaml") or "", path=self.meta["policy"])
 
     # -- the LangGraph side
 
     @contextmanager
     def _graph(self):
-        from langgraph.checkpoint.sqlite import SqliteSaver
-
-        conn = sqlite3.connect(self.dir.checkpoints, check_same_thread=False)
+        stack = contextlib.ExitStack()
         try:
-            try:
-                saver = SqliteSaver(conn)
-                saver.setup()
-                # WAL + NORMAL: durable across process crashes at ~1 ms per step (research/langgraph.md §5).
-                conn.execute("PRAGMA synchronous=NORMAL")
-            except sqlite3.DatabaseError as exc:
-                self.journal.append("checkpoint.unreadable", path=str(self.dir.checkpoints), error=str(exc))
-                self.journal.close()
-                raise RunFailed(
-                    f"its checkpoint DB cannot be read ({exc}), so it cannot resume; the journal is kept "
-                    f"apart from it: `signoff replay {self.dir.id} --verify` checks it and `--export` reports it"
-                ) from None
+            saver = stack.enter_context(self.dir.saver())
+        except CheckpointUnreadable as exc:
+            where, _, error = str(exc).rpartition(": ")
+            self.journal.append("checkpoint.unreadable", path=where, error=error)
+            self.journal.close()
+            raise RunFailed(
+                f"its checkpoint DB cannot be read ({error}), so it cannot resume; the journal is kept "
+                f"apart from it: `signoff replay {self.dir.id} --verify` checks it and `--export` reports it"
+            ) from None
+        with stack:
             yield _compiled().copy(update={"checkpointer": saver})
-        finally:
-            conn.close()
 
     def _config(self) -> dict[str, Any]:
         # Investigation subagents run one per option in parallel; LangGraph's default pool is cpus+4
@@ -436,7 +373,7 @@ class Runner:
         # Gates a policy decided are journaled as the graph reports them; a crash can fall in between.
         self._journal_gates((snapshot.values or {}).get("gates", []), recovered=True)
         pending = {i.id: i for i in snapshot.interrupts}
-        answers = self._answers()
+        answers = self.dir.answers()
         if pending:
             ready = {i: answers[i] for i in pending if i in answers}
             if not ready:
@@ -445,7 +382,8 @@ class Runner:
                     return self._outcome_paused(snapshot, note="still waiting for a decision")
                 ready = {snapshot.interrupts[0].id: expired}
             self.journal.append("session.resumed", answers=sorted(ready))
-            self._clear_answers(list(ready))
+            ready = {k: {n: v for n, v in answer.items() if n != "answer_id"} for k, answer in ready.items()}
+            self.dir.clear_answers(list(ready))
             return self._drive(Command(resume=ready))
         if snapshot.created_at is None:
             # Killed before the graph saved its first checkpoint: nothing ran yet, so start it.
@@ -466,7 +404,7 @@ class Runner:
     def _ended(self) -> str | None:
         """How the journal says the run ended (its last session event is the end), or None."""
         last = None
-        for e in read_events(self.dir.journal):
+        for e in self.dir.events():
             if e["kind"].startswith("session.") and e["kind"] != "session.interrupted":
                 last = e
         if last is None or last["kind"] not in ("session.finished", "session.failed"):
@@ -487,6 +425,10 @@ class Runner:
             by="deadline",
             rationale=f"no answer within {value['deadline_s']:g}s of the gate opening",
         )
+        mine = {"decision": decision.model_dump(mode="json"), "rules": [], "answer_id": secrets.token_hex(8)}
+        standing = self.dir.claim_answer(interrupt.id, mine)
+        if standing.get("answer_id") != mine["answer_id"]:
+            return standing  # a person's answer (from another machine) arrived just before the deadline
         self.journal.append(
             "decision",
             gate=gate["id"],
@@ -497,10 +439,39 @@ class Runner:
             interrupt=interrupt.id,
             opened=opened.isoformat(),
         )
-        return {"decision": decision.model_dump(mode="json"), "rules": []}
+        return standing
+
+    def wait_for_answer(self) -> bool:
+        """Stay with a paused session, holding its lease, until its gate has an answer — a `decide` from
+        any machine, or the gate's deadline — so the caller can resume it at once. False when a signal
+        asks to stop (the session stays paused; anyone can answer and resume it later)."""
+        found = self.pending()
+        if found is None:
+            return True
+        interrupt_id, _ = found
+        with self._graph() as graph:
+            value = graph.get_state(self._config()).interrupts[0].value
+        opened = self._opened_at(interrupt_id)
+        due = opened + timedelta(seconds=value["deadline_s"]) if value.get("deadline_s") and opened else None
+        self.dir.write_meta({**self.dir.meta(), "waiting": owner()})
+        journal = self.dir.open_journal()
+        journal.append("session.waiting", interrupt=interrupt_id, runner=owner(), deadline=due and due.isoformat())
+        journal.close()
+        try:
+            while not stop_requested():
+                left = (due - datetime.now(UTC)).total_seconds() if due else 1.0
+                if due and left <= 0:
+                    return True
+                if self.dir.wait_for_answer(interrupt_id, timeout=min(1.0, max(0.05, left))) is not None:
+                    return True
+            return False
+        finally:
+            meta = self.dir.meta()
+            meta.pop("waiting", None)
+            self.dir.write_meta(meta)
 
     def _opened_at(self, interrupt_id: str) -> datetime | None:
-        for e in read_events(self.dir.journal):
+        for e in self.dir.events():
             if e["kind"] == "gate.opened" and e.get("interrupt") == interrupt_id:
                 return datetime.fromisoformat(e["ts"].replace("Z", "+00:00"))
         return None
@@ -598,7 +569,7 @@ class Runner:
     def _outcome_paused(self, snapshot: Any, *, elapsed: float | None = None, note: str | None = None) -> Outcome:
         interrupt = snapshot.interrupts[0]
         gate = interrupt.value["gate"]
-        opened = {e.get("interrupt") for e in read_events(self.dir.journal) if e["kind"] == "gate.opened"}
+        opened = {e.get("interrupt") for e in self.dir.events() if e["kind"] == "gate.opened"}
         if interrupt.id not in opened:
             self.journal.append(
                 "gate.opened",
@@ -650,17 +621,14 @@ class Runner:
     def _interpret(self, text: str, gate: Gate) -> Decision:
         """A model's reading of free text is kept per gate and text, so the decision a person confirms
         is the one they were shown — not a second, possibly different, reading."""
-        path = self.dir.root / "parses.json"
-        parses = json.loads(path.read_text()) if path.exists() else {}
+        parses = json.loads(self.dir.read("parses.json") or "{}")
         cached = parses.get(gate.id, {}).get(text)
         if cached is not None:
             return Decision.model_validate(cached)
         decision = self.ctx.brain.interpret(text, gate)
         if decision.parser not in (None, "grammar/v1"):
             parses.setdefault(gate.id, {})[text] = decision.model_dump(mode="json")
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(parses, indent=1))
-            tmp.replace(path)
+            self.dir.write("parses.json", json.dumps(parses, indent=1))
         return decision
 
     def preview(self, text: str, *, by: str) -> tuple[str, bool]:
@@ -673,7 +641,7 @@ class Runner:
         """Record a one-line decision for the pending gate; returns (interrupt id, echo).
         Raises DecisionError (journaled, nothing changed) when the text is not understood."""
         interrupt_id, gate, decision, result = self._parse(text, by=by)
-        answers = self._answers()
+        answers = self.dir.answers()
         if interrupt_id in answers:
             raise SessionError(
                 f"gate {gate.id} already has a recorded answer ({answers[interrupt_id].get('echo', 'see journal')}); "
@@ -699,8 +667,14 @@ class Runner:
             echo=result.echo,
             interrupt=interrupt_id,
         )
-        answers[interrupt_id] = {**result.payload(), "echo": result.echo}
-        self._write_answers(answers)
+        mine = {**result.payload(), "echo": result.echo, "answer_id": secrets.token_hex(8)}
+        standing = self.dir.claim_answer(interrupt_id, mine)
+        if standing.get("answer_id") != mine["answer_id"]:
+            # Someone on another machine answered the same gate a moment earlier: theirs stands.
+            message = f"gate {gate.id} was answered first by another decision ({standing.get('echo', 'see journal')})"
+            self.journal.append("decision.rejected", gate=gate.id, gate_kind=gate.kind, raw=text, by=by, error=message)
+            self.journal.close()
+            raise SessionError(message)
         self.journal.close()
         return interrupt_id, result.echo
 
@@ -737,19 +711,7 @@ class Runner:
         return self._drive(None)
 
     def _rule_count(self) -> int:
-        return sum(1 for e in read_events(self.dir.journal) if e["kind"] == "rule.added")
-
-    def _answers(self) -> dict[str, Any]:
-        return json.loads(self.dir.answers.read_text()) if self.dir.answers.exists() else {}
-
-    def _write_answers(self, answers: dict[str, Any]) -> None:
-        tmp = self.dir.answers.with_suffix(".tmp")
-        tmp.write_text(json.dumps(answers, indent=2))
-        tmp.replace(self.dir.answers)
-
-    def _clear_answers(self, ids: list[str]) -> None:
-        answers = {k: v for k, v in self._answers().items() if k not in ids}
-        self._write_answers(answers)
+        return sum(1 for e in self.dir.events() if e["kind"] == "rule.added")
 
     def _set_status(self, status: str) -> None:
         self.meta["status"] = status
@@ -802,7 +764,7 @@ class Runner:
             if summary["deferred"] and not snapshot.interrupts
             else None,
             brain=self._brain_usage(),
-            journal=str(self.dir.journal),
+            journal=self.dir.label,
             error=summary.get("error"),
         )
 
@@ -810,7 +772,7 @@ class Runner:
         usage: dict[str, Any] = {"name": self.ctx.brain.name, "calls": 0, "retries": 0, "fallbacks": 0}
         tokens = dict.fromkeys(("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"), 0)
         cost = 0.0
-        for e in read_events(self.dir.journal) if self.dir.journal.exists() else []:
+        for e in self.dir.events():
             if e["kind"] == "llm.call":
                 usage["calls"] += 1
                 cost += float(e.get("cost_usd", 0.0))
@@ -834,25 +796,15 @@ def _goal_dict(goal: Any, estimated: float | None) -> dict[str, Any]:
     }
 
 
-def compact(d: SessionDir) -> tuple[int, int]:
+def compact(d: Session) -> tuple[int, int]:
     """Prune a closed session's graph checkpoints (the journal, its head and the artifacts stay).
     Returns (bytes before, bytes after)."""
     meta = d.meta()
     if meta.get("status") not in ("finished", "stopped", "failed"):
         raise SessionError(f"session {d.id} is {meta.get('status')}; only a closed session can be compacted")
-    before = d.checkpoints.stat().st_size if d.checkpoints.exists() else 0
-    if d.checkpoints.exists():
-        conn = sqlite3.connect(d.checkpoints)
-        try:
-            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            with conn:
-                for table in tables - {"journal_head"}:
-                    conn.execute(f'DELETE FROM "{table}"')
-            conn.execute("VACUUM")
-        finally:
-            conn.close()
+    sizes = d.compact()
     d.write_meta({**meta, "compacted": datetime.now(UTC).isoformat(timespec="seconds")})
-    return before, d.checkpoints.stat().st_size if d.checkpoints.exists() else 0
+    return sizes
 
 
 def demo_campaign() -> Path:
@@ -879,14 +831,11 @@ def demo_over_ssh(campaign: Path, target: str) -> str:
     return yaml.safe_dump(data, sort_keys=False)
 
 
-def remove(d: SessionDir) -> None:
-    shutil.rmtree(d.root, ignore_errors=True)
-
-
 __all__ = [
     "DecisionError",
     "Outcome",
     "Runner",
+    "SessionBusy",
     "SessionDir",
     "SessionError",
     "SourceError",

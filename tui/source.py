@@ -9,14 +9,13 @@ touches a widget. Answering a gate goes through `Runner.decide`/`resume`, exactl
 from __future__ import annotations
 
 import getpass
-import json
 import threading
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any, Protocol
 
-from agent.session import DecisionError, Runner, SessionDir, SessionError
+from agent.session import DecisionError, Runner, SessionError
+from agent.store import Session
 
 
 @dataclass
@@ -52,37 +51,16 @@ class EventSource(Protocol):
     def close(self) -> None: ...
 
 
-class JournalTail:
-    """Complete journal lines appended since the last read (a torn last line waits for its end)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.offset = 0
-        self._partial = b""
-
-    def read(self) -> list[dict[str, Any]]:
-        if not self.path.exists():
-            return []
-        with self.path.open("rb") as fh:
-            fh.seek(self.offset)
-            chunk = fh.read()
-        self.offset += len(chunk)
-        data = self._partial + chunk
-        lines = data.split(b"\n")
-        self._partial = lines.pop()
-        return [json.loads(line) for line in lines if line.strip()]
-
-
 class SessionSource:
     """Follow a session's journal; answer its gates when it waits for one (attach mode)."""
 
     read_only = False
 
-    def __init__(self, d: SessionDir, *, user: str | None = None) -> None:
+    def __init__(self, d: Session, *, user: str | None = None) -> None:
         self.dir = d
         self.session = d.id
         self.user = user or getpass.getuser()
-        self.tail = JournalTail(d.journal)
+        self.tail = d.tail()
         self._thread: threading.Thread | None = None
         self._pending: PendingGate | None = None
         self._pending_at = -1  # journal offset the cached pending gate was read at
@@ -170,6 +148,7 @@ class SessionSource:
     def close(self) -> None:
         if self._thread is not None:
             self._thread.join(timeout=0.5)
+        self.tail.close()
 
 
 class LiveSource(SessionSource):
@@ -184,10 +163,10 @@ class ReplaySource:
 
     read_only = True
 
-    def __init__(self, d: SessionDir) -> None:
+    def __init__(self, d: Session) -> None:
         self.dir = d
         self.session = d.id
-        self.events = [json.loads(line) for line in d.journal.read_bytes().splitlines() if line.strip()]
+        self.events = list(d.events())
         self._given = False
         self.error: str | None = None
 
