@@ -404,11 +404,16 @@ def _hand_over(d: Any, busy: Exception, text: str, *, who: str, yes: bool, no_re
     """The session is held by a runner (`--wait`) that waits for exactly this: record the answer where
     it looks (it wakes at once), then follow the journal until the session stands still again. If that
     runner dies instead, take the session over and resume it here."""
+    import time
+
     from agent.session import DecisionError, Runner, SessionBusy
 
-    waiting = d.meta().get("waiting")
-    if not waiting:
-        raise _fail(str(busy), BAD_INPUT)
+    deadline = time.monotonic() + 5.0
+    while not (waiting := d.meta().get("waiting")):
+        # A runner that has just paused takes a moment to start waiting; one that runs is busy.
+        if d.meta().get("status") != "paused" or time.monotonic() > deadline:
+            raise _fail(str(busy), BAD_INPUT)
+        time.sleep(0.1)
     tail = d.tail()
     try:
         tail.read()  # what is journaled already: the stop we wait for comes after our answer

@@ -45,7 +45,10 @@ def summarize(meta: dict[str, Any], runner: str | None, events: Iterable[dict[st
     row = {k: meta.get(k) for k in ("id", "campaign_name", "policy_name", "status", "created", "demo", "owner")}
     if row["status"] == "running" and runner is None:
         row["status"] = "interrupted"  # the runner died (kill -9, crash); `signoff resume` continues it
-    return {**row, **_journal_summary(events), "compacted": meta.get("compacted"), "runner": runner}
+    summary = _journal_summary(events)
+    # `waiting`: the runner that holds the session waiting for an answer (`--wait`), if any and alive.
+    waiting = meta.get("waiting") if runner is not None else None
+    return {**row, **summary, "compacted": meta.get("compacted"), "runner": runner, "waiting": waiting}
 
 
 def _journal_summary(events: Iterable[dict[str, Any]]) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from agent import checkpoint
+from agent import checkpoint, crashpoints
 from agent.journal import ARTIFACT_FIELDS, GENESIS, Event, Listener, encode
 
 SCHEMA = """
@@ -132,6 +132,8 @@ class PgJournal:
                 (events + 1, event.hash, record and record.model_dump_json(exclude_none=True), self.session),
             )
             self._conn.execute("SELECT pg_notify(%s, %s)", (channel(self.session), str(events)))
+        points = (kind, f"{kind}/{data['purpose']}") if data.get("purpose") else (kind,)
+        crashpoints.reached(*(f"journal:{p}" for p in points))  # the crash tests' kill points, after the commit
         for listener in self._listeners:
             listener(event)
         return event

@@ -154,7 +154,10 @@ class PgSession(Session):
     def __init__(self, url: str, session_id: str) -> None:
         self.url = url
         self.id = session_id
-        self.work = home() / "team" / session_id
+        # Keyed by the store too: the same session imported into a second store must not share hosts.
+        where = urlsplit(url)
+        store_key = f"{where.hostname or 'local'}-{where.port or 5432}-{where.path.strip('/') or 'db'}"
+        self.work = home() / "team" / store_key / session_id
         self._conn: Any = None
         self._pool: Any = None
         self._listener: Any = None

@@ -227,7 +227,6 @@ class Runner:
         self.dir = d
         self.meta = d.meta()
         self.headless = headless
-        d.prepare()
         self.loaded = self._campaign()
         self.policy = self._policy()
         self.journal = d.open_journal()
@@ -478,6 +477,7 @@ class Runner:
 
     def _drive(self, inp: Any) -> Outcome:
         started = time.monotonic()
+        self.dir.prepare()  # another machine may have run it so far
         self.ctx.artifacts.sweep()  # partial output a killed run left (we hold the session lock)
         self._set_status("running")
         try:
@@ -741,7 +741,9 @@ class Runner:
                 pending["deadline"] = {"at": at.isoformat(timespec="seconds"), "on_deadline": value["on_deadline"]}
             status: Status = "paused"
         else:
-            status = self.meta.get("status") if self.meta.get("status") in EXIT else "failed"  # type: ignore[assignment]
+            # The journal's end first: a runner elsewhere may have journaled it before updating meta.
+            ended = self._ended() or self.meta.get("status")
+            status = ended if ended in EXIT else "failed"  # type: ignore[assignment]
         return Outcome(
             session=self.dir.id,
             status=status,

@@ -1,0 +1,284 @@
+"""The team store end to end (issue 10), against a real PostgreSQL server and the real `signoff` CLI in
+separate processes: runs, races for a session, a runner killed and resumed by another process, live
+attach, decisions from another process, export → verify → import."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from tests.conftest import DEMO, ROOT, SIGNOFF, Result, fast
+
+OUTCOME_KEYS = ("id", "outcome", "gain_pct", "ci", "verdict")
+
+
+@pytest.fixture
+def team(postgres, cli) -> str:
+    url = postgres.database(f"team_{uuid.uuid4().hex[:12]}")
+    r = cli("store", "init", "--store", url)
+    assert r.code == 0, r.stderr
+    return url
+
+
+@pytest.fixture
+def campaign(variant) -> Path:
+    return variant(fast(DEMO.read_text()), name="team")
+
+
+def _env(home: Path, **extra: str) -> dict[str, str]:
+    return {**os.environ, "SIGNOFF_HOME": str(home), "USER": "tester", "COLUMNS": "200", **extra}
+
+
+def spawn(home: Path, *args: str, **env: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [*SIGNOFF, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(home, **env), cwd=ROOT
+    )
+
+
+def outcomes(out: dict[str, Any]) -> list[tuple[Any, ...]]:
+    return [tuple(str(o[k]) for k in OUTCOME_KEYS) for o in out["options"]]
+
+
+def journal_lines(url: str, session: str) -> list[bytes]:
+    with psycopg.connect(url) as conn:
+        rows = conn.execute("SELECT line FROM signoff_journal WHERE session = %s ORDER BY seq", (session,)).fetchall()
+    return [bytes(r[0]) for r in rows]
+
+
+def kinds(url: str, session: str) -> list[str]:
+    return [json.loads(line)["kind"] for line in journal_lines(url, session)]
+
+
+def wait_for(cli: Callable[..., Result], url: str, test: Callable[[dict[str, Any]], bool], timeout: float = 60) -> Any:
+    """The first session row of the team store that passes `test`, polling `signoff sessions`."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        r = cli("sessions", "--store", url, "--json")
+        assert r.code == 0, r.stderr
+        for row in r.json():
+            if test(row):
+                return row
+        time.sleep(0.2)
+    raise AssertionError(f"no session matched within {timeout}s: {r.stdout}")
+
+
+@pytest.mark.xdist_group("finished-demo")
+def test_the_demo_runs_end_to_end_on_the_team_store_with_the_local_stores_outcomes(
+    cli, team, home, finished_demo, tmp_path
+):
+    r = cli("demo", "--headless", "--json", "--store", team)
+    assert r.code == 0, r.stderr
+    out = r.json()
+    assert out["status"] == "finished"
+    assert outcomes(out) == outcomes(finished_demo[1])  # the same evidence, whichever store keeps it
+    assert team.split("@")[-1] in out["journal"] and "session" in out["journal"]
+    session = out["session"]
+    # Nothing of it lives in the local store; the team store lists it with its owner.
+    assert cli("sessions", "--json").json() == []
+    (row,) = cli("sessions", "--store", team, "--json").json()
+    assert row["id"] == session and row["status"] == "finished" and row["owner"].startswith("tester@")
+    assert row["runner"] is None and row["outcomes"] == {"kept": 1, "no-go": 1, "skipped": 1}
+    assert "by tester@" in cli("sessions", "--store", team).stdout
+    # The journal in PostgreSQL verifies, and an export of it verifies with the same verdict.
+    verdict = cli("replay", session, "--verify", "--store", team)
+    assert verdict.code == 0 and verdict.stdout.startswith("OK:"), verdict.stdout + verdict.stderr
+    assert cli("export", session, str(tmp_path / "x"), "--store", team).code == 0
+    other = tmp_path / "laptop"
+    imported = subprocess.run(
+        [*SIGNOFF, "import", str(tmp_path / "x")], capture_output=True, text=True, env=_env(other), cwd=ROOT
+    )
+    assert imported.returncode == 0, imported.stderr
+    again = subprocess.run(
+        [*SIGNOFF, "replay", session, "--verify"], capture_output=True, text=True, env=_env(other), cwd=ROOT
+    )
+    assert again.stdout == verdict.stdout
+
+
+def test_two_runners_race_for_one_session_and_exactly_one_runs(cli, team, home, campaign):
+    r = cli("run", str(campaign), "--policy", "ask-everything", "--headless", "--json", "--store", team)
+    assert r.code == 3, r.stderr
+    session = r.json()["session"]
+    recorded = cli("decide", session, "approve", "--no-resume", "--store", team)
+    assert recorded.code == 3, recorded.stderr
+    before = kinds(team, session).count("session.resumed")
+    racers = [spawn(home, "resume", session, "--json", "--store", team) for _ in range(2)]
+    results = [(p.wait(timeout=120), p.stdout.read(), p.stderr.read()) for p in racers]
+    ran = [x for x in results if x[0] in (0, 3)]
+    refused = [x for x in results if x[0] == 2]
+    assert len(ran) == 1 and len(refused) == 1, results
+    assert f"session {session} is in use by pid" in refused[0][2] and len(refused[0][2].splitlines()) == 1
+    assert kinds(team, session).count("session.resumed") == before + 1
+    assert cli("replay", session, "--verify", "--store", team).code == 0
+
+
+@pytest.mark.xdist_group("finished-demo")
+def test_a_runner_killed_mid_run_is_resumed_by_another_process_to_the_same_outcomes(
+    cli, team, home, campaign, finished_demo
+):
+    killed = spawn(
+        home, "run", str(campaign), "--headless", "--json", "--store", team, SIGNOFF_CRASH_AT="journal:ab.result"
+    )
+    assert killed.wait(timeout=120) == -9, killed.stderr.read()
+    row = wait_for(cli, team, lambda r: True)
+    assert row["status"] == "interrupted" and row["runner"] is None  # its lease died with it
+    session = row["id"]
+    # Another process, naming the store through the environment this time.
+    p = subprocess.run(
+        [*SIGNOFF, "resume", session, "--json"],
+        capture_output=True,
+        text=True,
+        env=_env(home, SIGNOFF_STORE=team),
+        cwd=ROOT,
+        timeout=180,
+    )
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["status"] == "finished"
+    assert outcomes(out) == outcomes(finished_demo[1])
+    assert cli("replay", session, "--verify", "--store", team).code == 0
+
+
+def test_attach_in_another_process_follows_the_journal_live(cli, team, home, campaign):
+    runner = spawn(home, "run", str(campaign), "--headless", "--json", "--store", team)
+    row = wait_for(cli, team, lambda r: True)
+    session = row["id"]
+    attach = spawn(home, "attach", session, "--follow", "--json", "--store", team)
+    arrivals: list[tuple[float, dict[str, Any]]] = []
+
+    def read() -> None:
+        for line in attach.stdout:
+            arrivals.append((time.monotonic(), json.loads(line)))
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    assert runner.wait(timeout=180) == 0, runner.stderr.read()
+    runner_done = time.monotonic()
+    assert attach.wait(timeout=60) == 0, attach.stderr.read()
+    reader.join()
+    seqs = [e["seq"] for _, e in arrivals]
+    assert seqs == list(range(len(journal_lines(team, session))))  # every event, once, in order
+    assert arrivals[-1][1]["kind"] == "session.finished"
+    live = [e for t, e in arrivals if t < runner_done - 0.5]
+    assert any(e["kind"] == "ab.result" for e in live), "attach only saw the events after the run had ended"
+    assert f"session {session}: finished" in attach.stderr.read()
+
+
+def test_decide_from_another_process_wakes_the_runner_waiting_for_it(cli, team, home, campaign):
+    runner = spawn(
+        home, "run", str(campaign), "--policy", "ask-everything", "--headless", "--wait", "--json", "--store", team
+    )
+    answered = 0
+    answer = "approve"
+    while True:
+        row = wait_for(cli, team, lambda r: r["waiting"] is not None and r["waiting_at"] is not None)
+        assert row["waiting"].startswith("tester@") and row["runner"].startswith("pid ")
+        assert runner.poll() is None  # still there, holding the session
+        r = cli("decide", row["id"], answer, "--yes", "--json", "--store", team)
+        answered += 1
+        assert "handed to the runner waiting on tester@" in r.stderr, r.stderr
+        if r.code == 0:
+            break
+        assert r.code == 3 and r.json()["pending_gate"] is not None, r.stderr
+        answer = "continue"
+        assert answered < 12
+    assert runner.wait(timeout=120) == 0, runner.stderr.read()
+    out = json.loads(runner.stdout.read())
+    assert out["status"] == "finished" and r.json()["status"] == "finished"
+    assert sum(g["decided_as"] == "human" for g in out["gates"]) == answered
+    events = [json.loads(line) for line in journal_lines(team, row["id"])]
+    assert sum(e["kind"] == "session.waiting" for e in events) == answered
+    assert sum(e["kind"] == "decision" and e["by"] == "human:tester" for e in events) == answered
+
+
+def test_decide_with_no_runner_waiting_resumes_the_session_itself(cli, team, home, campaign):
+    r = cli("run", str(campaign), "--policy", "ask-everything", "--headless", "--json", "--store", team)
+    assert r.code == 3
+    session = r.json()["session"]
+    p = subprocess.run(
+        [*SIGNOFF, "decide", session, "approve", "--json"],
+        capture_output=True,
+        text=True,
+        env=_env(home, SIGNOFF_STORE=team),
+        cwd=ROOT,
+        timeout=180,
+    )
+    assert p.returncode == 3, p.stderr
+    assert "handed to" not in p.stderr
+    assert json.loads(p.stdout)["pending_gate"]["id"] != r.json()["pending_gate"]["id"]
+    assert kinds(team, session)[-2:] == ["gate.opened", "session.paused"]
+
+
+def test_export_verify_import_round_trip_is_identical_and_resumes_alike(cli, team, home, postgres, campaign, tmp_path):
+    r = cli("run", str(campaign), "--policy", "ask-everything", "--headless", "--json", "--store", team)
+    assert r.code == 3
+    session = r.json()["session"]
+    assert cli("decide", session, "approve", "--store", team).code == 3
+    exported = tmp_path / "export"
+    r = cli("export", session, str(exported), "--store", team, "--json")
+    assert r.code == 0, r.stderr
+    manifest = r.json()
+    assert manifest["events"] == len(journal_lines(team, session)) and manifest["checkpoints"] > 0
+    # Byte for byte the lines in PostgreSQL, with the head beside them.
+    assert exported.joinpath("journal.jsonl").read_bytes() == b"".join(x + b"\n" for x in journal_lines(team, session))
+    # Into a second team store and into a local one: the same bytes, the same verdict, the same state.
+    second = postgres.database(f"second_{uuid.uuid4().hex[:12]}")
+    assert cli("store", "init", "--store", second).code == 0
+    assert cli("import", str(exported), "--store", second).code == 0
+    assert journal_lines(second, session) == journal_lines(team, session)
+    assert cli("import", str(exported)).code == 0
+    local = home / "sessions" / session / "journal.jsonl"
+    assert local.read_bytes() == exported.joinpath("journal.jsonl").read_bytes()
+    verdicts = {
+        where: cli("replay", session, "--verify", *where).stdout
+        for where in [("--store", team), ("--store", second), ()]
+    }
+    assert len(set(verdicts.values())) == 1 and next(iter(verdicts.values())).startswith("OK:"), verdicts
+    again = cli("import", str(exported), "--store", second)
+    assert again.code == 2 and "already in" in again.stderr and "nothing imported" in again.stderr
+    # Each copy goes on from the same gate to the same end.
+    ends = []
+    for where in [("--store", team), ("--store", second), ()]:
+        for _ in range(12):
+            r = cli("decide", session, "continue", "--yes", "--json", *where)
+            if r.code != 3:
+                break
+        assert r.code == 0, r.stderr
+        ends.append(outcomes(r.json()))
+    assert ends[0] == ends[1] == ends[2]
+
+
+def test_an_export_that_does_not_verify_is_not_imported(cli, team, home, campaign, tmp_path):
+    r = cli("run", str(campaign), "--policy", "ask-everything", "--headless", "--json", "--store", team)
+    session = r.json()["session"]
+    exported = tmp_path / "export"
+    assert cli("export", session, str(exported), "--store", team).code == 0
+    journal = exported / "journal.jsonl"
+    journal.write_bytes(journal.read_bytes().replace(b'"actor":"signoff"', b'"actor":"mallory"', 1))
+    fresh = tmp_path / "other-home"
+    p = subprocess.run([*SIGNOFF, "import", str(exported)], capture_output=True, text=True, env=_env(fresh), cwd=ROOT)
+    assert p.returncode == 2 and "does not verify" in p.stderr and "nothing imported" in p.stderr
+    assert len(p.stderr.splitlines()) == 1
+    assert not (fresh / "sessions" / session).exists()
+    assert cli("export", session, str(exported), "--store", team).code == 2  # never over an earlier export
+
+
+def test_store_errors_are_one_line_and_name_the_fix(cli, postgres, home):
+    fresh = postgres.database(f"bare_{uuid.uuid4().hex[:12]}")
+    r = cli("sessions", "--store", fresh)
+    assert r.code == 2 and f"signoff store init --store {fresh}" in r.stderr and len(r.stderr.splitlines()) == 1
+    r = cli("demo", "--headless", "--store", f"postgresql://signoff:hunter2@127.0.0.1:{postgres.port}/nowhere")
+    assert r.code == 2 and "cannot reach the store" in r.stderr and len(r.stderr.splitlines()) == 1
+    assert "hunter2" not in r.stderr and ":***@" in r.stderr  # the password never reaches the screen
+    r = cli("sessions", "--store", "mysql://x")
+    assert r.code == 2 and "unknown store" in r.stderr
+    assert not (home / "sessions").exists()  # nothing created anywhere
