@@ -120,6 +120,7 @@ class PgTail:
 
         self.session = session
         self.offset = 0  # the next seq to read
+        self.queries = 0  # how often it read the journal table (a watcher's cost)
         self._conn = psycopg.connect(url, autocommit=True)
         self._conn.execute(f'LISTEN "{pgjournal.channel(session)}"')
         self._dirty = True
@@ -130,6 +131,7 @@ class PgTail:
         if not self._dirty:
             return []
         self._dirty = False
+        self.queries += 1
         rows = self._conn.execute(
             "SELECT line FROM signoff_journal WHERE session = %s AND seq >= %s ORDER BY seq",
             (self.session, self.offset),

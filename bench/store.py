@@ -1,9 +1,13 @@
-"""Journal append throughput: the PostgreSQL journal against the embedded file journal, same run.
+"""The team store against the embedded one, in the same run, on a throwaway PostgreSQL server
+(127.0.0.1, fsync on, as a team store would run):
 
-Starts a throwaway PostgreSQL server on 127.0.0.1 (as the tests do) and appends the same events to
-both: the file journal (fsync on its durable kinds, as in a run) and `PgJournal` (one transaction per
-line, its head row locked). Issue 10 also asks for a gate round trip on both stores; that needs the
-store seam, which is not built yet, so it is not measured here.
+1. Gate round trip (target: PostgreSQL ≤ 3× the embedded store). Through the `Session` seam, exactly
+   the store work of answering a gate: the runner journals `gate.opened` and `session.paused` at an
+   interrupt; `decide` records its answer (`claim_answer`) and journals the decision; the runner reads
+   the answers, journals `session.resumed`, resumes the LangGraph graph with its checkpointer (durable
+   per step) up to the next interrupt, and reads the state back. The graph does no work of its own.
+2. Journal append throughput: the file journal (fsync on its durable kinds, as in a run) against
+   `PgJournal` (one transaction per line, its head row locked). No target: a reference figure.
 """
 
 from __future__ import annotations
@@ -26,6 +30,72 @@ from tests import pg
 
 N = int(os.environ.get("BENCH_EVENTS", "2000"))
 RUNS = int(os.environ.get("BENCH_RUNS", "3"))
+GATES = int(os.environ.get("BENCH_GATES", "60"))
+
+
+def gate_graph():
+    from typing import TypedDict
+
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.types import interrupt
+
+    class S(TypedDict):
+        n: int
+        answers: list[str]
+
+    def gate(state: S) -> dict[str, object]:
+        answer = interrupt({"gate": f"g{state['n']}", "question": "keep?"})
+        return {"n": state["n"] + 1, "answers": [*state["answers"], answer]}
+
+    g = StateGraph(S)
+    g.add_node("gate", gate)
+    g.add_edge(START, "gate")
+    g.add_conditional_edges("gate", lambda s: END if s["n"] >= GATES else "gate")
+    return g.compile()
+
+
+def round_trips(session) -> list[float]:
+    """Milliseconds per gate answered, through `session`'s store."""
+    from langgraph.types import Command
+
+    compiled = gate_graph()
+    cfg = {"configurable": {"thread_id": session.id}}
+    journal = session.open_journal()
+    times = []
+    with session.saver() as saver:
+        graph = compiled.copy(update={"checkpointer": saver})
+        graph.invoke({"n": 0, "answers": []}, cfg, durability="sync")
+        for k in range(GATES):
+            t = time.perf_counter()
+            snapshot = graph.get_state(cfg)
+            interrupt_id = snapshot.interrupts[0].id
+            journal.append("gate.opened", gate=f"g{k}", interrupt=interrupt_id)
+            journal.append("session.paused", gate=f"g{k}", interrupt=interrupt_id)
+            session.claim_answer(interrupt_id, {"decision": "continue"})  # `signoff decide`
+            journal.append("decision", gate=f"g{k}", by="human:bench", interrupt=interrupt_id)
+            ready = session.answers()
+            journal.append("session.resumed", answers=sorted(ready))
+            session.clear_answers(list(ready))
+            graph.invoke(Command(resume=ready[interrupt_id]), cfg, durability="sync")
+            times.append((time.perf_counter() - t) * 1000)
+    journal.close()
+    return times
+
+
+def gate_bench(url: str, work: Path) -> tuple[float, float]:
+    from agent.pgstore import PgSession
+    from agent.store import SessionDir
+
+    os.environ["SIGNOFF_HOME"] = str(work / "home")
+    local, team = [], []
+    for k in range(RUNS):  # interleaved: the machine is shared
+        d = SessionDir(f"bench-gates-{k}", root=work / "home" / f"gates-{k}")
+        d.root.mkdir(parents=True)
+        local += round_trips(d)
+        p = PgSession(url, f"bench-gates-{k}")
+        team += round_trips(p)
+        p.close()
+    return statistics.median(local), statistics.median(team)
 
 
 def events() -> list[tuple[str, dict[str, object]]]:
@@ -64,6 +134,22 @@ def main() -> None:
     try:
         url = server.database("bench")
         pgjournal.setup(url)
+        from langgraph.checkpoint.postgres import PostgresSaver
+
+        with PostgresSaver.from_conn_string(url) as saver:
+            saver.setup()
+        sqlite_ms, pg_ms = gate_bench(url, work)
+        ratio = pg_ms / sqlite_ms
+        print(f"gate round trip, {GATES} gates x {RUNS} (median): PostgreSQL {pg_ms:.1f} ms, embedded (SQLite + "
+              f"file journal) {sqlite_ms:.1f} ms → ratio {ratio:.2f} (target ≤ 3)")  # fmt: skip
+        record(
+            "gate round trip: PostgreSQL vs embedded",
+            f"{pg_ms:.1f} ms",
+            f"SQLite {sqlite_ms:.1f} ms",
+            ratio,
+            "≤ 3×",
+            ratio <= 3,
+        )
         files, pgs = [], []
         for k in range(RUNS):  # interleaved: the machine is shared
             (work / f"file{k}").mkdir()

@@ -136,3 +136,26 @@ def test_one_runner_per_session_across_processes_and_a_killed_holder_loses_its_l
     )
     # the dead runner's connection is gone, and its lease with it
     assert late.stdout.strip() == "got", late.stderr
+
+
+def test_a_watcher_reads_the_journal_only_when_a_commit_wakes_it(store):
+    from agent.pgstore import PgTail
+
+    writer = PgJournal(store, "watched")
+    writer.append("session.started", n=0)
+    tail = PgTail(store, "watched")
+    try:
+        assert [e["kind"] for e in tail.read()] == ["session.started"]
+        assert tail.queries == 1
+        for _ in range(200):  # an idle session: the UI ticks, nothing is committed, nothing is queried
+            assert tail.read() == []
+        tail.wait(0.2)
+        assert tail.queries == 1
+        writer.append("gate.opened", gate="g1")
+        writer.append("decision", gate="g1")
+        tail.wait(5.0)  # returns on the NOTIFY the commit sent, not on the timeout
+        assert [e["seq"] for e in tail.read()] == [1, 2]
+        assert tail.queries == 2
+    finally:
+        tail.close()
+        writer.close()
