@@ -4,7 +4,9 @@ LangGraph runtime *context* so that state stays JSON-plain and checkpoints stay 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,7 +17,7 @@ from agent.models import Campaign
 from policies.engine import PolicyEngine
 from policies.schema import Policy
 from tools.artifacts import ArtifactStore
-from tools.transport import Transport
+from tools.transport import Host, Transport
 
 
 @dataclass
@@ -36,6 +38,26 @@ class RunContext:
     spent_usd: float = 0.0  # LLM spend so far (RuleBrain spends nothing)
     budget_approved: set[str] = field(default_factory=set)  # limits a person or rule agreed to go past
     ledger: Ledger = field(default_factory=Ledger)  # mutations by idempotency key (agent/effects.py)
+    _slots: dict[str, threading.BoundedSemaphore] = field(default_factory=dict)
+    _slots_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @contextmanager
+    def fleet_slot(self, host: Host) -> Iterator[None]:
+        """Wait for a turn to run a command on `host`: one slot of each of its bounded roles and one
+        of the overall limit (`campaign.fleet`). Taken in one global order, so no two commands can
+        each hold what the other waits for."""
+        fleet = self.campaign.fleet
+        names = [*sorted(r for r in set(host.roles) if r in fleet.parallel), "*"]
+        with self._slots_lock:
+            for name in names:
+                if name not in self._slots:
+                    limit = fleet.max_parallel if name == "*" else fleet.parallel[name]
+                    self._slots[name] = threading.BoundedSemaphore(limit)
+        with ExitStack() as stack:
+            for name in names:
+                self._slots[name].acquire()
+                stack.callback(self._slots[name].release)
+            yield
 
     def over_llm_budget(self) -> str | None:
         """Why the brain must not call the model now (None: it may)."""

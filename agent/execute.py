@@ -8,7 +8,7 @@ timeout, and secrets travel on stdin (the command line only says "$NAME").
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -71,10 +71,13 @@ def _workdir(ctx: RunContext, host: Host) -> str:
         return ""  # the host is unreachable: running the command will say so, as a failed result
 
 
-def plan(ctx: RunContext, spec: CommandSpec) -> list[Planned]:
+def plan(ctx: RunContext, spec: CommandSpec, *, only: Sequence[str] | None = None) -> list[Planned]:
+    """`spec` rendered for each of its hosts (only those named in `only`, when given)."""
     out = []
     names = ctx.secret_names()
     for host in ctx.campaign.targets(spec.on):
+        if only is not None and host.name not in only:
+            continue
         used = tuple(
             dict.fromkeys(m.group(1) for m in TEMPLATE_VAR.finditer(_expand(ctx, spec.run)) if m.group(1) in names)
         )
@@ -110,6 +113,7 @@ def run_spec(
     diagnose: Callable[[Host], str | None] | None = None,
     effect: Effect | None = None,
     last: bool = True,
+    only: Sequence[str] | None = None,
 ) -> list[CommandResult]:
     """Run `spec` on all its hosts in parallel (wall time ≈ the slowest host); refuse before running
     anything on any host if one of the rendered commands is not permitted.
@@ -119,8 +123,9 @@ def run_spec(
     revert, which also gets an idempotency key (agent/effects.py); `last` says whether it is the last
     command of its list, the only one the option's `check` can speak for. Raises MutationInDoubt when
     one was cut short and cannot be settled. `diagnose(host)` runs on a host whose command overran,
-    before the kill; what it returns is kept as the result's `diagnosis`."""
-    planned = plan(ctx, spec)
+    before the kill; what it returns is kept as the result's `diagnosis`. `only` narrows the spec's
+    hosts (a keep with exceptions rolls back on those hosts alone)."""
+    planned = plan(ctx, spec, only=only)
     allowed = set(approved)
     for p in planned:
         verdict = command_class(ctx, p.command)
@@ -276,6 +281,27 @@ def run_one(
     on_timeout: Callable[[], None] | None = None,
     key: str | None = None,
     effect: Effect | None = None,
+) -> CommandResult:
+    if purpose.startswith("diagnose:"):  # runs while its command holds the host's turn
+        return _run_one(
+            ctx, p, purpose=purpose, option=option, timeout=timeout, on_timeout=on_timeout, key=key, effect=effect
+        )
+    with ctx.fleet_slot(p.host):
+        return _run_one(
+            ctx, p, purpose=purpose, option=option, timeout=timeout, on_timeout=on_timeout, key=key, effect=effect
+        )
+
+
+def _run_one(
+    ctx: RunContext,
+    p: Planned,
+    *,
+    purpose: str,
+    option: int | None,
+    timeout: float,
+    on_timeout: Callable[[], None] | None,
+    key: str | None,
+    effect: Effect | None,
 ) -> CommandResult:
     # A mutation's lines carry its idempotency key and are fsynced: after a crash they are the ledger.
     keyed = {"key": key, "effect": effect} if key else {}

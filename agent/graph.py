@@ -30,6 +30,8 @@ def _after_rollback(state: State) -> str:
 
 
 def _after_keep(state: State) -> str:
+    if state.get("route") == "unverified":  # a keep with exceptions whose rollback there did not verify
+        return "rollback_gate"
     return "report" if state.get("stopping") else "continue_gate"
 
 
@@ -91,7 +93,7 @@ def build() -> StateGraph:
         _route,
         {"keep": "keep", "rollback": "rollback", "retry": "benchmark", "reask": "safety_gate"},
     )
-    g.add_conditional_edges("keep", _after_keep, ["continue_gate", "report"])
+    g.add_conditional_edges("keep", _after_keep, ["continue_gate", "report", "rollback_gate"])
     g.add_conditional_edges("rollback", _after_rollback, ["rollback_gate", "continue_gate", "report"])
     g.add_conditional_edges(
         "rollback_gate",

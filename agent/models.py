@@ -202,6 +202,22 @@ class BrainSpec(_Strict):
     price: Price | None = None  # default: the built-in table for known models
 
 
+class Fleet(_Strict):
+    """How a command spreads over many hosts: at most `parallel[role]` members of a role run at once
+    (the others wait their turn), and at most `max_parallel` hosts overall."""
+
+    parallel: dict[str, StrictInt] = Field(default_factory=dict)
+    max_parallel: StrictInt = Field(default=32, ge=1, le=512)
+
+    @field_validator("parallel")
+    @classmethod
+    def _positive(cls, value: dict[str, int]) -> dict[str, int]:
+        bad = [role for role, n in value.items() if n < 1]
+        if bad:
+            raise ValueError(f"parallel must be at least 1 (role {', '.join(bad)})")
+        return value
+
+
 class Campaign(_Strict):
     name: str
     goal: Goal
@@ -216,6 +232,7 @@ class Campaign(_Strict):
     stress: list[StressSpec] = Field(default_factory=list)
     rollback: RollbackSpec = Field(default_factory=RollbackSpec)
     brain: BrainSpec = Field(default_factory=BrainSpec)
+    fleet: Fleet = Field(default_factory=Fleet)
     options: list[Option] = Field(min_length=1)
 
     @model_validator(mode="after")

@@ -341,7 +341,9 @@ class Runner:
     def _config(self) -> dict[str, Any]:
         # Investigation subagents run one per option in parallel; LangGraph's default pool is cpus+4
         # threads, which would quietly serialize a wide fan-out of blocking SSH probes on a small box.
-        width = max(8, len(self.loaded.campaign.options))
+        # A fleet's hosts too: every host of a command gets a worker; `campaign.fleet` bounds how many run.
+        campaign = self.loaded.campaign
+        width = max(8, len(campaign.options), min(len(campaign.hosts), campaign.fleet.max_parallel))
         return {"configurable": {"thread_id": self.dir.id}, "max_concurrency": width, "recursion_limit": 500}
 
     def start(self) -> Outcome:
@@ -749,6 +751,7 @@ class Runner:
             status=status,
             options=[
                 {k: o[k] for k in ("id", "title", "outcome", "gain_pct", "ci", "verdict", "reasons", "evidence")}
+                | {k: o[k] for k in ("hosts", "except_hosts") if o.get(k)}
                 for o in summary["options"]
             ],
             gates=[

@@ -224,6 +224,31 @@ def _clause(text: str, gate_option: int | None, known: Sequence[int]) -> Decisio
     return Decision(action=action, targets=targets, runs=runs, scope=scope, condition=condition)
 
 
+_EXCEPT = re.compile(
+    r"(?:\s*,)?\s*(?:on\s+)?(?:all(?:\s+(?:the\s+)?hosts)?|everywhere|every\s+host)?\s*"
+    r"\b(?:except|but\s+not|excluding|apart\s+from)\s+(?:on\s+)?(?:hosts?\s+)?"
+    r"(?P<names>[a-z0-9][\w.-]*(?:\s*(?:,|and|&)\s*[a-z0-9][\w.-]*)*)"
+)
+
+
+def _except_hosts(text: str, hosts: Sequence[str]) -> tuple[list[str], str]:
+    """("approve on all except gpu-7", hosts) → (["gpu-7"], "approve"); names checked against `hosts`."""
+    m = _EXCEPT.search(text)
+    if m is None:
+        return [], text
+    if not hosts:
+        raise DecisionError("this gate is not about hosts; 'except HOST' goes with a keep decision at a safety gate")
+    canonical = {h.lower(): h for h in hosts}
+    named = [n for n in re.split(r"\s*(?:,|and|&)\s*", m.group("names")) if n]
+    unknown = [n for n in named if n not in canonical]
+    if unknown:
+        raise DecisionError(f"unknown host(s) {', '.join(unknown)}; hosts here: {', '.join(hosts)}")
+    chosen = list(dict.fromkeys(canonical[n] for n in named))
+    if len(chosen) == len(hosts):
+        raise DecisionError("that excepts every host; to keep it nowhere, skip it")
+    return chosen, (text[: m.start()] + text[m.end() :]).strip()
+
+
 def parse_decision(
     text: str,
     *,
@@ -231,12 +256,15 @@ def parse_decision(
     options: Sequence[int] = (),
     gate_option: int | None = None,
     by: str | None = None,
+    hosts: Sequence[str] = (),
 ) -> Decision:
-    """Parse `text` as typed at a `kind` gate whose nameable options are `options`."""
+    """Parse `text` as typed at a `kind` gate whose nameable options are `options` (and whose option
+    runs on `hosts`, which "on all except gpu-7" may name)."""
     raw = text
     text = _normalise(text)
     if not text:
         raise DecisionError(f"empty decision; try: {', '.join(EXAMPLES)}")
+    excepted, text = _except_hosts(text, hosts)
     hedged = False
     lead_scope: Scope | None = None
     changed = True
@@ -286,8 +314,17 @@ def parse_decision(
         )
     if decision.action == "retry" and decision.runs is not None and not 2 <= decision.runs <= 50:
         raise DecisionError("retry takes between 2 and 50 runs")
+    if excepted:
+        if decision.action not in ("approve", "continue") or decision.condition or decision.otherwise:
+            raise DecisionError(
+                "'except HOST' goes with a plain keep: 'approve on all except gpu-7' keeps the option on the "
+                "other hosts and rolls it back on gpu-7"
+            )
+        decision.except_hosts = excepted
     decision.hedged = hedged
-    decision.confirm = hedged or decision.action in ("rollback", "stop") or decision.scope == "standing"
+    decision.confirm = (
+        hedged or decision.action in ("rollback", "stop") or decision.scope == "standing" or bool(decision.except_hosts)
+    )
     decision.raw = raw
     decision.parser = PARSER
     decision.by = by

@@ -62,6 +62,8 @@ class PolicyEngine:
         session_rules: Sequence[SessionRule] = (),
     ) -> Explanation:
         check_facts(kind, dict(facts))
+        defaults = {n: s.default for n, s in FACTS[kind].items() if s.default is not None and n not in facts}
+        facts = {**facts, **defaults} if defaults else facts
         steps: list[Step] = []
         for rule in session_rules:
             if kind not in rule.kinds or (rule.targets and option not in rule.targets):

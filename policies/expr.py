@@ -23,6 +23,9 @@ class FactSpec(BaseModel):
     type: FactKind
     enum: list[str] | None = None
     doc: str = ""
+    # A fact added after gates were first journaled says what its absence meant, so rules reading it
+    # still decide gates recorded before it existed (replay, counterfactuals) instead of failing closed.
+    default: Any = None
 
 
 class ExprError(ValueError):

@@ -43,8 +43,8 @@ def _d(doc: str) -> FactSpec:
     return FactSpec(type="double", doc=doc)
 
 
-def _i(doc: str) -> FactSpec:
-    return FactSpec(type="int", doc=doc)
+def _i(doc: str, default: int | None = None) -> FactSpec:
+    return FactSpec(type="int", doc=doc, default=default)
 
 
 def _b(doc: str) -> FactSpec:
@@ -78,6 +78,8 @@ FACTS: dict[GateKind, dict[str, FactSpec]] = {
         "hazards": _i("hazards reported by the option's investigation"),
         "confidence": _d("0..1, how sure the assessment is"),
         "risk": _s("risk of keeping the option", RISKS),
+        "hosts_measured": _i("hosts the benchmark ran on (each with its own A/B when more than one)", 1),
+        "hosts_regressed": _i("hosts whose own A/B says the option made them worse", 0),
     },
     "continue_or_ask": {
         "has_next_step": _b("an option is left to try"),
@@ -144,6 +146,7 @@ class Decision(BaseModel):
     runs: int | None = None
     then: Action | None = None
     rationale: str | None = None
+    except_hosts: list[str] = Field(default_factory=list)  # "approve on all except gpu-7"
     hedged: bool = False
     confirm: bool = False
     raw: str | None = None
@@ -158,6 +161,8 @@ class Decision(BaseModel):
             words.append(", ".join(f"#{t}" for t in self.targets))
         if self.runs:
             words.append(f"with {self.runs} pairs")
+        if self.except_hosts:
+            words.append(f"on all hosts except {', '.join(self.except_hosts)}")
         if self.scope == "for_now":
             words.append("(deferred to end of run)")
         elif self.scope == "standing":
@@ -179,6 +184,7 @@ class Gate(BaseModel):
     facts: dict[str, Any]
     allowed: list[Action]
     options: list[int] = Field(default_factory=list)  # option ids a one-liner may name here
+    hosts: list[str] = Field(default_factory=list)  # hosts "on all except …" may name here
     status: dict[str, str] = Field(default_factory=dict)  # option id → pending/current/kept/skipped/…
     evidence: list[str] = Field(default_factory=list)
     recommendation: Decision | None = None

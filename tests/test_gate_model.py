@@ -64,7 +64,8 @@ def test_explain_says_which_rule_decided_and_why_the_earlier_ones_did_not(cli):
     lines = r.stdout.splitlines()
     assert lines[0] == "decision: continue — by policy:keep-safe-win"
     assert lines[1].startswith('  skip-unsafe: no match — verdict == "unsafe" is false')
-    assert lines[3].startswith("  keep-safe-win: matched")
+    assert lines[3].startswith("  ask-when-a-host-regressed: no match — hosts_regressed > 0 is false")
+    assert lines[4].startswith("  keep-safe-win: matched")
     r = cli("policy", "explain", "cautious", "--gate", "safety", "--facts", json.dumps({"verdict": "safe"}), "--json")
     out = r.json()
     assert out["decision"]["action"] == "ask"  # a missing fact fails closed

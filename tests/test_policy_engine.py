@@ -16,9 +16,12 @@ def test_first_match_wins_and_explain_says_why_earlier_rules_did_not():
     assert [(s.rule, s.outcome) for s in ex.steps] == [
         ("skip-unsafe", "no match"),
         ("roll-back-regression", "no match"),
+        ("ask-when-a-host-regressed", "no match"),  # a fact gates recorded before it existed lack: its default
         ("keep-safe-win", "matched"),
     ]
     assert engine.evaluate("safety", SAFETY).rule == "skip-unsafe"
+    fleet = engine.explain("safety", {**safe, "hosts_measured": 12, "hosts_regressed": 1})
+    assert fleet.decision.action == "ask" and fleet.decision.rule == "ask-when-a-host-regressed"
 
 
 def test_an_evaluation_error_never_approves():

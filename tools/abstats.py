@@ -56,6 +56,8 @@ class BenchRun(BaseModel):
     duration_s: float = 0.0
     artifact: str | None = None
     guardrails: dict[str, float] = {}
+    # A benchmark over several hosts: each host's reading (None: not a data point); `value` is their mean.
+    hosts: dict[str, float | None] = {}
 
 
 class ABResult(BaseModel):

@@ -152,7 +152,7 @@ class RuleBrain:
         )
 
     def interpret(self, text: str, gate: Gate) -> Decision:
-        return parse_decision(text, kind=gate.kind, options=gate.options, gate_option=gate.option)
+        return parse_decision(text, kind=gate.kind, options=gate.options, gate_option=gate.option, hosts=gate.hosts)
 
 
 def stress_reasons(stress: list[dict[str, Any]]) -> list[str]:

@@ -7,6 +7,7 @@ first verdict is inconclusive.
 
 from __future__ import annotations
 
+import statistics
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -18,6 +19,7 @@ from agent.models import CommandSpec
 from agent.state import State
 from tools.abstats import BenchRun, analyse, outlier_pairs, pair_order
 from tools.benchparse import BenchParseError, parse
+from tools.transport import CommandResult
 
 
 def bench_once(
@@ -29,53 +31,90 @@ def bench_once(
     approved: list[str],
     purpose: str = "ab",
     restart: bool = True,
+    only: list[str] | None = None,
 ) -> BenchRun:
     spec = ctx.campaign.benchmark
     for step, command in (("restart", spec.restart if restart else None), ("warmup", spec.warmup)):
         if command:  # the same preparation in both arms, before every run
             prep = CommandSpec(run=command, on=spec.on, timeout=spec.timeout)
-            if not all(r.ok for r in run_spec(ctx, prep, purpose=f"{step}:{arm}", option=option, approved=approved)):
+            prepared = run_spec(ctx, prep, purpose=f"{step}:{arm}", option=option, approved=approved, only=only)
+            if not all(r.ok for r in prepared):
                 run = BenchRun(pair=pair, arm=arm, value=None, valid=False, reason=f"{step} command failed")
                 ctx.journal.append("bench.run", option=option, purpose=purpose, **run.model_dump(mode="json"))
                 return run
-    result = run_spec(ctx, spec, purpose=f"bench:{arm}", option=option, approved=approved)[0]
-    value, reason, guard = None, None, {}
-    if result.timed_out:
-        reason = f"benchmark exceeded its {spec.timeout:g}s deadline (killed)"
-    elif result.exit_code != 0:
-        reason = f"benchmark exit {result.exit_code}"
+    results = run_spec(ctx, spec, purpose=f"bench:{arm}", option=option, approved=approved, only=only)
+    readings = [_reading(ctx, r) for r in results]
+    if len(results) == 1:
+        (result,), ((value, reason, guard),) = results, readings
+        run = BenchRun(
+            pair=pair,
+            arm=arm,
+            value=value if reason is None else None,
+            valid=reason is None,
+            reason=reason,
+            exit_code=result.exit_code,
+            duration_s=result.duration_s,
+            artifact=result.artifact,
+            guardrails=guard,
+        )
     else:
-        text = result.stdout_tail
-        if result.stdout_truncated and result.artifact:
-            text = ctx.artifacts.read(result.artifact)  # the result line may be beyond the in-memory tail
-        try:
-            record = parse(
-                spec.parser,
-                text,
-                expected=spec.num_prompts,
-                paths=spec.paths,
-                patterns=spec.patterns,
-            )
-        except BenchParseError as exc:
-            reason = f"unreadable benchmark output: {exc}"
-        else:
-            reason = record.invalid_reason()
-            value, unusable = record.usable(spec.metric)
-            reason = reason or unusable
-            guard = {g: v for g in spec.guardrails if (v := record.metric(g)) is not None}
-    run = BenchRun(
-        pair=pair,
-        arm=arm,
-        value=value if reason is None else None,
-        valid=reason is None,
-        reason=reason,
-        exit_code=result.exit_code,
-        duration_s=result.duration_s,
-        artifact=result.artifact,
-        guardrails=guard,
-    )
+        run = _fleet_run(results, readings, pair=pair, arm=arm)
     ctx.journal.append("bench.run", option=option, purpose=purpose, **run.model_dump(mode="json"))
     return run
+
+
+def _reading(ctx: RunContext, result: CommandResult) -> tuple[float | None, str | None, dict[str, float]]:
+    """One host's benchmark output → (primary metric, why it is not a data point, guardrail metrics)."""
+    spec = ctx.campaign.benchmark
+    if result.timed_out:
+        return None, f"benchmark exceeded its {spec.timeout:g}s deadline (killed)", {}
+    if result.exit_code != 0:
+        return None, f"benchmark exit {result.exit_code}", {}
+    text = result.stdout_tail
+    if result.stdout_truncated and result.artifact:
+        text = ctx.artifacts.read(result.artifact)  # the result line may be beyond the in-memory tail
+    try:
+        record = parse(spec.parser, text, expected=spec.num_prompts, paths=spec.paths, patterns=spec.patterns)
+    except BenchParseError as exc:
+        return None, f"unreadable benchmark output: {exc}", {}
+    value, unusable = record.usable(spec.metric)
+    reason = record.invalid_reason() or unusable
+    return (
+        (value if reason is None else None),
+        reason,
+        {g: v for g in spec.guardrails if (v := record.metric(g)) is not None},
+    )
+
+
+def _fleet_run(
+    results: list[CommandResult],
+    readings: list[tuple[float | None, str | None, dict[str, float]]],
+    *,
+    pair: int,
+    arm: str,
+) -> BenchRun:
+    """A benchmark over many hosts: each host's reading kept, the run's value their mean. The run is a
+    data point only when every host's is (a mean over whichever hosts answered would compare
+    different fleets in A and B)."""
+    hosts = {r.host: value for r, (value, _, _) in zip(results, readings, strict=True)}
+    bad = [f"{r.host}: {reason}" for r, (_, reason, _) in zip(results, readings, strict=True) if reason]
+    guard: dict[str, float] = {}
+    for name in {g for _, _, gs in readings for g in gs}:
+        values = [gs[name] for _, _, gs in readings if name in gs]
+        guard[name] = statistics.fmean(values)
+    ok = not bad
+    return BenchRun(
+        pair=pair,
+        arm=arm,  # type: ignore[arg-type]
+        value=statistics.fmean(v for v in hosts.values() if v is not None) if ok else None,
+        valid=ok,
+        reason=None if ok else f"{len(bad)} of {len(results)} hosts gave no reading ({'; '.join(bad[:3])})",
+        exit_code=max((r.exit_code or 0 for r in results), default=0) if ok else None,
+        duration_s=max(r.duration_s for r in results),
+        artifact=None,
+        guardrails=guard,
+        hosts=hosts,
+    )
 
 
 def benchmark(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
@@ -153,8 +192,37 @@ def benchmark(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         "b_values": [r.value for r in runs if r.arm == "B" and r.valid],
         "invalid": [{"pair": r.pair, "arm": r.arm, "reason": r.reason} for r in runs if not r.valid],
     }
-    ctx.journal.append("ab.result", option=option.id, summary=result.summary(), **result.model_dump(mode="json"))
+    hosts = per_host(ctx, runs)
+    if hosts:
+        ab["hosts"] = hosts
+    extra = {"hosts": hosts} if hosts else {}
+    ctx.journal.append(
+        "ab.result", option=option.id, summary=result.summary(), **result.model_dump(mode="json"), **extra
+    )
     return {"ab": {key: ab}, "route": "stress"}
+
+
+def per_host(ctx: RunContext, runs: list[BenchRun]) -> dict[str, dict[str, Any]]:
+    """Each host's own A/B (its readings, paired as the runs were), for a benchmark over several hosts:
+    the aggregate can hide a host where the option hurts."""
+    names = sorted({h for r in runs for h in r.hosts})
+    out = {}
+    for name in names:
+        mine = [
+            BenchRun(pair=r.pair, arm=r.arm, value=r.hosts.get(name), valid=r.hosts.get(name) is not None)
+            for r in runs
+            if r.hosts
+        ]
+        result = _analyse(ctx, mine)
+        ci = [result.ci_low, result.ci_high] if result.ci_low is not None else None
+        out[name] = {
+            "gain_pct": result.effect_pct,
+            "ci": ci,
+            "verdict": result.verdict,
+            "pairs": result.pairs,
+            "a_values": [r.value for r in mine if r.arm == "A" and r.valid],  # its own baseline readings
+        }
+    return out
 
 
 def _analyse(ctx: RunContext, runs: list[BenchRun]):

@@ -49,6 +49,7 @@ def make_gate(
     options: list[int] | None = None,
     evidence: list[str] | None = None,
     status: dict[str, str] | None = None,
+    hosts: list[str] | None = None,
 ) -> Gate:
     return Gate(
         id=f"g{len(state.get('gates', [])) + 1}",
@@ -60,6 +61,7 @@ def make_gate(
         options=options or [],
         evidence=evidence or [],
         status=status if status is not None else option_status(state),
+        hosts=hosts or [],
     )
 
 
@@ -145,6 +147,23 @@ def requeue(
         for t in chosen:
             updates[str(t)] = {"outcome": "untested"}
     return queue, updates
+
+
+def _host_lines(per_host: dict[str, dict[str, Any]]) -> list[str]:
+    if not per_host:
+        return []
+    lines = ["Per host:"]
+    for name, h in per_host.items():
+        ci = f" (95% CI {h['ci'][0]:+.1f}%…{h['ci'][1]:+.1f}%)" if h.get("ci") else ""
+        gain = f"{h['gain_pct']:+.1f}%" if h.get("gain_pct") is not None else "no estimate"
+        lines.append(f"- {name}: {gain}{ci} → {h['verdict']}")
+    return lines
+
+
+def option_hosts(ctx: RunContext, option_id: int) -> list[str]:
+    """The hosts an option changes (its apply commands' targets): what an exception may name."""
+    option = ctx.campaign.option(option_id)
+    return list(dict.fromkeys(h.name for spec in option.apply for h in ctx.campaign.targets(spec.on)))
 
 
 def undo_plan(ctx: RunContext, option_id: int) -> str:
@@ -287,6 +306,9 @@ def safety_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         "confidence": float(a["confidence"]),
         "risk": a["risk"],
     }
+    per_host = state.get("ab", {}).get(key, {}).get("hosts") or {}
+    facts["hosts_measured"] = len(per_host) or 1
+    facts["hosts_regressed"] = sum(1 for h in per_host.values() if h["verdict"] == "regressed")
     title = state["options"][key]["title"]
     question = "\n".join(
         [
@@ -294,8 +316,10 @@ def safety_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
             f"the assessment recommends **{a['recommendation']}**.",
             *[f"- {r}" for r in a["reasons"]],
             *([f"Assessor ({runtime.context.brain.name}): {a['rationale']}"] if a.get("rationale") else []),
+            *_host_lines(per_host),
             undo_plan(runtime.context, current),
-            "Keep it (continue), or skip it and roll back?",
+            "Keep it (continue), or skip it and roll back?"
+            + (" Or keep it where it helps: approve on all except HOST[, HOST]." if per_host else ""),
         ]
     )
     gate = make_gate(
@@ -306,13 +330,14 @@ def safety_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         option=current,
         options=[current],
         evidence=[f"ab #{key}", f"stress #{key}", f"assessment #{key}"],
+        hosts=option_hosts(runtime.context, current),
     )
     decision, update = resolve(state, runtime, gate)
     if decision is None:
         return update
     action = decision.action
     if action in ("continue", "approve"):
-        return {**update, "route": "keep"}
+        return {**update, "route": "keep"}  # keep reads any exceptions from the recorded decision
     if action == "retry":
         pairs = decision.runs or runtime.context.campaign.benchmark.max_pairs
         return {**update, "route": "retry", "retry_pairs": pairs}

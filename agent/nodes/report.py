@@ -35,6 +35,10 @@ def _evidence(state: State, key: str) -> dict[str, Any] | None:
                 "invalid",
             )
         }
+        if ab.get("hosts"):  # a benchmark over several hosts: each host's own A/B beside the aggregate
+            out["ab"]["hosts"] = {
+                name: {k: h.get(k) for k in ("gain_pct", "ci", "verdict", "pairs")} for name, h in ab["hosts"].items()
+            }
     if stress is not None:
         out["stress"] = [
             {k: s.get(k) for k in ("scenario", "run", "host", "outcome", "evidence", "artifact", "diagnosis")}
@@ -65,6 +69,8 @@ def build_report(state: State, campaign_name: str) -> dict[str, Any]:
                 "reasons": reasons,
                 "rollback": o.get("rollback"),
                 "evidence": _evidence(state, key),
+                # A keep with exceptions: the hosts it stays on, and those it was rolled back on.
+                **{k: o[k] for k in ("hosts", "except_hosts") if o.get(k)},
                 "decided_by": [
                     g["decision"].get("by")
                     for g in state.get("gates", [])
