@@ -697,8 +697,9 @@ STOPS = ("session.paused", "session.waiting", "session.finished", "session.faile
 
 
 def _follow(d: Any, *, as_json: bool) -> None:
-    """Print events as they arrive (the store wakes us: no polling of the journal), until the session
-    stands still: its last event is a pause or an end and nobody holds its lease."""
+    """Print events as they arrive (on PostgreSQL a commit's NOTIFY wakes us; the local store's tail
+    checks the file's size), until the session stands still: its last event is a pause or an end and
+    nobody holds its lease."""
     from agent.replay import describe
     from agent.session import Runner, SessionBusy
 
