@@ -9,6 +9,7 @@ host working directories), `campaign.yaml` and `policy.yaml` (the exact texts th
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import functools
 import getpass
@@ -147,6 +148,9 @@ def create(
     d = (store or open_store()).new(new_session_id())
     d.write("campaign.yaml", loaded.text)
     d.write("policy.yaml", policy.text)
+    files = campaign_files(loaded)
+    if files:
+        d.write(CAMPAIGN_FILES, json.dumps(files, indent=1, sort_keys=True))
     d.write_meta(
         {
             "id": d.id,
@@ -167,6 +171,46 @@ def create(
         }
     )
     return d
+
+
+CAMPAIGN_FILES = "campaign-files.json"
+MAX_KEPT_FILE = 8 << 20  # larger upload sources are read from the campaign directory only
+
+
+def campaign_files(loaded: LoadedCampaign) -> dict[str, dict[str, str]]:
+    """The files the campaign names relative to its directory (uploads, known_hosts files) as they are
+    now, base64 with their sha256: a session resumed on another machine, or after the checkout moved,
+    uploads exactly what it started with and checks host keys against the same files."""
+    names = [up.src for up in loaded.campaign.baseline.upload]
+    names += [h.known_hosts for h in loaded.campaign.hosts if h.known_hosts and not Path(h.known_hosts).is_absolute()]
+    out = {}
+    for name in names:
+        path = loaded.directory / name
+        if not name.startswith("~") and path.is_file() and path.stat().st_size <= MAX_KEPT_FILE:
+            data = path.read_bytes()
+            out[name] = {"sha256": hashlib.sha256(data).hexdigest(), "data": base64.b64encode(data).decode()}
+    return out
+
+
+def campaign_dir(d: Session, meta: dict[str, Any]) -> Path:
+    """Where the campaign's files are for this runner: the directory it started in when that still
+    holds them, else the copies the session kept, written under its working directory."""
+    original = Path(meta["campaign_dir"])
+    kept = json.loads(d.read(CAMPAIGN_FILES) or "{}")
+    if all((original / src).is_file() for src in kept):
+        return original
+    here = d.work / "campaign"
+    for src, f in kept.items():
+        path = (here / src).resolve()
+        if not path.is_relative_to(here.resolve()):
+            raise SessionError(f"session {d.id}: kept campaign file {src!r} points outside its directory")
+        data = base64.b64decode(f["data"])
+        if hashlib.sha256(data).hexdigest() != f["sha256"]:
+            raise SessionError(f"session {d.id}: its kept copy of {src} does not match its sha256")
+        if not path.is_file() or path.read_bytes() != data:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+    return here
 
 
 def policy_drift(d: Session) -> tuple[Path, str] | None:
@@ -227,6 +271,7 @@ class Runner:
         self.dir = d
         self.meta = d.meta()
         self.headless = headless
+        self.campaign_dir = campaign_dir(d, self.meta)
         self.loaded = self._campaign()
         self.policy = self._policy()
         self.journal = d.open_journal()
@@ -245,7 +290,7 @@ class Runner:
             ssh_factory(
                 artifacts=artifacts,
                 hosts=campaign.hosts,
-                campaign_dir=Path(self.meta["campaign_dir"]),
+                campaign_dir=self.campaign_dir,
                 pinned=d.pinned,
                 accept_new=bool(self.meta.get("accept_new_host_keys")),
                 on_pin=self._pinned,
@@ -257,7 +302,7 @@ class Runner:
         self.ctx = RunContext(
             session=d.id,
             campaign=self.loaded.campaign,
-            campaign_dir=Path(self.meta["campaign_dir"]),
+            campaign_dir=self.campaign_dir,
             transport=self.transport,
             artifacts=artifacts,
             journal=self.journal,
@@ -314,8 +359,9 @@ class Runner:
         )
 
     def _campaign(self) -> LoadedCampaign:
-        # The session's own copy, read as if it sat where the campaign did (relative paths stay valid).
-        return load_campaign(self.meta["campaign"], text=self.dir.read("campaign.yaml") or "")
+        # The session's own copy, read as if it sat where the campaign's files are (relative paths stay valid).
+        path = self.campaign_dir / Path(self.meta["campaign"]).name
+        return load_campaign(path, text=self.dir.read("campaign.yaml") or "")
 
     def _policy(self) -> Policy:
         return load_policy_text(self.dir.read("policy.yaml") or "", path=self.meta["policy"])

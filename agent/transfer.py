@@ -23,7 +23,7 @@ from typing import Any
 from agent.checkpoint import Head
 from agent.store import Session, SessionError, Store
 
-DOCS = ("campaign.yaml", "policy.yaml", "parses.json", "known_hosts.pinned")
+DOCS = ("campaign.yaml", "policy.yaml", "parses.json", "known_hosts.pinned", "campaign-files.json")
 MANIFEST = "export.json"
 
 

@@ -282,3 +282,53 @@ def test_store_errors_are_one_line_and_name_the_fix(cli, postgres, home):
     r = cli("sessions", "--store", "mysql://x")
     assert r.code == 2 and "unknown store" in r.stderr
     assert not (home / "sessions").exists()  # nothing created anywhere
+
+
+@pytest.mark.xdist_group("sshd")  # the sshd fixture's test user is shared: one worker runs these
+@pytest.mark.parametrize("crash", ["journal:file.uploaded", "journal:ab.result"])
+def test_a_session_killed_on_one_machine_finishes_on_another_with_its_pinned_key_and_artifacts(
+    cli, team, sshd, tmp_path, crash
+):
+    import shutil
+
+    from tests.test_ssh_campaign import mini
+
+    empty = tmp_path / "empty_known_hosts"
+    empty.write_text("")  # the host key is known only through the pin the first machine makes
+    campaign = mini(tmp_path, sshd, known_hosts=str(empty), bench_wall="0.02")
+    first, second = tmp_path / "machine-a", tmp_path / "machine-b"  # separate $SIGNOFF_HOMEs
+    killed = spawn(
+        first, "run", str(campaign), "--accept-new-host-keys", "--headless", "--json", "--store", team,
+        SIGNOFF_CRASH_AT=crash,
+    )  # fmt: skip
+    assert killed.wait(timeout=120) == -9, killed.stderr.read()
+    session = wait_for(cli, team, lambda r: True)["id"]
+    before = [json.loads(line) for line in journal_lines(team, session)]
+    cited = {e[k] for e in before for k in ("artifact", "stderr_artifact") if isinstance(e.get(k), str)}
+    assert sum(e["kind"] == "hostkey.pinned" for e in before) == 1
+    # The other machine has no checkout where the first had one: setup, cut short after the upload,
+    # runs again there and uploads the copy of simserve.py the session kept.
+    shutil.rmtree(campaign.parent)
+    p = subprocess.run(
+        [*SIGNOFF, "resume", session, "--json"],
+        capture_output=True,
+        text=True,
+        env=_env(second, SIGNOFF_STORE=team),
+        cwd=ROOT,
+        timeout=180,
+    )
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["status"] == "finished"
+    after = [json.loads(line) for line in journal_lines(team, session)]
+    # The second machine trusted the key the first one pinned (kept in the store), and pinned nothing anew.
+    assert sum(e["kind"] == "hostkey.pinned" for e in after) == 1
+    (work,) = (second / "team").glob(f"*/{session}")
+    assert sshd.host_key_b64 in (work / "known_hosts.pinned").read_text()
+    uploads = [e for e in after if e["kind"] == "file.uploaded"]
+    if crash == "journal:file.uploaded":
+        assert len(uploads) == 2 and uploads[0]["sha256"] == uploads[1]["sha256"]  # the same file, again
+        assert (work / "campaign" / "simserve.py").is_file()
+    else:
+        # The output the first machine stored was fetched to the second one's cache before it went on.
+        assert cited and cited <= {p.name for p in (work / "artifacts").iterdir()}
+    assert cli("replay", session, "--verify", "--store", team).code == 0
