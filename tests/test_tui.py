@@ -184,6 +184,37 @@ async def test_attach_to_a_paused_headless_session_and_resume_it_to_the_end(
     assert next(x for x in decisions(d) if x["gate_kind"] == "plan")["by"] == ME
 
 
+async def test_attach_to_a_session_in_the_team_store_answers_its_gate_and_follows_it_to_the_end(
+    home: Path, variant: Callable[..., Path], tmp_path: Path, postgres: Any, cli: Any
+) -> None:
+    """The same screen over PostgreSQL: history and live events through the NOTIFY-woken tail, the
+    answer through the store's lease and answers table."""
+    import uuid
+
+    from agent.store import open_store
+
+    url = postgres.database(f"tui_{uuid.uuid4().hex[:12]}")
+    assert cli("store", "init", "--store", url).code == 0
+    d = create(variant(), policy_asking_at_plan(tmp_path), store=open_store(url))
+    with d.locked():
+        assert Runner(d, headless=True).start().status == "paused"
+    app = SignoffApp(SessionSource(d), mode="attach")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: gate_open(app), what="the plan gate")
+        await pilot.press("c")
+        await wait_for(pilot, lambda: "Enter to confirm" in echo(app), what="the echo")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.view.status == "finished" and not app.source.busy(), what="the end")
+        log = app.query_one("#events", RichLog)
+        assert any("A/B" in line.text for line in log.lines)  # events that came after the answer, live
+    with d.locked():
+        out = Runner(d).outcome()
+    assert out.status == "finished" and {o["id"]: o["outcome"] for o in out.options}[3] == "kept"
+    assert next(e for e in d.events() if e["kind"] == "decision" and e["gate_kind"] == "plan")["by"] == ME
+    assert not (home / "sessions").exists()  # nothing of it in the local store
+    d.close()
+
+
 async def test_attach_only_watches_while_another_runner_holds_the_session(
     home: Path, variant: Callable[..., Path], tmp_path: Path
 ) -> None:
