@@ -332,3 +332,47 @@ def test_a_session_killed_on_one_machine_finishes_on_another_with_its_pinned_key
         # The output the first machine stored was fetched to the second one's cache before it went on.
         assert cited and cited <= {p.name for p in (work / "artifacts").iterdir()}
     assert cli("replay", session, "--verify", "--store", team).code == 0
+
+
+def test_the_runners_signature_on_the_head_survives_export_and_compaction(
+    cli, team, home, campaign, tmp_path, monkeypatch
+):
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    def keypair(name: str) -> tuple[Path, Path]:
+        key = Ed25519PrivateKey.generate()
+        private, public = tmp_path / f"{name}.pem", tmp_path / f"{name}.pub.pem"
+        private.write_bytes(
+            key.private_bytes(
+                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+            )
+        )
+        public.write_bytes(
+            key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        )
+        return private, public
+
+    runner_key, other_key = keypair("runner"), keypair("other")
+    monkeypatch.setenv("SIGNOFF_SIGNING_KEY", str(runner_key[0]))
+    r = cli("run", str(campaign), "--headless", "--json", "--store", team)
+    assert r.code == 0, r.stderr
+    session = r.json()["session"]
+    monkeypatch.delenv("SIGNOFF_SIGNING_KEY")  # the auditor has the public key only
+    assert cli("replay", session, "--verify", "--key", str(runner_key[1]), "--store", team).code == 0
+    wrong = cli("replay", session, "--verify", "--key", str(other_key[1]), "--store", team)
+    assert wrong.code == 1 and "signature does not verify with the given key" in wrong.stdout
+    exported = tmp_path / "export"
+    assert cli("export", session, str(exported), "--store", team).code == 0
+    assert json.loads((exported / "head").read_text())["signature"]  # the runner's, not re-signed on export
+    assert cli("import", str(exported)).code == 0
+    assert cli("replay", session, "--verify", "--key", str(runner_key[1])).code == 0
+    # Compaction drops the team store's checkpoints of the session; the journal and its head stay.
+    r = cli("sessions", "--store", team, "--compact", session)
+    assert r.code == 0 and f"compacted {session}" in r.stdout
+    with psycopg.connect(team) as conn:
+        left = conn.execute("SELECT count(*) FROM checkpoints WHERE thread_id = %s", (session,)).fetchone()[0]
+    assert left == 0
+    assert cli("replay", session, "--verify", "--key", str(runner_key[1]), "--store", team).code == 0
+    (row,) = cli("sessions", "--store", team, "--json").json()
+    assert row["compacted"] and row["status"] == "finished"
