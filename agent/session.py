@@ -1,10 +1,9 @@
-"""Sessions: their directories, the single-runner lock, the checkpointer, and the run/resume loop
-that turns graph interrupts into paused sessions and one-line decisions into resumes.
+"""Sessions: creating them, and the run/resume loop that turns graph interrupts into paused
+sessions and one-line decisions into resumes.
 
-A session lives in `$SIGNOFF_HOME/sessions/<id>/`: `journal.jsonl` + `head` (the audit record),
-`checkpoints.sqlite` (graph state), `artifacts/` (full command output by digest), `hosts/` (local
-host working directories), `campaign.yaml` and `policy.yaml` (the exact texts the run uses),
-`meta.json`, `answers.json` (decisions recorded but not yet resumed) and `lock`.
+Where a session lives is the store's business (`agent/store.py`: a directory under `$SIGNOFF_HOME`,
+or PostgreSQL); this module only uses the `Session` seam — documents, answers, journal, checkpointer
+and lease.
 """
 
 from __future__ import annotations
@@ -193,11 +192,11 @@ def campaign_files(loaded: LoadedCampaign) -> dict[str, dict[str, str]]:
 
 
 def campaign_dir(d: Session, meta: dict[str, Any]) -> Path:
-    """Where the campaign's files are for this runner: the directory it started in when that still
-    holds them, else the copies the session kept, written under its working directory."""
+    """Where the campaign's files are for this runner: the directory it started in while that still
+    holds them unchanged, else the copies the session kept, written under its working directory."""
     original = Path(meta["campaign_dir"])
     kept = json.loads(d.read(CAMPAIGN_FILES) or "{}")
-    if all((original / src).is_file() for src in kept):
+    if all(_sha256(original / src) == f["sha256"] for src, f in kept.items()):
         return original
     here = d.work / "campaign"
     for src, f in kept.items():
@@ -211,6 +210,10 @@ def campaign_dir(d: Session, meta: dict[str, Any]) -> Path:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
     return here
+
+
+def _sha256(path: Path) -> str | None:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
 
 
 def policy_drift(d: Session) -> tuple[Path, str] | None:
