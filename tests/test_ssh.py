@@ -181,8 +181,8 @@ def test_sixteen_commands_through_one_pooled_connection(ssh_transport, sshd):
     host = sshd.host(name="pooled")
     with ThreadPoolExecutor(16) as pool:
         results = list(pool.map(lambda i: ssh_transport.run(host, f"sleep 0.3; echo {i}", timeout=20), range(16)))
+    assert all(r.ok for r in results), sorted({r.error or r.stderr_tail.strip() for r in results if not r.ok})
     assert [r.stdout_tail.strip() for r in results] == [str(i) for i in range(16)]
-    assert all(r.ok for r in results)
     assert len(ssh_transport._pool) == 1
 
 
