@@ -7,6 +7,7 @@ timeout, and secrets travel on stdin (the command line only says "$NAME").
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -282,11 +283,9 @@ def run_one(
     key: str | None = None,
     effect: Effect | None = None,
 ) -> CommandResult:
-    if purpose.startswith("diagnose:"):  # runs while its command holds the host's turn
-        return _run_one(
-            ctx, p, purpose=purpose, option=option, timeout=timeout, on_timeout=on_timeout, key=key, effect=effect
-        )
-    with ctx.fleet_slot(p.host):
+    # A diagnosis runs while its own command holds the host's turn.
+    turn = contextlib.nullcontext() if purpose.startswith("diagnose:") else ctx.fleet_slot(p.host)
+    with turn:
         return _run_one(
             ctx, p, purpose=purpose, option=option, timeout=timeout, on_timeout=on_timeout, key=key, effect=effect
         )

@@ -495,12 +495,11 @@ class Runner:
         """Stay with a paused session, holding its lease, until its gate has an answer — a `decide` from
         any machine, or the gate's deadline — so the caller can resume it at once. False when a signal
         asks to stop (the session stays paused; anyone can answer and resume it later)."""
-        found = self.pending()
-        if found is None:
-            return True
-        interrupt_id, _ = found
         with self._graph() as graph:
-            value = graph.get_state(self._config()).interrupts[0].value
+            interrupts = graph.get_state(self._config()).interrupts
+        if not interrupts:
+            return True
+        interrupt_id, value = interrupts[0].id, interrupts[0].value
         opened = self._opened_at(interrupt_id)
         due = opened + timedelta(seconds=value["deadline_s"]) if value.get("deadline_s") and opened else None
         self.dir.write_meta({**self.dir.meta(), "waiting": owner()})

@@ -123,17 +123,22 @@ def journal_events(path: str | Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
 
 
+def _server(start: Callable[[], Any], unavailable: type[Exception], what: str, required_env: str) -> Any:
+    """A test server, or a skip naming why there is none (a failure where CI sets `required_env`)."""
+    try:
+        return start()
+    except unavailable as exc:
+        if os.environ.get(required_env):
+            pytest.fail(f"{what} required but unavailable: {exc}")
+        pytest.skip(str(exc))
+
+
 @pytest.fixture(scope="session")
 def sshd():
     """A real OpenSSH server on 127.0.0.1 for the whole test session."""
     from tests import sshd as harness
 
-    try:
-        server = harness.start()
-    except harness.SSHDUnavailable as exc:
-        if os.environ.get("SIGNOFF_SSHD_REQUIRED"):
-            pytest.fail(f"sshd required but unavailable: {exc}")
-        pytest.skip(str(exc))
+    server = _server(harness.start, harness.SSHDUnavailable, "sshd", "SIGNOFF_SSHD_REQUIRED")
     yield server
     server.stop()
 
@@ -143,14 +148,25 @@ def postgres():
     """A real PostgreSQL server on 127.0.0.1 for the whole test session (one per xdist worker)."""
     from tests import pg
 
-    try:
-        server = pg.start()
-    except pg.PostgresUnavailable as exc:
-        if os.environ.get("SIGNOFF_PG_REQUIRED"):
-            pytest.fail(f"PostgreSQL required but unavailable: {exc}")
-        pytest.skip(str(exc))
+    server = _server(pg.start, pg.PostgresUnavailable, "PostgreSQL", "SIGNOFF_PG_REQUIRED")
     yield server
     server.stop()
+
+
+def ed25519_keypair(directory: Path, name: str) -> tuple[Path, Path]:
+    """A fresh Ed25519 signing key (PKCS#8 PEM) and its public key (SubjectPublicKeyInfo PEM)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    key = Ed25519PrivateKey.generate()
+    private, public = directory / f"{name}.pem", directory / f"{name}.pub.pem"
+    private.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    public.write_bytes(
+        key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
+    return private, public
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from tests.conftest import DEMO, ROOT, SIGNOFF, Result, fast
+from tests.conftest import DEMO, ROOT, SIGNOFF, Result, ed25519_keypair, fast
 
 OUTCOME_KEYS = ("id", "outcome", "gain_pct", "ci", "verdict")
 
@@ -37,6 +37,12 @@ def campaign(variant) -> Path:
 
 def _env(home: Path, **extra: str) -> dict[str, str]:
     return {**os.environ, "SIGNOFF_HOME": str(home), "USER": "tester", "COLUMNS": "200", **extra}
+
+
+def run_as(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """`signoff ARGS` to its end as another process (another machine: its own $SIGNOFF_HOME, its env)."""
+    environment = _env(home, **env)
+    return subprocess.run([*SIGNOFF, *args], capture_output=True, text=True, env=environment, cwd=ROOT, timeout=180)
 
 
 def spawn(home: Path, *args: str, **env: str) -> subprocess.Popen[str]:
@@ -94,13 +100,9 @@ def test_the_demo_runs_end_to_end_on_the_team_store_with_the_local_stores_outcom
     assert verdict.code == 0 and verdict.stdout.startswith("OK:"), verdict.stdout + verdict.stderr
     assert cli("export", session, str(tmp_path / "x"), "--store", team).code == 0
     other = tmp_path / "laptop"
-    imported = subprocess.run(
-        [*SIGNOFF, "import", str(tmp_path / "x")], capture_output=True, text=True, env=_env(other), cwd=ROOT
-    )
+    imported = run_as(other, "import", str(tmp_path / "x"))
     assert imported.returncode == 0, imported.stderr
-    again = subprocess.run(
-        [*SIGNOFF, "replay", session, "--verify"], capture_output=True, text=True, env=_env(other), cwd=ROOT
-    )
+    again = run_as(other, "replay", session, "--verify")
     assert again.stdout == verdict.stdout
 
 
@@ -133,14 +135,7 @@ def test_a_runner_killed_mid_run_is_resumed_by_another_process_to_the_same_outco
     assert row["status"] == "interrupted" and row["runner"] is None  # its lease died with it
     session = row["id"]
     # Another process, naming the store through the environment this time.
-    p = subprocess.run(
-        [*SIGNOFF, "resume", session, "--json"],
-        capture_output=True,
-        text=True,
-        env=_env(home, SIGNOFF_STORE=team),
-        cwd=ROOT,
-        timeout=180,
-    )
+    p = run_as(home, "resume", session, "--json", SIGNOFF_STORE=team)
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     assert out["status"] == "finished"
@@ -204,14 +199,7 @@ def test_decide_with_no_runner_waiting_resumes_the_session_itself(cli, team, hom
     r = cli("run", str(campaign), "--policy", "ask-everything", "--headless", "--json", "--store", team)
     assert r.code == 3
     session = r.json()["session"]
-    p = subprocess.run(
-        [*SIGNOFF, "decide", session, "approve", "--json"],
-        capture_output=True,
-        text=True,
-        env=_env(home, SIGNOFF_STORE=team),
-        cwd=ROOT,
-        timeout=180,
-    )
+    p = run_as(home, "decide", session, "approve", "--json", SIGNOFF_STORE=team)
     assert p.returncode == 3, p.stderr
     assert "handed to" not in p.stderr
     assert json.loads(p.stdout)["pending_gate"]["id"] != r.json()["pending_gate"]["id"]
@@ -271,7 +259,7 @@ def test_an_export_that_does_not_verify_is_not_imported(cli, team, home, campaig
     journal = exported / "journal.jsonl"
     journal.write_bytes(journal.read_bytes().replace(b'"actor":"signoff"', b'"actor":"mallory"', 1))
     fresh = tmp_path / "other-home"
-    p = subprocess.run([*SIGNOFF, "import", str(exported)], capture_output=True, text=True, env=_env(fresh), cwd=ROOT)
+    p = run_as(fresh, "import", str(exported))
     assert p.returncode == 2 and "does not verify" in p.stderr and "nothing imported" in p.stderr
     assert len(p.stderr.splitlines()) == 1
     assert not (fresh / "sessions" / session).exists()
@@ -315,14 +303,7 @@ def test_a_session_killed_on_one_machine_finishes_on_another_with_its_pinned_key
     # The other machine has no checkout where the first had one: setup, cut short after the upload,
     # runs again there and uploads the copy of simserve.py the session kept.
     shutil.rmtree(campaign.parent)
-    p = subprocess.run(
-        [*SIGNOFF, "resume", session, "--json"],
-        capture_output=True,
-        text=True,
-        env=_env(second, SIGNOFF_STORE=team),
-        cwd=ROOT,
-        timeout=180,
-    )
+    p = run_as(second, "resume", session, "--json", SIGNOFF_STORE=team)
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["status"] == "finished"
     after = [json.loads(line) for line in journal_lines(team, session)]
@@ -343,23 +324,7 @@ def test_a_session_killed_on_one_machine_finishes_on_another_with_its_pinned_key
 def test_the_runners_signature_on_the_head_survives_export_and_compaction(
     cli, team, home, campaign, tmp_path, monkeypatch
 ):
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
-    def keypair(name: str) -> tuple[Path, Path]:
-        key = Ed25519PrivateKey.generate()
-        private, public = tmp_path / f"{name}.pem", tmp_path / f"{name}.pub.pem"
-        private.write_bytes(
-            key.private_bytes(
-                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-            )
-        )
-        public.write_bytes(
-            key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
-        )
-        return private, public
-
-    runner_key, other_key = keypair("runner"), keypair("other")
+    runner_key, other_key = ed25519_keypair(tmp_path, "runner"), ed25519_keypair(tmp_path, "other")
     monkeypatch.setenv("SIGNOFF_SIGNING_KEY", str(runner_key[0]))
     r = cli("run", str(campaign), "--headless", "--json", "--store", team)
     assert r.code == 0, r.stderr

@@ -13,6 +13,7 @@ import rfc8785
 
 from agent import checkpoint
 from agent.journal import GENESIS, read_events
+from tests.conftest import ed25519_keypair
 
 
 def rewrite(journal: Path, edit, *, db: bool = True) -> None:
@@ -179,23 +180,7 @@ def test_export_writes_a_report_an_auditor_can_read_without_signoff(home: Path, 
 
 
 def test_a_signed_head_verifies_only_with_the_signers_key(cli, variant, tmp_path, monkeypatch):
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
-    def keypair(name: str) -> tuple[Path, Path]:
-        key = Ed25519PrivateKey.generate()
-        private, public = tmp_path / f"{name}.pem", tmp_path / f"{name}.pub.pem"
-        private.write_bytes(
-            key.private_bytes(
-                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-            )
-        )
-        public.write_bytes(
-            key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
-        )
-        return private, public
-
-    ours, theirs = keypair("ours"), keypair("theirs")
+    ours, theirs = ed25519_keypair(tmp_path, "ours"), ed25519_keypair(tmp_path, "theirs")
     monkeypatch.setenv("SIGNOFF_SIGNING_KEY", str(ours[0]))
     r = cli("run", str(variant()), "--json")
     assert r.code == 0, r.stderr
