@@ -1,18 +1,20 @@
 """A throwaway OpenSSH sshd on 127.0.0.1 for tests (research/ssh.md §1).
 
 Its own host key, client key, authorized_keys and known_hosts in a private temp dir; key auth only,
-no PAM; sshd defaults for MaxSessions/MaxStartups so tests meet production limits. As root, commands
-run as a dedicated user whose shell is /bin/sh (root's bash would source ~/.bashrc on every command).
-Stopped by PID, together with every session process it spawned.
+no PAM; sshd defaults for MaxSessions/MaxStartups so tests meet production limits. As root, each server
+gets a login user of its own (shell /bin/sh: root's bash would source ~/.bashrc on every command), so
+"this server's processes" is exact: its listener's process tree plus whatever runs as its user (a command
+that outlived its connection is reparented away from the tree). Stopped by those PIDs, never by a name or
+a user another test shares; the user is deleted with it.
 """
 
 from __future__ import annotations
 
-import contextlib
+import itertools
 import os
 import pwd
+import re
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -20,10 +22,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests import procs
 from tools.transport import Host
 
 SSHD = Path("/usr/sbin/sshd")
-TEST_USER = "signoff-ssh"
+USER_PREFIX = "signoff-t"  # signoff-t<pid of the test process>-<n>: one per server
+_USER_NAME = re.compile(rf"^{USER_PREFIX}(\d+)-\d+$")
+_numbers = itertools.count()
 
 
 class SSHDUnavailable(RuntimeError):
@@ -36,18 +41,40 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def ensure_user() -> tuple[str, Path]:
+def _pid_alive(pid: int) -> bool:
+    return Path(f"/proc/{pid}").exists()
+
+
+def _retry(argv: list[str]) -> None:
+    """useradd/userdel from parallel test workers can meet the passwd lock: wait for it, briefly."""
+    for attempt in range(20):
+        r = subprocess.run(argv, capture_output=True, text=True)
+        if r.returncode == 0:
+            return
+        if "lock" not in r.stderr.lower() or attempt == 19:
+            raise SSHDUnavailable(f"{' '.join(argv)} failed: {r.stderr.strip()}")
+        time.sleep(0.1)
+
+
+def _delete_stale_users() -> None:
+    """Users left by a test process that was killed before it could delete them (none of theirs runs)."""
+    for entry in pwd.getpwall():
+        m = _USER_NAME.match(entry.pw_name)
+        if m and not _pid_alive(int(m.group(1))) and not procs.owned_by(entry.pw_uid):
+            subprocess.run(["userdel", "-r", entry.pw_name], capture_output=True)
+
+
+def new_user() -> tuple[str, Path, bool]:
+    """(login, home, whether this server owns the user): a fresh user as root, else the current one."""
     if os.geteuid() != 0:
         me = pwd.getpwuid(os.getuid())
-        return me.pw_name, Path(me.pw_dir)
-    try:
-        entry = pwd.getpwnam(TEST_USER)
-    except KeyError:
-        subprocess.run(["useradd", "-m", "-s", "/bin/sh", TEST_USER], check=True, capture_output=True)
-        entry = pwd.getpwnam(TEST_USER)
+        return me.pw_name, Path(me.pw_dir), False
+    _delete_stale_users()
+    name = f"{USER_PREFIX}{os.getpid()}-{next(_numbers)}"
+    _retry(["useradd", "-m", "-s", "/bin/sh", name])
     # useradd leaves the password "!", which with UsePAM no means "locked", even for key logins.
-    subprocess.run(["usermod", "-p", "*", TEST_USER], check=True, capture_output=True)
-    return TEST_USER, Path(entry.pw_dir)
+    _retry(["usermod", "-p", "*", name])
+    return name, Path(pwd.getpwnam(name).pw_dir), True
 
 
 def keygen(path: Path, comment: str, passphrase: str = "") -> str:
@@ -69,6 +96,9 @@ class SSHServer:
     client_key: Path
     known_hosts: Path
     host_key_b64: str
+    owns_user: bool = False
+    uid: int = -1
+    stopped: bool = False
 
     def host(self, name: str = "srv", **extra: object) -> Host:
         fields: dict[str, object] = {
@@ -82,29 +112,42 @@ class SSHServer:
         }
         return Host.model_validate({**fields, **extra})
 
-    def processes(self, pattern: str) -> list[str]:
-        out = subprocess.run(["pgrep", "-u", self.user, "-f", pattern], capture_output=True, text=True)
-        return [p for p in out.stdout.split() if p]
+    def _own(self) -> list[procs.Proc]:
+        """This server's processes: its listener's tree, and all that runs as its own user."""
+        table = procs.processes()
+        mine = {p.pid: p for p in procs.descendants(self.proc.pid, table)}
+        if self.owns_user:
+            mine.update({p.pid: p for p in table if p.uid == self.uid})
+        return list(mine.values())
+
+    def processes(self, pattern: str) -> list[int]:
+        """PIDs of this server's processes whose command line matches `pattern` (a regex)."""
+        return [p.pid for p in procs.matching(pattern, self._own())]
+
+    def kill_connections(self) -> list[int]:
+        """Drop every live SSH connection to this server (its per-connection sshd processes), as a cut
+        link would: the listener stays up and so do the commands those connections started."""
+        table = procs.processes()
+        links = [p.pid for p in procs.descendants(self.proc.pid, table) if p.cmdline.startswith("sshd:")]
+        procs.kill(links, grace=0.5)
+        return links
 
     def stop(self) -> None:
-        children = subprocess.run(["pgrep", "-P", str(self.proc.pid)], capture_output=True, text=True).stdout.split()
-        for pid in [str(self.proc.pid), *children]:
-            with contextlib.suppress(ProcessLookupError, ValueError):
-                os.kill(int(pid), signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-        # Session processes setsid() away from the listener: end whatever still runs as the test user.
-        if self.user == TEST_USER:
-            subprocess.run(["pkill", "-KILL", "-u", self.user], capture_output=True)
+        if self.proc.poll() is None:
+            procs.kill([self.proc.pid, *(p.pid for p in procs.descendants(self.proc.pid))])
+            self.proc.wait(timeout=10)
+        # Commands whose connection ended were reparented away from the listener: its user's, then.
+        procs.kill([p.pid for p in self._own()])
+        if self.owns_user and not self.stopped:
+            subprocess.run(["userdel", "-r", self.user], capture_output=True)
+        self.stopped = True
         shutil.rmtree(self.root, ignore_errors=True)
 
 
 def start(*, host_key: Path | None = None, extra_config: str = "", port: int | None = None) -> SSHServer:
     if not SSHD.exists() or not shutil.which("ssh-keygen"):
         raise SSHDUnavailable("OpenSSH sshd is not installed (make test installs openssh-server as root)")
-    user, home = ensure_user()
+    user, home, owns_user = new_user()
     if os.geteuid() == 0:
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # privilege separation dir, no systemd here
     root = Path(tempfile.mkdtemp(prefix="signoff-sshd-"))
@@ -164,9 +207,13 @@ Subsystem sftp internal-sftp
                 client_key=client_key,
                 known_hosts=known,
                 host_key_b64=host_key_b64,
+                owns_user=owns_user,
+                uid=pwd.getpwnam(user).pw_uid,
             )
         if port is not None or attempt == 4:
             log = (root / "sshd.log").read_text(errors="replace") if (root / "sshd.log").exists() else ""
             shutil.rmtree(root, ignore_errors=True)
+            if owns_user:
+                subprocess.run(["userdel", "-r", user], capture_output=True)
             raise SSHDUnavailable(f"sshd did not start: {log.strip()[-300:]}")
     raise SSHDUnavailable("sshd did not start")

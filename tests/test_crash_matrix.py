@@ -126,6 +126,11 @@ def killed_at(home: Path, campaign: Path, delay: float) -> dict[str, Any]:
     proc = subprocess.Popen(
         [*SIGNOFF, "run", str(campaign), "--json"], env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
+    # The delay counts from the session's first journal line: before it there is nothing to resume, and
+    # on a loaded machine the interpreter alone can take longer than the shortest delay.
+    deadline = time.monotonic() + 60
+    while proc.poll() is None and time.monotonic() < deadline and not any(home.glob("sessions/*/journal.jsonl")):
+        time.sleep(0.02)
     try:
         proc.wait(timeout=delay)
     except subprocess.TimeoutExpired:

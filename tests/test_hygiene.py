@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import ROOT
 
@@ -73,3 +77,98 @@ def test_ruff_is_clean():
     ruff = Path(sys.executable).with_name("ruff")
     r = subprocess.run([str(ruff), "check", "."], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stdout
+
+
+# ---------------------------------------------------------------- processes end by their own PIDs
+
+# Ending processes by name, pattern or user reaches other tests' and other people's work on a shared
+# machine; the project's code and tests end only what they started (tests/procs.py: by PID, from /proc).
+BROAD_KILLS = [
+    re.compile(r"\b(pkill|killall|pgrep|pidof)\b"),
+    re.compile(r"\bxargs\b[^|;&\n]*\bkill\b"),
+    re.compile(r"\bkill\b[^|;&\n]*(\$\(|`)"),  # kill $(…) / kill `…`: PIDs found by a search, not known
+    re.compile(r"\bkill\s+(-[A-Za-z0-9]+\s+)*(--\s+)?-1\b"),  # every process the user may signal
+]
+SHELL_LIKE = {".sh", ".yaml", ".yml", ".bash"}
+
+
+def shell_strings(path: Path) -> Iterator[tuple[int, str]]:
+    """(line, text) of everything in `path` that could reach a shell: in Python every string literal but
+    docstrings, elsewhere every line without its comment."""
+    text = path.read_text(errors="replace")
+    if path.suffix != ".py":
+        for number, line in enumerate(text.splitlines(), 1):
+            yield number, line.split(" #")[0] if not line.lstrip().startswith("#") else ""
+        return
+    tree = ast.parse(text)
+    docstrings = {
+        id(body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and (body := node.body)
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+    }
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            yield node.lineno, node.value
+
+
+def broad_kills(path: Path) -> list[str]:
+    return [
+        f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}:{number}: {text.strip()[:80]}"
+        for number, text in shell_strings(path)
+        if any(rx.search(text) for rx in BROAD_KILLS)
+    ]
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        'subprocess.run(["pkill", "-KILL", "-u", user])',
+        'subprocess.run(["pkill", "-KILL", "-f", f"sshd: {user}"], check=True)',
+        'os.system("killall simserve")',
+        'run("pgrep -f stress | xargs kill -9")',
+        'run("kill -9 $(pgrep -f sshd)")',
+        'run(f"kill `cat {pidfile}`")',
+        'run("kill -KILL -1")',
+        'run("kill -- -1")',
+    ],
+)
+def test_the_hygiene_check_catches_a_broad_kill(tmp_path: Path, code: str) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text(f"import os, subprocess\n{code}\n")
+    assert broad_kills(sample)
+    script = tmp_path / "sample.sh"
+    script.write_text(code.split('"')[1] + "\n")
+    assert broad_kills(script) or code.startswith("subprocess.run([")
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        'run(f"kill -{sig} -{pgid} 2>/dev/null")',  # a process group whose id the command itself reported
+        "os.killpg(proc.pid, signal.SIGTERM)",
+        'run("echo skill; kill -0 1234")',
+    ],
+)
+def test_the_hygiene_check_lets_a_kill_by_known_pid_pass(tmp_path: Path, code: str) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text(f"import os, signal\n{code}\n")
+    assert broad_kills(sample) == []
+
+
+def test_nothing_ends_processes_by_name_pattern_or_user() -> None:
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"], capture_output=True, text=True, cwd=ROOT
+    ).stdout.split()
+    scanned = [
+        p
+        for p in sorted({ROOT / name for name in listed})
+        if p.is_file()
+        and p != Path(__file__)
+        and (p.suffix == ".py" or p.suffix in SHELL_LIKE or p.name == "Makefile" or p.parent.name == ".ci")
+    ]
+    assert len(scanned) > 50  # the check really looked at the tree
+    found = [hit for p in scanned for hit in broad_kills(p)]
+    assert found == [], "\n".join(found)

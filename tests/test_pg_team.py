@@ -278,7 +278,6 @@ def test_store_errors_are_one_line_and_name_the_fix(cli, postgres, home):
     assert not (home / "sessions").exists()  # nothing created anywhere
 
 
-@pytest.mark.xdist_group("sshd")  # the sshd fixture's test user is shared: one worker runs these
 @pytest.mark.parametrize("crash", ["journal:file.uploaded", "journal:ab.result"])
 def test_a_session_killed_on_one_machine_finishes_on_another_with_its_pinned_key_and_artifacts(
     cli, team, sshd, tmp_path, crash

@@ -10,12 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from tests import procs
 from tests import sshd as harness
 from tools.artifacts import ArtifactStore
 from tools.ssh import KnownHosts, SSHTransport, wrap
-
-# One test user serves every sshd and stopping a server ends all its processes: run these on one worker.
-pytestmark = pytest.mark.xdist_group("sshd")
 
 
 def test_exit_codes_stderr_env_and_cwd(ssh_transport, sshd):
@@ -273,10 +271,8 @@ def test_a_dead_pooled_connection_is_replaced_once(ssh_transport, sshd):
 def test_timeout_kill_leaves_nothing_behind_for_a_root_login_too(ssh_transport, sshd):
     # sshd refuses the RFC 4254 `signal` request for root; the process-group kill must not depend on it.
     # (The test sshd's AuthorizedKeysFile is shared by every user, root included.)
-    import subprocess
-
     marker = f"signoff-root-wedge-{os.getpid()}"
     r = ssh_transport.run(sshd.host(name="as-root", user="root"), f"sleep 300 # {marker}", timeout=1.5)
     assert r.timed_out and r.killed, r.error
     time.sleep(0.5)
-    assert subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.strip() == ""
+    assert procs.matching(marker, procs.processes()) == []

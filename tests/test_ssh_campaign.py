@@ -10,14 +10,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
 from agent.journal import verify
 from tests import sshd as harness
 from tests.conftest import ROOT, SIGNOFF, journal_events
-
-# One test user serves every sshd and stopping a server ends all its processes: run these on one worker.
-pytestmark = pytest.mark.xdist_group("sshd")
 
 
 def ssh_config(tmp_path: Path, server: harness.SSHServer, alias: str = "demo-box", known: Path | None = None) -> Path:
@@ -228,8 +223,8 @@ def test_a_link_dropped_mid_benchmark_is_retried_once_and_the_campaign_goes_on(s
             home,
             lambda lines: '"bench.progress"' in "".join(lines) and '"purpose":"bench:' in lines[-1],
         )
-        # Kill the connection's own sshd processes, not the listener: the link drops, the host stays up.
-        subprocess.run(["pkill", "-KILL", "-f", f"sshd: {server.user}"], check=True)
+        # Kill this server's connections, not its listener: the link drops, the host stays up.
+        assert server.kill_connections()
         stdout, stderr = proc.communicate(timeout=120)
         assert proc.returncode == 0, stderr
         out = json.loads(stdout)

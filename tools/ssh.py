@@ -279,10 +279,13 @@ class SSHTransport:
         with self._guard:
             return self._locks.setdefault(name, threading.Lock())
 
-    def connection(self, host: Host, *, fresh: bool = False) -> _Connection:
+    def connection(self, host: Host, *, replacing: _Connection | None = None) -> _Connection:
+        """The host's pooled connection, made when there is none or it died. `replacing` names one a
+        caller saw die: it is replaced unless another caller already did, so a dozen commands that all
+        saw the link drop make one new connection between them, not a dozen that close each other's."""
         with self._host_lock(host.name):
             conn = self._pool.get(host.name)
-            reusable = conn is not None and not fresh and conn.alive()
+            reusable = conn is not None and conn is not replacing and conn.alive()
             if reusable and (time.monotonic() - conn.last_used < IDLE_PROBE_AFTER or self._probe(conn)):
                 return conn
             if conn is not None:
@@ -450,8 +453,9 @@ class SSHTransport:
         """A session channel on the pooled connection; reconnect once if the connection died."""
         import paramiko
 
+        dead: _Connection | None = None
         for reconnect in (False, True):
-            conn = self.connection(host, fresh=reconnect)
+            conn = self.connection(host, replacing=dead)
             conn.slots.acquire()
             for attempt in range(6):
                 try:
@@ -469,6 +473,7 @@ class SSHTransport:
                             f"{conn.endpoint.label()}: connection lost and reconnect failed: "
                             f"{exc or type(exc).__name__}"
                         ) from None
+                    dead = conn
                     break
             else:
                 conn.slots.release()

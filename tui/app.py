@@ -7,6 +7,7 @@ same panels show the state as of the selected event.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -18,6 +19,7 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.command import Hit, Hits, Provider
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.css.query import NoMatches
 from textual.reactive import reactive
 from textual.widgets import DataTable, Footer, Label, ProgressBar, RichLog, Sparkline, Static
 
@@ -96,12 +98,21 @@ class SignoffApp(App[str | None]):
         self.query_one("#timeline", Static).display = self.mode == "replay"
         self.pump()
         if self.mode != "replay":
-            self.set_interval(TICK_S, self.pump)
-            self.set_interval(1.0, self._redraw_status)
+            self.set_interval(TICK_S, partial(self._tick, self.pump))
+            self.set_interval(1.0, partial(self._tick, self._redraw_status))
         else:
             self.action_edge(1)
 
     # ------------------------------------------------------------------ the 20 Hz pump
+
+    def _tick(self, callback: Callable[[], None]) -> None:
+        # While the app closes, its widgets are removed before its timers stop: a last tick finds
+        # nothing to draw on, and that is not an error.
+        try:
+            callback()
+        except NoMatches:
+            if self.is_running and not self._exit:
+                raise
 
     def pump(self) -> None:
         batch = self.source.poll()

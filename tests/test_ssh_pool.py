@@ -1,0 +1,157 @@
+"""The pooled SSH connection dropping under a burst of commands, through the product's own command
+tasks (LangGraph, SQLite checkpointer) against a real sshd: only this server's connections are cut."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.func import entrypoint
+
+from agent.brain.rules import RuleBrain
+from agent.campaign import load_campaign
+from agent.context import RunContext
+from agent.execute import LinkLost, Planned, _command_task
+from agent.journal import Journal
+from policies.engine import PolicyEngine
+from policies.schema import load_policy
+from tests import sshd as harness
+from tests.conftest import journal_events
+from tools.artifacts import ArtifactStore
+from tools.ssh import KnownHosts, SSHTransport
+
+READS = 16
+
+
+def context(tmp_path: Path, server: harness.SSHServer) -> RunContext:
+    (tmp_path / "campaign.yaml").write_text(f"""\
+name: pool
+goal: {{text: sixteen reads on one link}}
+hosts:
+  - {{name: box, transport: ssh, address: 127.0.0.1, port: {server.port}, user: {server.user},
+     key_path: {server.client_key}, known_hosts: "{server.known_hosts}"}}
+baseline: {{setup: ["true"]}}
+benchmark: {{run: "true", on: box, timeout: 5}}
+options: [{{id: 1, title: nothing, apply: ["true"], revert: ["true"]}}]
+""")
+    campaign = load_campaign(tmp_path / "campaign.yaml").campaign
+    artifacts = ArtifactStore(tmp_path / "artifacts")
+    transport = SSHTransport(artifacts, KnownHosts([server.known_hosts], None), session="pool")
+    policy = load_policy("cautious")
+    return RunContext(
+        session="pool",
+        campaign=campaign,
+        campaign_dir=tmp_path,
+        transport=transport,
+        artifacts=artifacts,
+        journal=Journal(tmp_path / "journal.jsonl", "pool"),
+        policy=policy,
+        engine=PolicyEngine(policy),
+        brain=RuleBrain(),
+    )
+
+
+def test_sixteen_reads_in_flight_when_the_pooled_connection_is_killed(tmp_path: Path) -> None:
+    server = harness.start()
+    ctx = context(tmp_path, server)
+    host = ctx.campaign.hosts[0]
+    workdir = ctx.transport.workdir(host)
+    transport: Any = ctx.transport
+    connects: list[float] = []
+    real_connect = transport._connect
+
+    def counted_connect(endpoint: Any) -> Any:
+        connects.append(time.monotonic())
+        return real_connect(endpoint)
+
+    transport._connect = counted_connect
+    killed: list[int] = []
+    done = threading.Event()
+
+    def cut_when_busy() -> None:
+        # Cut the link once commands are running on it (the pool keeps four channels open at a time).
+        deadline = time.monotonic() + 20
+        while not done.is_set() and time.monotonic() < deadline and len(server.processes(r"sleep 1\.5")) < 3:
+            time.sleep(0.02)
+        killed.extend(server.kill_connections())
+
+    @entrypoint(checkpointer=SqliteSaver(sqlite3.connect(tmp_path / "cp.sqlite", check_same_thread=False)))
+    def burst(_: str) -> dict[str, Any]:
+        # A mutation among them: it writes a line, so a second run of it would show.
+        mutation = _command_task(
+            ctx,
+            Planned(host, "echo once >> mutation.log; sleep 1.5"),
+            purpose="setup",
+            option=None,
+            timeout=20,
+            diagnose=None,
+        )
+        reads = [
+            _command_task(
+                ctx,
+                Planned(host, f"sleep 1.5; echo read-{i}"),
+                purpose=f"probe:{i}",
+                option=None,
+                timeout=20,
+                diagnose=None,
+            )
+            for i in range(READS)
+        ]
+        out = {"mutation": mutation.result()}
+        for i, future in enumerate(reads):
+            try:
+                out[str(i)] = future.result()
+            except LinkLost as exc:  # the link dropped under it twice: its last result
+                out[str(i)] = exc.result.model_dump(mode="json")
+        return out
+
+    cutter = threading.Thread(target=cut_when_busy)
+    try:
+        cutter.start()
+        started = time.monotonic()
+        results = burst.invoke("go", {"configurable": {"thread_id": "t"}})
+        elapsed = time.monotonic() - started
+        cutter.join()
+        assert killed, "the link was never cut"
+        assert elapsed < 60, f"took {elapsed:.0f}s: something hung"
+
+        events = journal_events(tmp_path / "journal.jsonl")
+        starts: dict[str, int] = {}
+        for e in events:
+            if e["kind"] == "command.started":
+                starts[e["purpose"]] = starts.get(e["purpose"], 0) + 1
+
+        # Every read either came back with its output or says in one line why not; none ran more than twice.
+        for i in range(READS):
+            r = results[str(i)]
+            if r["exit_code"] == 0 and r["error"] is None:
+                assert r["stdout_tail"] == f"read-{i}\n"
+            else:
+                assert r["error"] and "\n" not in r["error"] and "connection lost" in r["error"], r
+            assert starts[f"probe:{i}"] <= 2
+        lost_then_read = [i for i in range(READS) if starts[f"probe:{i}"] == 2]
+        assert lost_then_read, "no read was in flight when the link dropped"
+        assert all(results[str(i)]["exit_code"] == 0 for i in lost_then_read), "a retried read failed again"
+
+        # All the commands that saw the link die share one new connection: none closed another's.
+        assert len(connects) == 1, f"{len(connects)} reconnects for one dropped link"
+
+        # The mutation was started once and never again, whatever became of it.
+        assert starts["setup"] == 1
+        log = ctx.transport.run(host, "cat mutation.log", timeout=10, cwd=workdir)
+        assert log.ok and log.stdout_tail == "once\n"
+
+        # The pool is usable afterwards, on one connection again.
+        again = ctx.transport.run(host, "echo after", timeout=10)
+        assert again.ok and again.stdout_tail == "after\n"
+        assert len(transport._pool) == 1 and len(connects) == 1
+    finally:
+        done.set()
+        cutter.join()
+        ctx.transport.close()
+        ctx.journal.close()
+        server.stop()
