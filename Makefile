@@ -1,5 +1,13 @@
 # The two commands a person types: `make demo` and `make test`.
-PY      ?= python3
+# The interpreter .venv is made from (`make PY=…` chooses another). Debian's own python3, when it is 3.11
+# or newer and can make a venv (or we are root and can install python3-venv), is preferred to the first
+# python3 on PATH: it is built with PGO and LTO, and the suite runs about a fifth faster on it than on a
+# plain source build such as pyenv's.
+ifeq ($(origin PY),undefined)
+PY      := $(shell if /usr/bin/python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null \
+             && { /usr/bin/python3 -c 'import ensurepip' 2>/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; }; }; \
+             then echo /usr/bin/python3; else echo python3; fi)
+endif
 VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
@@ -27,12 +35,19 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# Editable installs in setuptools' "compat" mode: a .pth that only puts this checkout on sys.path. The
+# default mode's import hook costs every Python process in the venv ~11 ms at start, and the tests start
+# thousands of them (every simulated benchmark run is one). A setuptools without compat gets the default.
+define install_editable
+$(BIN)/pip install --quiet -e '$(1)' --config-settings editable_mode=compat 2>/dev/null || $(BIN)/pip install --quiet -e '$(1)'
+endef
+
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e .
+	$(call install_editable,.)
 	touch $@
 
 $(DEVSTAMP): pyproject.toml $(STAMP)
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(call install_editable,.[dev])
 	touch $@
 
 demo: $(STAMP)

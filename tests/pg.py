@@ -58,7 +58,9 @@ class PostgresServer:
         if pid_file.exists():
             pid = int(pid_file.read_text().split()[0])
             with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGTERM)  # "smart" shutdown would wait for clients; TERM = fast
+                # SIGINT is PostgreSQL's "fast" shutdown (clients are disconnected); SIGTERM would be "smart",
+                # which waits for every client to leave, e.g. a pool a test left open.
+                os.kill(pid, signal.SIGINT)
             deadline = time.monotonic() + 20
             while time.monotonic() < deadline and pid_file.exists():
                 time.sleep(0.05)
