@@ -40,6 +40,12 @@ SAFETY = {
 }
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # xdist hands out work in collection order: the longest tests go first, so that the last minute of a
+    # run is short tests on every worker instead of one worker still in a long one.
+    items.sort(key=lambda item: item.get_closest_marker("heavy") is None)
+
+
 @dataclass
 class Result:
     code: int

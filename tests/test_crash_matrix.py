@@ -37,6 +37,7 @@ CASES: list[tuple[str, str, str]] = [
 RANDOM_KILLS = 2
 
 
+@pytest.mark.heavy
 @pytest.mark.timeout(400)  # about 25 signoff processes on two cores
 def test_kill_9_anywhere_then_resume_reaches_the_same_decisions(tmp_path: Path) -> None:
     campaign = crash_campaign()

@@ -10,10 +10,13 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from agent.journal import verify
 from tests.conftest import journal_events
 
 
+@pytest.mark.heavy
 def test_one_line_decisions_drive_a_paused_campaign_to_the_end(cli, variant, home):
     campaign = variant()
     r = cli("run", str(campaign), "--policy", "ask-everything", "--headless", "--json")

@@ -9,6 +9,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from policies.yamlsrc import YamlSource
@@ -59,6 +60,7 @@ def _t(ts: str) -> datetime:
     return datetime.fromisoformat(ts.replace("Z", "+00:00"))
 
 
+@pytest.mark.heavy
 def test_a_fleet_reports_each_host_and_one_answer_keeps_it_everywhere_but_the_host_it_hurt(cli, home, variant):
     campaign = variant(fleet_campaign(), name="fleet")
     r = cli("run", str(campaign), "--headless", "--json", timeout=300)

@@ -7,6 +7,7 @@ import json
 import time
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -103,6 +104,7 @@ def test_a_paused_gate_past_its_deadline_takes_the_on_deadline_answer(cli, varia
     assert any(e["kind"] == "decision" and e.get("by") == "deadline" for e in events)
 
 
+@pytest.mark.heavy
 def test_a_standing_rule_survives_pause_and_resume(cli, variant):
     session = cli("run", str(variant()), "--policy", "ask-everything", "--json").json()["session"]
     r = cli("decide", session, "always skip it if it's unsafe", "--json")
@@ -125,6 +127,7 @@ def test_a_standing_rule_survives_pause_and_resume(cli, variant):
     assert verify(Path(out["journal"])).ok
 
 
+@pytest.mark.heavy
 def test_deferred_options_are_reported_and_can_be_revisited(cli, variant):
     session = cli("run", str(variant()), "--policy", "ask-everything", "--json").json()["session"]
     cli("decide", session, "Skip #2 for now if it's unsafe")

@@ -168,6 +168,7 @@ def test_attach_in_another_process_follows_the_journal_live(cli, team, home, cam
     assert f"session {session}: finished" in attach.stderr.read()
 
 
+@pytest.mark.heavy
 def test_decide_from_another_process_wakes_the_runner_waiting_for_it(cli, team, home, campaign):
     runner = spawn(
         home, "run", str(campaign), "--policy", "ask-everything", "--headless", "--wait", "--json", "--store", team
@@ -206,6 +207,7 @@ def test_decide_with_no_runner_waiting_resumes_the_session_itself(cli, team, hom
     assert kinds(team, session)[-2:] == ["gate.opened", "session.paused"]
 
 
+@pytest.mark.heavy
 def test_export_verify_import_round_trip_is_identical_and_resumes_alike(cli, team, home, postgres, campaign, tmp_path):
     r = cli("run", str(campaign), "--policy", "ask-everything", "--headless", "--json", "--store", team)
     assert r.code == 3

@@ -10,6 +10,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from agent.journal import verify
 from tests import sshd as harness
 from tests.conftest import ROOT, SIGNOFF, journal_events
@@ -77,6 +79,7 @@ def remote_workdirs(server: harness.SSHServer, session: str) -> Path:
     return server.home / "signoff" / session
 
 
+@pytest.mark.heavy
 def test_the_demo_over_ssh_matches_the_local_run(cli, sshd, tmp_path):
     local = cli("demo", "--json")
     assert local.code == 0, local.stderr
