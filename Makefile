@@ -53,10 +53,10 @@ $(DEVSTAMP): pyproject.toml $(STAMP)
 demo: $(STAMP)
 	$(BIN)/signoff demo
 
-# Three workers on two cores: the tests mostly wait on real servers and subprocesses. Tests that share
-# a server or a once-made session carry an xdist_group and stay on one worker.
+# Three workers on two cores (four measured no faster: the suite is CPU-bound). Tests that share a
+# once-made session carry an xdist_group and stay on one worker; the 25 slowest are listed at the end.
 test: $(DEVSTAMP) system-deps
-	$(BIN)/python -m pytest -q -n 3 --dist loadgroup
+	$(BIN)/python -m pytest -q -n 3 --dist loadgroup --durations=25
 
 # Every benchmark, each against a reference measured in the same run, then one table of the results.
 bench: $(DEVSTAMP) system-deps
