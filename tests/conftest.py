@@ -97,6 +97,17 @@ def finished_demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[
     return home, json.loads(p.stdout)
 
 
+@pytest.fixture(scope="session")
+def demo_json(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """`signoff demo --json` run once (the real demo, not the fast variant), for the tests that read its
+    outcome; they carry xdist_group("demo") so that one worker makes it for all of them."""
+    home = tmp_path_factory.mktemp("demo-json")
+    env = {**os.environ, "SIGNOFF_HOME": str(home), "USER": "tester", "COLUMNS": "200"}
+    p = subprocess.run([*SIGNOFF, "demo", "--json"], capture_output=True, text=True, env=env, cwd=ROOT, timeout=180)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
 @pytest.fixture
 def finished_session(finished_demo: tuple[Path, dict[str, Any]], home: Path) -> dict[str, Any]:
     """A private copy of the shared finished session under this test's $SIGNOFF_HOME (its `--json` output,

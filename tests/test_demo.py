@@ -6,6 +6,8 @@ import json
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from agent.journal import verify
 from tests.conftest import journal_events
 
@@ -14,10 +16,9 @@ def by_id(summary: dict) -> dict[int, dict]:
     return {o["id"]: o for o in summary["options"]}
 
 
-def test_demo_reaches_the_evidence_based_verdicts(cli, home):
-    r = cli("demo", "--json")
-    assert r.code == 0, r.stderr
-    out = r.json()
+@pytest.mark.xdist_group("demo")  # shares the once-made demo run
+def test_demo_reaches_the_evidence_based_verdicts(demo_json):
+    out = demo_json
     assert out["status"] == "finished" and out["pending_gate"] is None
     opts = by_id(out)
 

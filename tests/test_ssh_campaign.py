@@ -80,13 +80,12 @@ def remote_workdirs(server: harness.SSHServer, session: str) -> Path:
 
 
 @pytest.mark.heavy
-def test_the_demo_over_ssh_matches_the_local_run(cli, sshd, tmp_path):
-    local = cli("demo", "--json")
-    assert local.code == 0, local.stderr
+@pytest.mark.xdist_group("demo")  # shares the once-made local demo run
+def test_the_demo_over_ssh_matches_the_local_run(cli, sshd, tmp_path, demo_json):
     cfg = ssh_config(tmp_path, sshd)
     remote = cli("demo", "--ssh", "demo-box", "--ssh-config", str(cfg), "--json")
     assert remote.code == 0, remote.stderr
-    a, b = local.json(), remote.json()
+    a, b = demo_json, remote.json()
     assert [(o["id"], o["outcome"], o["gain_pct"], o["ci"], o["verdict"]) for o in a["options"]] == [
         (o["id"], o["outcome"], o["gain_pct"], o["ci"], o["verdict"]) for o in b["options"]
     ]
