@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from rich.console import Console
+from textual.css.query import NoMatches
 from textual.widgets import DataTable, Input, RichLog, Static
 
 from agent.session import Runner, SessionDir, create
@@ -239,6 +240,23 @@ def fixture_session(home: Path) -> SessionDir:
     d.root.mkdir(parents=True, exist_ok=True)
     d.journal.write_bytes(FIXTURE.read_bytes())
     return d
+
+
+async def test_a_timer_tick_while_the_app_closes_is_not_an_error(home: Path) -> None:
+    # The widgets go before the timers stop: a last tick finding no #status once crashed the app at exit.
+    app = SignoffApp(ReplaySource(fixture_session(home)), mode="replay")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+    with pytest.raises(NoMatches):
+        app._redraw_status()  # what the tick calls: the screen is gone
+    app._tick(app._redraw_status)  # and the tick says nothing of it
+    running = SignoffApp(ReplaySource(fixture_session(home)), mode="replay")
+    async with running.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        running.query_one("#status").remove()
+        await pilot.pause()
+        with pytest.raises(NoMatches):  # while the app runs, a missing widget is a real error
+            running._tick(running._redraw_status)
 
 
 async def test_replay_steps_and_jumps_through_a_finished_session_read_only(home: Path) -> None:
