@@ -164,7 +164,10 @@ def run_until_benchmarking(home: Path, campaign: Path, stderr: int) -> subproces
 
 
 def test_one_runner_per_session_and_kill_9_frees_the_lock_for_resume(cli, variant, home):
-    proc = run_until_benchmarking(home, variant(), subprocess.DEVNULL)
+    # Short apply/revert deadlines: a toggle the kill cut short is waited out (until its backstop has
+    # surely ended it) before resume checks it, and with the default 60 s that wait alone took 66 s.
+    campaign = variant(edit=lambda text: text.replace("on: decode}]", "on: decode, timeout: 2}]"))
+    proc = run_until_benchmarking(home, campaign, subprocess.DEVNULL)
     session = cli("sessions", "--json").json()[0]["id"]
     # A second process may not drive a session another one is running: it names the holder.
     for args in (("resume", session), ("decide", session, "continue", "--yes")):
