@@ -51,6 +51,11 @@ def check_targets(gate: Gate, decision: Decision) -> None:
             raise DecisionError(f"#{t} cannot be selected: {why}")
 
 
+def keeps_unsafe(gate: Gate, decision: Decision) -> bool:
+    unsafe = gate.kind == "safety" and gate.facts.get("verdict") == "unsafe"
+    return unsafe and decision.action in ("continue", "approve")
+
+
 def _example(gate: Gate) -> str:
     pending = [k for k, v in gate.status.items() if v == "pending"]
     return pending[0] if pending else "2"
@@ -61,6 +66,11 @@ def answer(gate: Gate, decision: Decision, *, next_rule: int) -> Answer:
     if decision.condition is None:
         if decision.action == "ask":
             return Answer(decision=None, echo="ASK: the gate stays open for a person")
+        if keeps_unsafe(gate, decision):
+            # "keep it" at an unsafe option is allowed, but never by a slip of the keyboard.
+            decision = decision.model_copy(update={"confirm": True})
+            echo = f"{decision.describe()} — KEEP #{gate.option}, which the assessment calls UNSAFE"
+            return Answer(decision=decision, echo=echo)
         return Answer(decision=decision, echo=decision.describe())
     kinds = [k for k in kinds_for_condition(decision.condition) if decision.action in ALLOWED[k]]
     if decision.action in ("continue", "approve"):

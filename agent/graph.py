@@ -85,7 +85,11 @@ def build() -> StateGraph:
     )
     # "doubt": a crash cut an apply or revert short and nothing can tell whether it took effect.
     g.add_conditional_edges("apply", _route, {"benchmark": "benchmark", "failed": "rollback", "doubt": "rollback_gate"})
-    g.add_conditional_edges("benchmark", _route, {"stress": "stress", "failed": "rollback", "doubt": "rollback_gate"})
+    g.add_conditional_edges(
+        "benchmark",
+        _route,
+        {"stress": "stress", "assess": "assess", "failed": "rollback", "doubt": "rollback_gate"},
+    )
     g.add_edge("stress", "assess")
     g.add_edge("assess", "safety_gate")
     g.add_conditional_edges(

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.context import RunContext
-from agent.execute import CommandRefused, Planned, command_class, run_one, run_spec
+from agent.execute import CommandRefused, Planned, command_class, plan, run_one, run_spec
 from agent.models import Option, Probe
 from tools.commands import allowed_words, classify
 from tools.transport import CommandResult
@@ -56,9 +56,22 @@ class Toolbox:
 
     # -- the campaign's own probes (deterministic; both brains start from them)
 
-    def run_probe(self, probe: Probe) -> list[CommandResult]:
+    def run_probe(self, probe: Probe) -> list[CommandResult] | None:
+        """The probe's results; None when the policy asks before it runs: it is then requested like any
+        command a subagent wants (a command gate), and runs when the investigation is repeated."""
+        waiting = [
+            p
+            for p in plan(self.ctx, probe)
+            if command_class(self.ctx, p.command).klass == "ask" and p.command not in self.approved
+        ]
+        if waiting:
+            for p in waiting:
+                self._request(p.host.name, p.command, why=f"probe {probe.name!r}: the command policy asks first")
+            return None
         try:
-            results = run_spec(self.ctx, probe, purpose=f"probe:{probe.name}", option=self.option.id)
+            results = run_spec(
+                self.ctx, probe, purpose=f"probe:{probe.name}", option=self.option.id, approved=list(self.approved)
+            )
         except CommandRefused as exc:
             # A probe the policy will not run is reported (and counts against the option), never skipped.
             return [
@@ -112,17 +125,7 @@ class Toolbox:
             return "recursive grep is not run here (it would read credential files); use the grep tool", True
         readonly = allowed_words(words, rules.readonly) is not None
         if not readonly and command not in self.approved:
-            request = {"host": host, "command": command}
-            if request not in self.requests:
-                self.requests.append(request)
-                self.ctx.journal.append(
-                    "permission.requested",
-                    actor=self.agent,
-                    option=self.option.id,
-                    host=host,
-                    command=self.ctx.redact(command),
-                    why="not in the policy's read-only list",
-                )
+            self._request(host, command, why="not in the policy's read-only list")
             return (
                 "NOT RUN: this command is not on the policy's read-only list. A person has been asked to "
                 "approve it at a command gate; carry on without it, and say in your finding what it would show.",
@@ -130,6 +133,19 @@ class Toolbox:
             )
         self.calls.append(ToolCall("run_readonly", host, command=command))
         return self._run(target, quoted, tool="run_readonly")
+
+    def _request(self, host: str, command: str, *, why: str) -> None:
+        request = {"host": host, "command": command}
+        if request not in self.requests:
+            self.requests.append(request)
+            self.ctx.journal.append(
+                "permission.requested",
+                actor=self.agent,
+                option=self.option.id,
+                host=host,
+                command=self.ctx.redact(command),
+                why=why,
+            )
 
     def read_file(self, host: str, path: str, start: int = 1, end: int = 200) -> tuple[str, bool]:
         start, end = max(1, int(start)), max(1, int(end))

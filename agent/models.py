@@ -110,7 +110,8 @@ class BenchSpec(CommandSpec):
     pairs: StrictInt = Field(default=6, ge=2, le=50)
     max_pairs: StrictInt = Field(default=10, ge=2, le=50)
     noise_pct: float = Field(default=1.0, ge=0)
-    equivalence_pct: float = Field(default=2.0, ge=0)
+    # τ: an effect whose whole CI lies within ±τ is `no_effect`. Default: max(the calibrated noise floor, 1 %).
+    equivalence_pct: float | None = Field(default=None, ge=0)
     guardrails: list[str] = Field(default_factory=list)
     guardrail_pct: float = 5.0
     restart: str | None = None  # run before every benchmark run, in both arms (e.g. restart the server)
@@ -175,8 +176,20 @@ class StressSpec(CommandSpec):
 
 
 class RollbackSpec(_Strict):
+    """How a rollback (and the post-stress check) is verified. Bands come from the noise measured in the
+    run (agent/verification.py); `tolerance_pct` is only the band when there is no noise estimate."""
+
     verify_runs: StrictInt = Field(default=3, ge=1, le=20)
     tolerance_pct: float = Field(default=5.0, gt=0)
+    floor_pct: float = Field(default=1.0, ge=0)  # a noise band is never narrower than this
+    # A band wider than this tells nothing useful: the metric cannot verify, only the option's `check` can.
+    ceiling_pct: float = Field(default=20.0, gt=0)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> RollbackSpec:
+        if self.floor_pct >= self.ceiling_pct:
+            raise ValueError(f"floor_pct ({self.floor_pct:g}) must be below ceiling_pct ({self.ceiling_pct:g})")
+        return self
 
 
 class Price(_Strict):
@@ -264,7 +277,8 @@ class Finding(BaseModel):
     option: int
     feasible: bool
     blockers: list[str] = Field(default_factory=list)
-    hazards: list[str] = Field(default_factory=list)
+    hazards: list[str] = Field(default_factory=list)  # confirmed: a failed hazard probe, a cited finding
+    unchecked: list[str] = Field(default_factory=list)  # what it wanted to check and was not allowed to
     confidence: float = 0.0
     sources: list[str] = Field(default_factory=list)  # "host: command → exit N" / artifact refs
     summary: str = ""  # the investigator's own words (language-model brains)
@@ -283,6 +297,8 @@ class Assessment(BaseModel):
     failed_requests: int
     hazards: list[str]
     confidence: float
+    hazard_reproduced: bool = False  # a confirmed hazard that stress also made happen
+    measurement_broken: bool = False  # the benchmark failed on the baseline too: nothing was measured
     risk: Literal["low", "medium", "high"]
     recommendation: Literal["keep", "skip", "ask"]
     reasons: list[str]

@@ -157,6 +157,8 @@ def print_report(out: Any, console: Console | None = None) -> None:
             f"noise (A/A, {cal['pairs']} pairs): sd of log ratios {cal['sd_pct']:.2f}% → effects under "
             f"±{cal['noise_floor_pct']:.1f}% are not resolvable at {cal['at_pairs']} pairs"
         )
+        if cal.get("warning"):
+            console.print(Text(f"  warning: {cal['warning']}", style="yellow"))
         for oid, c in cal.get("options", {}).items():
             if c["below_noise_floor"]:
                 console.print(

@@ -28,6 +28,7 @@ from pydantic import BaseModel
 
 from agent import crashpoints
 from agent.answers import answer as answer_gate
+from agent.answers import keeps_unsafe
 from agent.brain import Brain
 from agent.brain.rules import RuleBrain
 from agent.campaign import LoadedCampaign, load_campaign, with_proposals
@@ -685,7 +686,7 @@ class Runner:
         """What `text` would do at the pending gate, and whether it needs a confirmation (the echo a
         person sees before it takes effect). Raises DecisionError, journaled, for text not understood."""
         _, _, decision, result = self._parse(text, by=by)
-        return result.echo, decision.confirm
+        return result.echo, decision.confirm or (result.decision is not None and result.decision.confirm)
 
     def decide(self, text: str, *, by: str, confirmed: bool = True) -> tuple[str, str]:
         """Record a one-line decision for the pending gate; returns (interrupt id, echo).
@@ -697,8 +698,10 @@ class Runner:
                 f"gate {gate.id} already has a recorded answer ({answers[interrupt_id].get('echo', 'see journal')}); "
                 f"run `signoff resume {self.dir.id}` to apply it"
             )
-        if decision.confirm and not confirmed:
+        if (decision.confirm or (result.decision is not None and result.decision.confirm)) and not confirmed:
             why = "hedged" if decision.hedged else ("standing" if decision.scope == "standing" else decision.action)
+            if keeps_unsafe(gate, decision):
+                why = "keep-an-unsafe-option"
             message = f"understood as: {result.echo} — a {why} decision needs confirmation: repeat it with --yes"
             self.journal.append("decision.rejected", gate=gate.id, gate_kind=gate.kind, raw=text, by=by, error=message)
             self.journal.close()

@@ -39,16 +39,16 @@ def _s(doc: str, enum: list[str] | None = None) -> FactSpec:
     return FactSpec(type="string", enum=enum, doc=doc)
 
 
-def _d(doc: str) -> FactSpec:
-    return FactSpec(type="double", doc=doc)
+def _d(doc: str, default: float | None = None) -> FactSpec:
+    return FactSpec(type="double", doc=doc, default=default)
 
 
 def _i(doc: str, default: int | None = None) -> FactSpec:
     return FactSpec(type="int", doc=doc, default=default)
 
 
-def _b(doc: str) -> FactSpec:
-    return FactSpec(type="bool", doc=doc)
+def _b(doc: str, default: bool | None = None) -> FactSpec:
+    return FactSpec(type="bool", doc=doc, default=default)
 
 
 FACTS: dict[GateKind, dict[str, FactSpec]] = {
@@ -75,7 +75,9 @@ FACTS: dict[GateKind, dict[str, FactSpec]] = {
         "wedges": _i("stress runs that hung past their deadline"),
         "stress_errors": _i("stress runs that crashed, or a server left degraded after the stress"),
         "failed_requests": _i("benchmark runs of the candidate not counted (failures, garbage, timeouts)"),
-        "hazards": _i("hazards reported by the option's investigation"),
+        "hazards": _i("hazards the option's investigation confirmed (each makes it unsafe, reproduced or not)"),
+        "hazard_reproduced": _b("a confirmed hazard that the stress tests also made happen (default false)", False),
+        "measurement_broken": _b("the benchmark failed in both arms from the first pairs (default false)", False),
         "confidence": _d("0..1, how sure the assessment is"),
         "risk": _s("risk of keeping the option", RISKS),
         "hosts_measured": _i("hosts the benchmark ran on (each with its own A/B when more than one)", 1),
@@ -92,9 +94,12 @@ FACTS: dict[GateKind, dict[str, FactSpec]] = {
     "rollback": {
         "option": _s("the option that was rolled back"),
         "health_ok": _b("the health check passed after the revert"),
-        "verified": _b("health ok and the baseline metric is back within tolerance"),
+        "verified": _b("health ok, the check says the option is off, and the metric is back within the noise band"),
         "measured": _b("the baseline metric was re-measured (else delta_pct is 0.0)"),
-        "delta_pct": _d("baseline metric after revert vs before, %"),
+        "delta_pct": _d("baseline metric after revert vs the known-good baseline, %"),
+        "drift_pct": _d("how far the baseline itself moved since it was measured, %, when known (else 0.0)", 0.0),
+        "state_checked": _b("the option's `check` ran on every host it changed (default false)", False),
+        "state_ok": _b("no host's `check` says the option is still in effect (default true)", True),
     },
     "command": {
         "command": _s("the command to run"),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -509,7 +510,9 @@ def test_proposed_options_enter_only_through_the_plan_gate(tmp_path: Path, varia
         # cautious approves the engineer's own plan by itself, but asks about anything the brain added.
         assert gate["kind"] == "plan" and gate["facts"]["proposed"] == 1
         assert "#4 pin decode threads **(proposed by the brain)**" in gate["question"]
-        assert "apply: `{{simserve}} show`" in gate["question"]
+        # A proposal's commands are shown as they would run on each host, never as templates.
+        assert "{{" not in gate["question"]
+        assert re.search(r"apply: `\S*python\S* simserve\.py show` on gpu-a, gpu-b", gate["question"])
         session = paused.json()["session"]
         done = signoff(home, server, "decide", session, "skip #4", "--json")
     assert done.code == 0, done.stderr

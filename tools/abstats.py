@@ -77,6 +77,10 @@ class ABResult(BaseModel):
     b_mean: float | None = None
     guardrails: dict[str, float] = {}  # metric → upper CI bound of its ratio change, in %
     wilcoxon_p: float | None = None  # exact signed-rank cross-check, with ≥ 6 pairs
+    # metric → [change, CI low, CI high] in % (positive = slower): a breach is judged on the whole CI
+    guardrail_effects: dict[str, list[float]] = {}
+    # An inconclusive CI: about how many pairs would tell (None: it already tells, or not within PAIRS_LIMIT)
+    pairs_needed: int | None = None
 
     def summary(self) -> str:
         if self.effect_pct is None:
@@ -159,10 +163,17 @@ def analyse(
     higher_is_better: bool = True,
     min_pairs: int = 5,
     noise_pct: float = 1.0,
-    equivalence_pct: float = 2.0,
+    equivalence_pct: float | None = None,
+    noise_floor_pct: float | None = None,
+    max_pairs: int | None = None,
     guardrail_pct: float = 5.0,
 ) -> ABResult:
-    """Verdict from interleaved runs. A pair counts only when both of its runs are valid."""
+    """Verdict from interleaved runs. A pair counts only when both of its runs are valid.
+
+    `equivalence_pct` (τ) defaults to max(`noise_floor_pct`, 1 %): effects the calibration says cannot be
+    told from zero at `max_pairs` are not worth telling apart."""
+    if equivalence_pct is None:
+        equivalence_pct = round(max(noise_floor_pct or 0.0, 1.0), 3)
     complete = [
         (p["A"], p["B"])
         for _, p in sorted(_pairs(runs).items())
@@ -195,11 +206,14 @@ def analyse(
         return ABResult(**base, effect_pct=None, ci_low=None, ci_high=None, verdict="inconclusive", reasons=reasons)
     effect, low, high = paired_ci(ratios)
     guardrails: dict[str, float] = {}
+    guardrail_effects: dict[str, list[float]] = {}
     for name in sorted({k for a, b in complete for k in a.guardrails if k in b.guardrails}):
         # Latency guardrails: lower is better, so B/A above 1 is a slowdown.
         g = [b.guardrails[name] / a.guardrails[name] for a, b in complete if a.guardrails[name] > 0]
         if len(g) >= 2:
-            guardrails[name] = round(paired_ci(g)[2], 3)
+            g_effect, g_low, g_high = paired_ci(g)
+            guardrails[name] = round(g_high, 3)
+            guardrail_effects[name] = [round(g_effect, 3), round(g_low, 3), round(g_high, 3)]
     if low > noise_pct:
         verdict: ABVerdict = "improved"
     elif high < -noise_pct:
@@ -208,7 +222,20 @@ def analyse(
         verdict = "no_effect"
     else:
         verdict = "inconclusive"
-        reasons.append(f"CI straddles the ±{noise_pct:g}% noise band")
+        reasons.append(
+            f"CI {low:+.1f}%…{high:+.1f}% is neither clear of the ±{noise_pct:g}% noise band nor inside the "
+            f"±{equivalence_pct:g}% equivalence margin"
+        )
+    pairs_needed = None
+    if verdict == "inconclusive":
+        logs = [math.log(r) for r in ratios]
+        pairs_needed = pairs_to_tell(logs, noise_pct=noise_pct, equivalence_pct=equivalence_pct)
+        reasons.append(
+            f"about {pairs_needed} pairs would tell" if pairs_needed else
+            f"more than {PAIRS_LIMIT} pairs would be needed to tell: the effect is at the level of the noise"
+        )  # fmt: skip
+    elif verdict == "no_effect":
+        reasons.append(f"no effect: the whole CI {low:+.1f}%…{high:+.1f}% lies within ±{equivalence_pct:g}%")
     p_value = None
     if len(ratios) >= 6:
         p_value = round(wilcoxon_p([math.log(r) for r in ratios]), 4)
@@ -218,10 +245,25 @@ def analyse(
                 f"the paired t says {('better' if low > 0 else 'worse')}, but the Wilcoxon signed-rank "
                 f"test does not agree (p={p_value:.3f})"
             )
-    breached = [f"{k} +{v:.1f}%" for k, v in guardrails.items() if v > guardrail_pct]
+    # A breach is a slowdown beyond the guardrail that the noise cannot explain (CI clear of zero); a CI
+    # that only reaches past the guardrail is said, and does not by itself throw a gain away.
+    breached = [
+        f"{k} {e:+.1f}% (95% CI {lo:+.1f}%…{hi:+.1f}%)"
+        for k, (e, lo, hi) in guardrail_effects.items()
+        if lo > 0 and e > guardrail_pct
+    ]
+    unclear = [
+        f"{k} up to {hi:+.1f}%"
+        for k, (e, lo, hi) in guardrail_effects.items()
+        if hi > guardrail_pct and not (lo > 0 and e > guardrail_pct)
+    ]
     if verdict == "improved" and breached:
         verdict = "inconclusive"
-        reasons.append(f"latency guardrail above +{guardrail_pct:g}%: {', '.join(breached)}")
+        reasons.append(f"latency guardrail breached (slower by more than {guardrail_pct:g}%): {', '.join(breached)}")
+    if unclear:
+        reasons.append(
+            f"a latency slowdown beyond {guardrail_pct:g}% cannot be ruled out at this noise: {', '.join(unclear)}"
+        )
     return ABResult(
         **base,
         effect_pct=round(effect, 3),
@@ -230,8 +272,30 @@ def analyse(
         verdict=verdict,
         reasons=reasons,
         guardrails=guardrails,
+        guardrail_effects=guardrail_effects,
         wilcoxon_p=p_value,
+        pairs_needed=pairs_needed,
     )
+
+
+PAIRS_LIMIT = 200
+
+
+def pairs_to_tell(logs: Sequence[float], *, noise_pct: float, equivalence_pct: float) -> int | None:
+    """About how many pairs, at this spread and effect, give a CI that is either clear of the noise band
+    (improved/regressed) or inside the equivalence margin (no effect)."""
+    n = len(logs)
+    if n < 2:
+        return None
+    mean, sd = statistics.fmean(logs), statistics.stdev(logs)
+    effect = abs(math.exp(mean) - 1) * 100
+    if sd == 0:
+        return n + 1
+    for m in range(n + 1, PAIRS_LIMIT + 1):
+        half = (math.exp(t975(m - 1) * sd / math.sqrt(m)) - 1) * 100
+        if effect - half > noise_pct or effect + half < equivalence_pct:
+            return m
+    return None
 
 
 def within_band(reference: Sequence[float], check: Sequence[float], tolerance_pct: float) -> tuple[bool, float]:

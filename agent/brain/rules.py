@@ -63,7 +63,11 @@ class RuleBrain:
         hazards: list[str] = []
         sources: list[str] = []
         for probe in option.probes:
-            for result in tools.run_probe(probe):
+            results = tools.run_probe(probe)
+            if results is None:
+                sources.append(f"probe {probe.name}: waiting for approval at a command gate")
+                continue
+            for result in results:
                 sources.append(
                     f"{result.host}: {result.command} → exit {result.exit_code} [artifact {result.artifact}]"
                 )
@@ -92,8 +96,9 @@ class RuleBrain:
         failed = int(evidence.get("failed_candidate_runs", 0))
         failed_a, runs_a = int(evidence.get("failed_baseline_runs", 0)), int(evidence.get("baseline_runs", 0))
         hazards = list(finding.get("hazards", []))
+        unchecked = list(finding.get("unchecked", []))
         reasons: list[str] = []
-        measurement_broken = runs_a > 0 and failed_a * 2 >= runs_a
+        measurement_broken = bool(ab.get("measurement_broken")) or (runs_a > 0 and failed_a * 2 >= runs_a)
         if measurement_broken:
             # The baseline fails as often as the candidate: the benchmark is broken, which says
             # nothing about the option. Not "unsafe"; a person has to look.
@@ -103,30 +108,35 @@ class RuleBrain:
             )
             failed = 0
         reasons.extend(stress_reasons(stress))
+        reasons.extend(s["evidence"] for s in stress if s["evidence"].startswith("not judged"))
         if failed:
             reasons.append(f"{failed} candidate benchmark run(s) failed or were unreadable")
-        if wedges or errors or failed:
+        reproduced = bool(wedges or errors or failed)
+        if reproduced:
             verdict = "unsafe"
+        elif hazards:
+            # The investigation showed the hazard exists (a failed hazard probe, a cited finding). No stress
+            # test can reproduce a power loss or a one-in-a-million race, so not seeing it is no acquittal.
+            verdict = "unsafe"
+            reasons.append("structural hazard, not reproduced by stress: the investigation confirmed it exists")
         elif measurement_broken:
             verdict = "unknown"
-        elif hazards and not stress:
+        elif unchecked:
             verdict = "unknown"
-            reasons.append("investigation reported hazards and no stress test exercised them")
-        elif hazards:
-            verdict = "unknown"
-            reasons.append("investigation hazard not reproduced by stress; it may still bite in production")
+            reasons.append("the investigation could not check everything it wanted to (declined commands)")
         elif not stress:
             verdict = "unknown"
             reasons.append("no stress tests configured")
         else:
             verdict = "safe"
         reasons.extend(f"hazard: {h}" for h in hazards)
+        reasons.extend(f"not checked: {u}" for u in unchecked)
         ab_verdict = ab["verdict"]
         reasons.append(ab_summary(ab))
         confidence = 0.9 if ab_verdict in ("improved", "regressed", "no_effect") else 0.5
         if verdict == "unknown":
             confidence -= 0.2
-        risk = "high" if verdict == "unsafe" else ("medium" if hazards or verdict == "unknown" else "low")
+        risk = "high" if verdict == "unsafe" else ("medium" if unchecked or verdict == "unknown" else "low")
         if verdict == "unsafe" or ab_verdict in ("regressed", "no_effect"):
             recommendation = "skip"
         elif verdict == "safe" and ab_verdict == "improved":
@@ -145,6 +155,8 @@ class RuleBrain:
             stress_errors=errors,
             failed_requests=failed,
             hazards=hazards,
+            hazard_reproduced=bool(hazards) and reproduced,
+            measurement_broken=measurement_broken,
             confidence=round(confidence, 2),
             risk=risk,
             recommendation=recommendation,

@@ -17,7 +17,7 @@ from agent.effects import MutationInDoubt
 from agent.execute import CommandRefused, run_spec
 from agent.models import CommandSpec
 from agent.state import State
-from tools.abstats import BenchRun, analyse, outlier_pairs, pair_order
+from tools.abstats import ABResult, BenchRun, analyse, outlier_pairs, pair_order
 from tools.benchparse import BenchParseError, parse
 from tools.transport import CommandResult
 
@@ -142,15 +142,22 @@ def benchmark(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
                 raise RuntimeError(f"could not switch to arm {arm}: {results[0].command!r} failed")
         applied = want
 
-    def run_pairs(start: int, stop: int) -> None:
+    def run_pairs(start: int, stop: int, of: int | None = None) -> None:
         for pair in range(start, stop):
             for arm in pair_order(pair):
                 set_arm(arm)
                 runs.append(bench_once(ctx, pair=pair, arm=arm, option=option.id, approved=approved))
-            ctx.journal.append("bench.progress", option=option.id, pair=pair + 1, of=stop)
+            ctx.journal.append("bench.progress", option=option.id, pair=pair + 1, of=of or stop)
 
     try:
-        run_pairs(0, target)
+        first = min(BROKEN_AFTER_PAIRS, target)
+        run_pairs(0, first, target)
+        if all(not r.valid for r in runs):
+            # Not one reading in either arm: the benchmark itself is broken here, which says nothing about
+            # the option. Stop measuring (more pairs would fail the same way) and let a person look.
+            set_arm("B")
+            return _broken(ctx, state, option.id, runs)
+        run_pairs(first, target)
         for pair in outlier_pairs(runs)[:2]:
             # An outlier pair is measured again and the first measurement kept in the journal, not dropped.
             old = [r for r in runs if r.pair == pair]
@@ -161,7 +168,7 @@ def benchmark(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
             for arm in pair_order(pair):
                 set_arm(arm)
                 runs.append(bench_once(ctx, pair=pair, arm=arm, option=option.id, approved=approved))
-        result = _analyse(ctx, runs)
+        result = _analyse(ctx, runs, state)
         if result.verdict == "inconclusive" and target < spec.max_pairs and not state.get("retry_pairs"):
             ctx.journal.append(
                 "bench.extended",
@@ -171,7 +178,7 @@ def benchmark(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
                 reason="; ".join(result.reasons),
             )
             run_pairs(target, spec.max_pairs)
-            result = _analyse(ctx, runs)
+            result = _analyse(ctx, runs, state)
         set_arm("B")  # stress tests run against the candidate
     except MutationInDoubt as exc:
         from agent.nodes.apply import in_doubt
@@ -192,7 +199,7 @@ def benchmark(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         "b_values": [r.value for r in runs if r.arm == "B" and r.valid],
         "invalid": [{"pair": r.pair, "arm": r.arm, "reason": r.reason} for r in runs if not r.valid],
     }
-    hosts = per_host(ctx, runs)
+    hosts = per_host(ctx, runs, state)
     if hosts:
         ab["hosts"] = hosts
     extra = {"hosts": hosts} if hosts else {}
@@ -202,7 +209,34 @@ def benchmark(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     return {"ab": {key: ab}, "route": "stress"}
 
 
-def per_host(ctx: RunContext, runs: list[BenchRun]) -> dict[str, dict[str, Any]]:
+BROKEN_AFTER_PAIRS = 2
+
+
+def _broken(ctx: RunContext, state: State, option_id: int, runs: list[BenchRun]) -> dict[str, Any]:
+    reasons = list(dict.fromkeys(r.reason or "invalid" for r in runs))
+    why = (
+        f"measurement broken: all {len(runs)} runs of the first {BROKEN_AFTER_PAIRS} pairs failed in both arms "
+        f"({'; '.join(reasons[:3])}); the A/B stopped there"
+    )
+    result = _analyse(ctx, runs, state)
+    ab = {
+        **result.model_dump(mode="json"),
+        "reasons": [why],
+        "measurement_broken": True,
+        "failed_candidate_runs": sum(1 for r in runs if r.arm == "B"),
+        "failed_baseline_runs": sum(1 for r in runs if r.arm == "A"),
+        "baseline_runs": sum(1 for r in runs if r.arm == "A"),
+        "a_values": [],
+        "b_values": [],
+        "invalid": [{"pair": r.pair, "arm": r.arm, "reason": r.reason} for r in runs],
+    }
+    ctx.journal.append("bench.broken", option=option_id, runs=len(runs), reasons=reasons[:5])
+    ctx.journal.append("ab.result", option=option_id, summary=why, **result.model_dump(mode="json"))
+    # Straight to the assessment: stressing an option nobody could measure proves nothing either.
+    return {"ab": {str(option_id): ab}, "route": "assess"}
+
+
+def per_host(ctx: RunContext, runs: list[BenchRun], state: State | None = None) -> dict[str, dict[str, Any]]:
     """Each host's own A/B (its readings, paired as the runs were), for a benchmark over several hosts:
     the aggregate can hide a host where the option hurts."""
     names = sorted({h for r in runs for h in r.hosts})
@@ -213,7 +247,7 @@ def per_host(ctx: RunContext, runs: list[BenchRun]) -> dict[str, dict[str, Any]]
             for r in runs
             if r.hosts
         ]
-        result = _analyse(ctx, mine)
+        result = _analyse(ctx, mine, state)
         ci = [result.ci_low, result.ci_high] if result.ci_low is not None else None
         out[name] = {
             "gain_pct": result.effect_pct,
@@ -221,12 +255,14 @@ def per_host(ctx: RunContext, runs: list[BenchRun]) -> dict[str, dict[str, Any]]
             "verdict": result.verdict,
             "pairs": result.pairs,
             "a_values": [r.value for r in mine if r.arm == "A" and r.valid],  # its own baseline readings
+            "b_values": [r.value for r in mine if r.arm == "B" and r.valid],
         }
     return out
 
 
-def _analyse(ctx: RunContext, runs: list[BenchRun]):
+def _analyse(ctx: RunContext, runs: list[BenchRun], state: State | None = None) -> ABResult:
     spec = ctx.campaign.benchmark
+    calibration = (state or {}).get("calibration") or {}
     return analyse(
         runs,
         metric=spec.metric,
@@ -234,5 +270,7 @@ def _analyse(ctx: RunContext, runs: list[BenchRun]):
         min_pairs=min(5, spec.pairs),
         noise_pct=spec.noise_pct,
         equivalence_pct=spec.equivalence_pct,
+        noise_floor_pct=None if calibration.get("warning") else calibration.get("noise_floor_pct"),
+        max_pairs=spec.max_pairs,
         guardrail_pct=spec.guardrail_pct,
     )

@@ -12,6 +12,8 @@ from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from agent.context import RunContext
+from agent.execute import rendered
+from agent.models import CommandSpec
 from agent.state import State
 from policies.engine import SessionRule
 from policies.gates import ALLOWED, Decision, Gate, GateKind
@@ -166,14 +168,28 @@ def option_hosts(ctx: RunContext, option_id: int) -> list[str]:
     return list(dict.fromkeys(h.name for spec in option.apply for h in ctx.campaign.targets(spec.on)))
 
 
+def as_run(ctx: RunContext, specs: list[CommandSpec]) -> str:
+    """Commands as they will run, rendered for each of their hosts (identical ones grouped)."""
+    by_command: dict[str, list[str]] = {}
+    for spec in specs:
+        try:
+            for host, command in rendered(ctx, spec):
+                by_command.setdefault(ctx.redact(command), []).append(host.name)
+        except KeyError:  # a proposal naming a host the campaign does not have: shown as written
+            by_command.setdefault(spec.run, []).append(spec.on)
+    return "; ".join(f"`{c}` on {', '.join(dict.fromkeys(hs))}" for c, hs in by_command.items())
+
+
 def undo_plan(ctx: RunContext, option_id: int) -> str:
     """The rollback proposal shown with every keep-or-roll-back question."""
     option = ctx.campaign.option(option_id)
-    revert = "; ".join(spec.run for spec in option.revert)
     rb = ctx.campaign.rollback
+    check = " the option's `check` must say it is off on every host," if option.check else ""
     return (
-        f"Undo plan: `{revert}`, then health checks and {rb.verify_runs} baseline run(s) within "
-        f"±{rb.tolerance_pct:g}% of the known-good baseline (setup or last kept; the A/A band when calibrated)."
+        f"Undo plan: {as_run(ctx, option.revert)}, then health checks,{check} and {rb.verify_runs} baseline "
+        "run(s) that must match the recent baseline arm or the known-good baseline, within the noise "
+        f"measured in this run (at least ±{rb.floor_pct:g}%; a band wider than ±{rb.ceiling_pct:g}% "
+        "cannot verify by the metric)."
     )
 
 
@@ -196,7 +212,12 @@ def plan_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
             f"- #{o} {entry.get('title', '?')}{' **(proposed by the brain)**' if entry.get('proposed') else ''}{why}"
         )
         if entry.get("proposed"):
-            lines.append(f"  apply: `{'; '.join(entry['apply'])}` · revert: `{'; '.join(entry['revert'])}`")
+            ctx = runtime.context
+            try:
+                proposal = ctx.campaign.option(o)
+                lines.append(f"  apply: {as_run(ctx, proposal.apply)} · revert: {as_run(ctx, proposal.revert)}")
+            except KeyError:
+                lines.append(f"  apply: `{'; '.join(entry['apply'])}` · revert: `{'; '.join(entry['revert'])}`")
     if proposed:
         lines.append("Proposed options run only if you keep them in the plan; skip any you do not want.")
     lines.append("Approve it? (skip or defer options, or go with one first)")
@@ -303,6 +324,8 @@ def safety_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         "stress_errors": a["stress_errors"],
         "failed_requests": a["failed_requests"],
         "hazards": len(a["hazards"]),
+        "hazard_reproduced": bool(a.get("hazard_reproduced")),
+        "measurement_broken": bool(a.get("measurement_broken")),
         "confidence": float(a["confidence"]),
         "risk": a["risk"],
     }
@@ -403,6 +426,9 @@ def rollback_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         "verified": bool(v.get("verified")),
         "measured": v.get("delta_pct") is not None,
         "delta_pct": float(v.get("delta_pct") or 0.0),
+        "drift_pct": float(v.get("drift_pct") or 0.0),
+        "state_checked": v.get("state_ok") is not None,
+        "state_ok": v.get("state_ok") is not False,
     }
     what = "a change to" if v.get("in_doubt") else "rollback of"
     question = (
@@ -464,19 +490,20 @@ def command_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     if decision.action == "stop" or scope == "campaign":
         return {**update, "route": "report", "stopping": True, "command_scope": None}
     if scope == "investigate":
-        # Declined: the subagent's question stays open in its finding, as a hazard nobody checked.
+        # Declined: the subagent's question stays open in its finding, as something nobody checked (not a
+        # confirmed hazard: that would make the option unsafe on a question alone).
         findings = state.get("findings", {})
         hazards: dict[str, list[str]] = {}
         for h, c, _, o in pending_requests(state):
-            hazards.setdefault(str(o), list(findings.get(str(o), {}).get("hazards", [])))
-            hazards[str(o)].append(f"not checked: `{c}` on {h} was declined by {decision.by}")
+            hazards.setdefault(str(o), list(findings.get(str(o), {}).get("unchecked", [])))
+            hazards[str(o)].append(f"`{c}` on {h} was declined by {decision.by}")
         # Options whose requests were all approved (earlier at this gate) are still investigated again.
         approved_only = [k for k, reqs in (state.get("permission_requests") or {}).items() if reqs and k not in hazards]
         return {
             **update,
             "route": "reinvestigate" if approved_only else "declined",
             "command_scope": None,
-            "findings": {k: {"hazards": v} for k, v in hazards.items()},
+            "findings": {k: {"unchecked": v} for k, v in hazards.items()},
             "permission_requests": {k: [] for k in hazards},
         }
     reason = f"commands not approved by {decision.by}: {', '.join(c for _, c, _ in pending)}"

@@ -1,11 +1,9 @@
 """Keep an option (it joins the baseline), or roll it back and verify the rollback over the transport:
-health checks pass and the baseline metric is back within tolerance of this option's A arm.
+health checks pass, the option's `check` says it is off, and the metric is back (agent/verification.py).
 """
 
 from __future__ import annotations
 
-import math
-import statistics
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -16,7 +14,8 @@ from agent.execute import CommandRefused, run_spec
 from agent.nodes.benchmark import bench_once
 from agent.nodes.gates import option_hosts
 from agent.state import State
-from tools.abstats import within_band
+from agent.verification import judge, state_check
+from tools.noise import noise_of
 
 
 def keep(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
@@ -31,7 +30,12 @@ def keep(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     reason = f"kept by {decided.get('by')}: {a['reasons'][-1]}"
     # The kept option is the new known-good baseline; its candidate-arm runs measured exactly that.
     new_reference = state.get("ab", {}).get(key, {}).get("b_values") or state.get("reference", [])
-    return {"options": {key: {"outcome": "kept", "reasons": [reason]}}, "reference": new_reference, "route": "next"}
+    return {
+        "options": {key: {"outcome": "kept", "reasons": [reason]}},
+        "reference": new_reference,
+        "baseline_now": new_reference,
+        "route": "next",
+    }
 
 
 def _keep_except(state: State, runtime: Runtime[RunContext], excepted: list[str]) -> dict[str, Any]:
@@ -87,13 +91,13 @@ def _keep_except(state: State, runtime: Runtime[RunContext], excepted: list[str]
             ).valid
             and run.value is not None
         ]
-        update["reference"] = fresh or state.get("reference", [])
+        update["reference"] = update["baseline_now"] = fresh or state.get("reference", [])
     return update
 
 
 def _revert_on(state: State, runtime: Runtime[RunContext], hosts: list[str]) -> dict[str, Any]:
-    """Revert the current option on `hosts` only, health-check them, and compare each one's metric
-    with its own baseline readings from the A/B (the fleet's mean would hide one host)."""
+    """Revert the current option on `hosts` only, health-check them, and verify each one against its own
+    readings from the A/B (the fleet's mean would hide one host)."""
     ctx = runtime.context
     option = ctx.campaign.option(state["current"])
     approved = state.get("approved", [])
@@ -119,10 +123,11 @@ def _revert_on(state: State, runtime: Runtime[RunContext], hosts: list[str]) -> 
         ctx.journal.append("rollback", option=option.id, **v)
         return v
     health_ok = all(r.ok for r in reverted) and all(r.ok for r in health)
+    state_ok, state_detail, said = state_check(ctx, option.id, hosts, approved) if health_ok else (None, "", {})
     own = state.get("ab", {}).get(str(option.id), {}).get("hosts") or {}
-    tolerance = ctx.campaign.rollback.tolerance_pct
     deltas: dict[str, float] = {}
     problems: list[str] = []
+    details: list[str] = []
     if health_ok:
         checks: dict[str, list[float]] = {h: [] for h in hosts}
         for i in range(ctx.campaign.rollback.verify_runs):
@@ -132,25 +137,38 @@ def _revert_on(state: State, runtime: Runtime[RunContext], hosts: list[str]) -> 
                 if value is not None:
                     checks[h].append(value)
         for h in hosts:
-            reference = (own.get(h) or {}).get("a_values") or []
-            if not reference or not checks[h]:
-                problems.append(f"{h}: no {'baseline readings' if not reference else 'valid run'} to compare")
+            mine = own.get(h) or {}
+            a_values, b_values = mine.get("a_values") or [], mine.get("b_values") or []
+            if not a_values:
+                problems.append(f"{h}: no baseline readings to compare")
                 continue
-            ok, deltas[h] = within_band(reference, checks[h], tolerance)
-            if not ok:
-                problems.append(f"{h}: {deltas[h]:+.1f}% off its baseline (tolerance ±{tolerance:g}%)")
+            j = judge(
+                checks[h],
+                a_series=a_values,
+                b_series=b_values,
+                reference=[],
+                noise=noise_of(state.get("calibration"), a_values, b_values),
+                spec=ctx.campaign.rollback,
+                higher_is_better=ctx.campaign.benchmark.higher_is_better,
+                state_ok=state_ok if said.get(h) != "in effect" else False,
+            )
+            if j.get("delta_pct") is not None:
+                deltas[h] = j["delta_pct"]
+            (details if j["verified"] else problems).append(f"{h}: {j['detail']}")
+    if state_ok is False:
+        problems.insert(0, state_detail)
     worst = max(deltas.values(), key=abs) if deltas else None
     v = {
         "verified": health_ok and not problems,
         "health_ok": health_ok,
+        "state_ok": state_ok,
         "delta_pct": worst,
         "hosts": hosts,
         "host_deltas_pct": deltas,
         "detail": ("revert or health check failed on " + ", ".join(hosts))
         if not health_ok
-        else ("; ".join(problems) if problems else ", ".join(f"{h} {d:+.1f}%" for h, d in deltas.items())
-              + f" vs its own baseline (tolerance ±{tolerance:g}%)"),
-    }  # fmt: skip
+        else "; ".join(problems or details),
+    }
     ctx.journal.append("rollback", option=option.id, **v)
     return v
 
@@ -193,22 +211,6 @@ def rollback(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         return {"verification": v}
     revert_ok = all(r.ok for r in results)
     health_ok = revert_ok and all(r.ok for r in health)
-    # The known-good baseline (setup, or the last kept option) — never the A arm, which a broken revert
-    # corrupts exactly as it corrupts the state being verified.
-    reference = state.get("reference") or []
-    check: list[float] = []
-    if health_ok and reference:
-        for i in range(ctx.campaign.rollback.verify_runs):
-            run = bench_once(ctx, pair=i, arm="A", option=option.id, approved=approved, purpose="verify")
-            if run.valid and run.value is not None:
-                check.append(run.value)
-    tolerance = ctx.campaign.rollback.tolerance_pct
-    cal = state.get("calibration") or {}
-    if cal.get("sd_pct") and reference and check:
-        # With a measured noise level, "back to baseline" means inside the A/A noise band of the
-        # difference of two means (3 SDs: a false alarm pauses the run, so keep them rare).
-        cv = cal["sd_pct"] / math.sqrt(2)
-        tolerance = round(max(0.5, 3 * cv * math.sqrt(1 / len(check) + 1 / len(reference))), 3)
     if not health_ok:
         v = {
             "verified": False,
@@ -216,32 +218,55 @@ def rollback(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
             "delta_pct": None,
             "detail": "revert or health check failed" if revert_ok else "revert command failed",
         }
-    elif not reference:
-        # Never benchmarked (apply failed first): the health checks are all there is to verify.
+        ctx.journal.append("rollback", option=option.id, **v)
+        return _noted(state, option.id, v)
+    hosts = option_hosts(ctx, option.id)
+    state_ok, state_detail, _ = state_check(ctx, option.id, hosts, approved)
+    # The known-good baseline (setup, or the last kept option), and this option's own A/B arms: the A arm
+    # is the baseline *now*, the B arm what a revert that did nothing would read.
+    reference = state.get("reference") or []
+    ab = state.get("ab", {}).get(str(option.id), {})
+    a_values, b_values = ab.get("a_values") or [], ab.get("b_values") or []
+    if not reference and not a_values:
+        # Never benchmarked (apply failed first): the health checks and the state check are all there is.
         v = {
-            "verified": True,
+            "verified": state_ok is not False,
             "health_ok": True,
+            "state_ok": state_ok,
             "delta_pct": None,
-            "detail": "health checks pass; there is no valid baseline measurement to compare the metric with",
+            "detail": (state_detail if state_ok is False else "health checks pass")
+            + ("; " + state_detail if state_ok else "")
+            + "; there is no valid baseline measurement to compare the metric with",
         }
-    elif not check:
-        v = {
-            "verified": False,
-            "health_ok": True,
-            "delta_pct": None,
-            "detail": "no valid baseline measurement after the revert",
-        }
-    else:
-        ok, delta = within_band(reference, check, tolerance)
-        v = {
-            "verified": ok,
-            "health_ok": True,
-            "delta_pct": delta,
-            "detail": f"baseline {statistics.fmean(check):.1f} vs {statistics.fmean(reference):.1f} before "
-            f"({delta:+.1f}%, tolerance ±{tolerance:g}%) over {len(check)} run(s)",
-        }
+        ctx.journal.append("rollback", option=option.id, **v)
+        return _noted(state, option.id, v)
+    after: list[float] = []
+    for i in range(ctx.campaign.rollback.verify_runs):
+        run = bench_once(ctx, pair=i, arm="A", option=option.id, approved=approved, purpose="verify")
+        if run.valid and run.value is not None:
+            after.append(run.value)
+    j = judge(
+        after,
+        a_series=a_values,
+        b_series=b_values,
+        reference=reference,
+        anchor=state.get("baseline_now") or reference,
+        noise=noise_of(state.get("calibration"), a_values, b_values, reference),
+        spec=ctx.campaign.rollback,
+        higher_is_better=ctx.campaign.benchmark.higher_is_better,
+        state_ok=state_ok,
+    )
+    detail = j["detail"] if state_ok is not False else f"{state_detail}; {j['detail']}"
+    if state_ok:
+        detail = f"{state_detail}; {detail}"
+    v = {**j, "health_ok": True, "detail": detail}
     ctx.journal.append("rollback", option=option.id, **v)
-    key = str(option.id)
+    update = _noted(state, option.id, v)
+    return {**update, "baseline_now": after} if v["verified"] else update
+
+
+def _noted(state: State, option_id: int, v: dict[str, Any]) -> dict[str, Any]:
+    key = str(option_id)
     note = f"rollback {'verified' if v['verified'] else 'NOT verified'}: {v['detail']}"
     return {
         "verification": v,

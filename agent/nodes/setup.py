@@ -15,6 +15,7 @@ from agent.execute import CommandRefused, run_spec, upload
 from agent.nodes.benchmark import bench_once
 from agent.state import State
 from tools.abstats import t975
+from tools.noise import MIN_RUNS
 
 
 def setup(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
@@ -94,6 +95,12 @@ def calibrate(ctx: RunContext, approved: list[str]) -> dict[str, Any] | None:
         "at_pairs": spec.max_pairs,
         "options": per_option,
     }
+    if len(logs) < MIN_RUNS:
+        # Two pairs gave ±69 % in one real run and ±0.5 % in another: such an estimate is not used alone.
+        result["warning"] = (
+            f"the noise estimate rests on {len(logs)} A/A pair(s); at least {MIN_RUNS} are needed to trust it "
+            "(set benchmark.calibrate_pairs ≥ 4), so verdicts judge by the spread of the A/B's own readings"
+        )
     ctx.journal.append("calibration", **result)
     return result
 

@@ -12,6 +12,8 @@ from agent.execute import CommandRefused, run_spec
 from agent.models import CommandSpec, StressSpec
 from agent.nodes.benchmark import bench_once
 from agent.state import State
+from agent.verification import recent
+from tools.noise import band, delta_pct, noise_of, runs_for
 from tools.stress import StressResult, classify
 from tools.transport import Host
 
@@ -58,14 +60,26 @@ def stress(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     return {"stress": {str(option): results}, "route": "assess"}
 
 
+POST_STRESS_MAX_RUNS = 10
+
+
 def degraded_check(ctx: RunContext, state: State, option: int) -> list[dict[str, Any]]:
-    """A short benchmark of the candidate after the stress: is it still as fast as during the A/B?"""
+    """A short benchmark of the candidate after the stress: is it still as fast as at the end of its A/B?
+
+    Judged against the noise of this run (a band over the option's own recent B readings); when the
+    configured runs are too few to see a slowdown below the ceiling, more are run (up to 10), and when
+    even that is not enough the check says it could not judge instead of calling noise a degradation."""
     runs = ctx.campaign.benchmark.post_stress_runs
-    before = state.get("ab", {}).get(str(option), {}).get("b_mean")
-    if not runs or not before:
+    ab = state.get("ab", {}).get(str(option), {})
+    b_values = ab.get("b_values") or []
+    if not runs or not b_values:
         return []
-    values = []
-    for i in range(runs):
+    rb = ctx.campaign.rollback
+    before = recent(b_values)
+    noise = noise_of(state.get("calibration"), ab.get("a_values") or [], b_values)
+    enough = runs_for(noise, len(before), within_pct=rb.ceiling_pct, limit=POST_STRESS_MAX_RUNS) or POST_STRESS_MAX_RUNS
+    values: list[float] = []
+    for i in range(max(runs, min(enough, POST_STRESS_MAX_RUNS))):
         # No restart here: a restart would wipe exactly the damage this check is looking for.
         run = bench_once(
             ctx,
@@ -78,18 +92,25 @@ def degraded_check(ctx: RunContext, state: State, option: int) -> list[dict[str,
         )
         if run.valid and run.value is not None:
             values.append(run.value)
-    tolerance = ctx.campaign.rollback.tolerance_pct
+    mean_before = statistics.fmean(before)
     if not values:
         outcome, evidence = "degraded", "no valid benchmark run after the stress tests"
     else:
-        delta = (statistics.fmean(values) / before - 1) * 100
+        delta = delta_pct(before, values)
         worse = -delta if ctx.campaign.benchmark.higher_is_better else delta
-        ok = worse <= tolerance  # only a slowdown is degradation
-        outcome = "ok" if ok else "degraded"
-        evidence = (
-            f"after stress {statistics.fmean(values):.1f} vs {before:.1f} during the A/B ({delta:+.1f}%, "
-            f"tolerance ±{tolerance:g}%) over {len(values)} run(s)"
+        b = band(noise, len(values), len(before), floor_pct=rb.floor_pct, ceiling_pct=rb.ceiling_pct)
+        limit = b.pct if b.pct is not None else rb.tolerance_pct
+        said = (
+            f"after stress {statistics.fmean(values):.1f} vs {mean_before:.1f} at the end of the A/B ({delta:+.1f}%) "
+            f"over {len(values)} run(s), band {b.describe() if b.pct is not None else f'±{limit:g}% (fixed)'}"
         )
+        if b.too_noisy:
+            # Not a verdict either way: no power to see a slowdown smaller than the band.
+            outcome, evidence = "ok", f"not judged, too noisy: {said}; only a slowdown beyond ±{limit:.0f}% could show"
+        elif worse > limit:  # only a slowdown is degradation
+            outcome, evidence = "degraded", said
+        else:
+            outcome, evidence = "ok", said
     r = StressResult(
         scenario="post-stress benchmark",
         run=1,

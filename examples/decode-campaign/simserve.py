@@ -91,11 +91,23 @@ def step_ms(state: dict, concurrency: int) -> float:
         step *= state.get("occupancy_effect", 0.83)  # another GPU generation may gain less, or lose
     if state.get("degraded"):
         step *= 1.25  # e.g. KV blocks leaked by aborted requests: fewer fit, smaller batches
+    if state.get("drift_pct"):
+        # A machine that drifts: throughput moves linearly by drift_pct over drift_calls calls, then stays.
+        done = min(state["calls"] / max(state.get("drift_calls", 1), 1), 1.0)
+        step /= 1 + state["drift_pct"] / 100 * done
     return step
 
 
 def cmd_init(args: argparse.Namespace) -> None:
-    save({**BASELINE, "seed": args.seed, "occupancy_effect": args.occupancy_effect})
+    save(
+        {
+            **BASELINE,
+            "seed": args.seed,
+            "occupancy_effect": args.occupancy_effect,
+            "drift_pct": args.drift_pct,
+            "drift_calls": args.drift_calls,
+        }
+    )
     src = Path("src")
     src.mkdir(exist_ok=True)
     (src / "scheduler.py").write_text(SCHEDULER_SRC)
@@ -256,6 +268,8 @@ def main() -> None:
     p = sub.add_parser("init")
     p.add_argument("--seed", type=int, default=3)
     p.add_argument("--occupancy-effect", type=float, default=0.83, help="step-time factor of tuned occupancy")
+    p.add_argument("--drift-pct", type=float, default=0.0, help="throughput drifts by this much over the run")
+    p.add_argument("--drift-calls", type=int, default=100, help="… reaching it after this many bench/stress calls")
     for name in ("apply", "revert", "check"):
         p = sub.add_parser(name)
         p.add_argument("feature", choices=sorted(FEATURES))

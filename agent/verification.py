@@ -1,0 +1,176 @@
+"""Is a rolled-back host really back on its baseline? State first, then performance, judged by noise.
+
+1. **State.** Where the option has a `check`, it must say "not in effect" (non-zero exit) on every host
+   the option changed: that is the rollback confirmed on the host itself.
+2. **Performance**, against the most recent baseline-arm (A) readings of this option's A/B and against
+   the known-good baseline measured at setup (or at the last keep). A machine drifts: readings that
+   match the recent A arm but not the setup baseline are a *verified* rollback with `drift_pct` since
+   setup, not a broken one. Readings that match the option's recent B arm and not its A arm are an
+   option still in effect. Every band comes from the noise measured in this run (`tools.noise`).
+
+The judgment is a pure function of the readings (`judge`), so it is tested on drifting and noisy
+series without a host; `state_check` is the part that talks to hosts.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+from agent.context import RunContext
+from agent.execute import CommandRefused, plan, run_spec
+from agent.models import CommandSpec, RollbackSpec
+from tools.noise import Band, Noise, band, delta_pct, trend_level
+
+RECENT = 4  # baseline-arm readings taken as "the baseline now": the last few of the A/B
+
+
+def recent(values: Sequence[float], n: int = RECENT) -> list[float]:
+    return list(values[-n:])
+
+
+def state_check(
+    ctx: RunContext, option_id: int, hosts: list[str], approved: list[str]
+) -> tuple[bool | None, str, dict[str, str]]:
+    """Run the option's `check` on each host: (all say "not in effect", detail, host → what it said).
+    None when the option has no check."""
+    option = ctx.campaign.option(option_id)
+    if option.check is None:
+        return None, "the option has no `check`", {}
+    said: dict[str, str] = {}
+    problems: list[str] = []
+    for host in hosts:
+        spec = CommandSpec(run=option.check.run, on=host, timeout=option.check.timeout)
+        try:
+            (result,) = run_spec(ctx, spec, purpose="check:rollback", option=option_id, approved=approved)
+        except CommandRefused as exc:
+            said[host] = "not run"
+            problems.append(f"{host}: check not run ({exc})")
+            continue
+        if result.exit_code is None or result.timed_out:
+            said[host] = "no answer"
+            problems.append(f"{host}: check gave no answer ({result.error or 'timeout'})")
+        elif result.exit_code == 0:
+            said[host] = "in effect"
+            problems.append(f"{host}: `{_shown(ctx, spec)}` says the option is still in effect")
+        else:
+            said[host] = "not in effect"
+    if problems:
+        return False, "; ".join(problems), said
+    return True, f"check says not in effect on {', '.join(hosts)}", said
+
+
+def _shown(ctx: RunContext, spec: CommandSpec) -> str:
+    return ctx.redact(plan(ctx, spec)[0].command)
+
+
+def judge(
+    after: Sequence[float],
+    *,
+    a_series: Sequence[float],
+    b_series: Sequence[float],
+    reference: Sequence[float],
+    noise: Noise,
+    anchor: Sequence[float] = (),
+    spec: RollbackSpec,
+    higher_is_better: bool,
+    state_ok: bool | None,
+) -> dict[str, Any]:
+    """The performance half of the verdict, given the state check's answer; a dict for the journal."""
+    recent_a, recent_b = recent(a_series), recent(b_series)
+    out: dict[str, Any] = {"noise": noise.model_dump(), "state_ok": state_ok}
+    if not after:
+        return {**out, "verified": False, "delta_pct": None, "detail": "no valid benchmark run after the revert"}
+    mean = statistics.fmean(after)
+
+    def against_pair(values: Sequence[float], base: Sequence[float]) -> tuple[float, Band]:
+        """(change of `values` from `base` in %, the band it must stay in)."""
+        b = band(noise, len(values), len(base), floor_pct=spec.floor_pct, ceiling_pct=spec.ceiling_pct)
+        if b.pct is None:  # no estimate of the noise at all: the campaign's fixed tolerance
+            b = b.model_copy(update={"pct": spec.tolerance_pct})
+        return delta_pct(base, values), b
+
+    def against(base: Sequence[float]) -> tuple[float, Band]:
+        return against_pair(after, base)
+
+    lines: list[str] = []
+    near_a = near_ref = near_b = None
+    if recent_a:
+        d_a, b_a = against(recent_a)
+        near_a = abs(d_a) <= b_a.pct  # type: ignore[operator]
+        out.update(delta_recent_pct=d_a, band_pct=b_a.pct, too_noisy=b_a.too_noisy)
+        lines.append(f"{d_a:+.1f}% vs the last {len(recent_a)} baseline-arm readings (band {b_a.describe()})")
+        trend = trend_level(a_series)
+        if not near_a and trend is not None and noise.sd_pct is not None:
+            # A machine drifting steadily moves even between the last A readings and now: where the A arm's
+            # own trend says the baseline is by now counts as well (with the prediction's wider error).
+            level, factor = trend
+            d_t = round((statistics.fmean(after) / level - 1) * 100, 3)
+            b_t = max(3 * noise.sd_pct * math.sqrt(1 / len(after) + factor**2), spec.floor_pct)
+            if abs(d_t) <= b_t and b_t <= spec.ceiling_pct:
+                near_a = True
+                out["delta_trend_pct"] = d_t
+                lines.append(f"{d_t:+.1f}% vs where the baseline arm's own trend puts it now (band ±{b_t:.1f}%)")
+    if recent_b:
+        d_b, b_b = against(recent_b)
+        near_b = abs(d_b) <= b_b.pct  # type: ignore[operator]
+        out["delta_option_pct"] = d_b
+    if reference:
+        d_r, b_r = against(reference)
+        near_ref = abs(d_r) <= b_r.pct  # type: ignore[operator]
+        out["drift_pct"] = d_r
+        out.setdefault("band_pct", b_r.pct)
+        out.setdefault("too_noisy", b_r.too_noisy)
+        lines.append(f"{d_r:+.1f}% vs the known-good baseline ({statistics.fmean(reference):.1f})")
+    # Did this option's A arm start where the baseline was just before the option was applied? A revert
+    # that does not undo the option corrupts the A arm exactly as it corrupts the state being verified, so
+    # without a `check` vouching for the revert, "matches the recent A arm" counts only for an anchored arm.
+    anchored = None
+    first_a = a_series[:2]
+    if first_a and anchor:
+        d_anchor, b_anchor = against_pair(first_a, anchor)
+        anchored = abs(d_anchor) <= b_anchor.pct  # type: ignore[operator]
+        out["arm_shift_pct"] = d_anchor
+        if not anchored:
+            lines.append(
+                f"this option's baseline arm started {d_anchor:+.1f}% off the baseline measured before it was applied"
+            )
+    # What the gate and policies have always read: the change against the known-good baseline.
+    out["delta_pct"] = out.get("drift_pct", out.get("delta_recent_pct"))
+    too_noisy = bool(out.get("too_noisy"))
+    # The option's own measured effect: can these readings tell A from B at all?
+    tells = True
+    if recent_a and recent_b:
+        effect = abs(delta_pct(recent_a, recent_b))
+        tells = effect > 2 * (out["band_pct"] or 0)
+    if too_noisy:
+        perf_ok: bool | None = None
+        lines.append(f"too noisy to verify by the metric (band wider than the ±{spec.ceiling_pct:g}% ceiling)")
+    elif near_b and not near_a and tells:
+        perf_ok = False
+        lines.append("the readings match the option's own arm, not the baseline: the option looks still in effect")
+    elif near_a and (state_ok or anchored is not False):
+        perf_ok = True
+    elif near_ref:
+        perf_ok = True  # back at the known-good level (the A arm, if any, was itself off)
+    else:
+        perf_ok = False
+    if perf_ok and not tells and recent_b:
+        lines.append("the option's effect is inside the noise, so the metric cannot tell it was undone")
+    if perf_ok and near_ref is False:
+        lines.append(f"the baseline drifted {out['drift_pct']:+.1f}% since it was measured; verified against now")
+    if state_ok is False:
+        verified = False
+    elif perf_ok is None:
+        verified = bool(state_ok)  # only the state check can speak; without one nothing verifies
+        if state_ok is None:
+            lines.append("and the option has no `check` to confirm the state")
+    else:
+        verified = perf_ok
+    out["verified"] = verified
+    out["performance_ok"] = perf_ok
+    out["detail"] = f"baseline {mean:.1f} over {len(after)} run(s): " + "; ".join(lines)
+    out["higher_is_better"] = higher_is_better
+    return out
