@@ -140,12 +140,15 @@ def judge(
     # What the gate and policies have always read: the change against the known-good baseline.
     out["delta_pct"] = out.get("drift_pct", out.get("delta_recent_pct"))
     too_noisy = bool(out.get("too_noisy"))
+    # Slower than the baseline beyond the band, by every yardstick there is: damage, or the option still on.
+    sign = 1 if higher_is_better else -1
+    worse = all(sign * out[key] < -(out["band_pct"] or 0) for key in ("delta_recent_pct", "drift_pct") if key in out)
     # The option's own measured effect: can these readings tell A from B at all?
     tells = True
     if recent_a and recent_b:
         effect = abs(delta_pct(recent_a, recent_b))
         tells = effect > 2 * (out["band_pct"] or 0)
-    if too_noisy:
+    if too_noisy and (near_a or near_ref):
         perf_ok: bool | None = None
         lines.append(f"too noisy to verify by the metric (band wider than the ±{spec.ceiling_pct:g}% ceiling)")
     elif near_b and not near_a and tells:
@@ -155,10 +158,21 @@ def judge(
         perf_ok = True
     elif near_ref:
         perf_ok = True  # back at the known-good level (the A arm, if any, was itself off)
+    elif state_ok and not worse:
+        # Off every band, but *better* than the baseline, with the check saying the option is off: a server
+        # warming up or a quieter neighbour. What a rollback must rule out is the option still in effect
+        # (the check) or damage left behind (slower than the baseline), and neither is so.
+        perf_ok = True
+        lines.append(
+            "faster than the baseline, with the check confirming the option is off: the machine, not the option"
+        )
     else:
         perf_ok = False
-    if perf_ok and not tells and recent_b:
-        lines.append("the option's effect is inside the noise, so the metric cannot tell it was undone")
+    if perf_ok is not False and not tells and recent_b:
+        lines.append(
+            f"the option's own effect ({delta_pct(recent_a, recent_b):+.1f}%) is smaller than this comparison "
+            "can resolve, so the metric cannot tell it was undone"
+        )
     if perf_ok and near_ref is False:
         lines.append(f"the baseline drifted {out['drift_pct']:+.1f}% since it was measured; verified against now")
     if state_ok is False:

@@ -364,3 +364,18 @@ def test_a_probe_the_policy_asks_about_opens_the_command_gate(cli, variant, tmp_
     assert len(probes) == 1
     finding = [e for e in events if e["kind"] == "finding"][-1]
     assert any("grep -c tp_barrier" in x and "exit 0" in x for x in finding["sources"])
+
+
+def test_readings_off_even_a_too_wide_band_verify_only_when_faster_and_checked():
+    reference = series(1000, 1000, 3, noise=0.3, seed=11)
+    a = series(1000, 1000, 6, noise=0.3, seed=12)
+    b = series(1100, 1100, 6, noise=0.3, seed=13)
+    slower = series(150, 150, 3, noise=0.01, seed=15)
+    faster = series(4000, 4000, 3, noise=0.01, seed=16)
+    # Slower than the baseline by more than even a wide band: damage left behind, whatever the check says.
+    v = verdict(slower, a, b, reference, state_ok=True)
+    assert v["too_noisy"] is True and v["verified"] is False
+    # Faster (PostgreSQL warming up over the run): with the check saying the option is off, that is the machine.
+    v = verdict(faster, a, b, reference, state_ok=True)
+    assert v["verified"] is True and "the machine, not the option" in v["detail"]
+    assert verdict(faster, a, b, reference)["verified"] is False

@@ -104,11 +104,11 @@ def degraded_check(ctx: RunContext, state: State, option: int) -> list[dict[str,
             f"after stress {statistics.fmean(values):.1f} vs {mean_before:.1f} at the end of the A/B ({delta:+.1f}%) "
             f"over {len(values)} run(s), band {b.describe() if b.pct is not None else f'±{limit:g}% (fixed)'}"
         )
-        if b.too_noisy:
+        if worse > limit:  # only a slowdown is degradation; one beyond even a wide band is still measured
+            outcome, evidence = "degraded", said
+        elif b.too_noisy:
             # Not a verdict either way: no power to see a slowdown smaller than the band.
             outcome, evidence = "ok", f"not judged, too noisy: {said}; only a slowdown beyond ±{limit:.0f}% could show"
-        elif worse > limit:  # only a slowdown is degradation
-            outcome, evidence = "degraded", said
         else:
             outcome, evidence = "ok", said
     r = StressResult(
