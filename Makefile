@@ -19,12 +19,13 @@ DEVSTAMP := $(VENV)/.installed-dev
 # install them, otherwise those tests are skipped (CI sets SIGNOFF_SSHD_REQUIRED=1 so a missing sshd fails).
 system-deps:
 	@if [ ! -x /usr/sbin/sshd ] || ! command -v ssh-keygen >/dev/null || [ ! -x /usr/bin/python3 ] \
-	    || ! command -v tmux >/dev/null || ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+	    || ! command -v tmux >/dev/null || ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 \
+	    || ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/null; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "installing openssh-server, tmux and postgresql for the SSH, terminal and store tests"; \
+	    echo "installing openssh-server, tmux, postgresql and redis for the SSH, terminal, store and real-system tests"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-	      openssh-server openssh-client procps python3 tmux make postgresql >/dev/null; \
-	  else echo "note: sshd, tmux or postgresql not installed; those tests will be skipped"; fi; \
+	      openssh-server openssh-client procps python3 tmux make postgresql redis-server redis-tools >/dev/null; \
+	  else echo "note: sshd, tmux, postgresql or redis not installed; those tests will be skipped"; fi; \
 	fi
 
 $(BIN)/python:
