@@ -296,10 +296,3 @@ def pairs_to_tell(logs: Sequence[float], *, noise_pct: float, equivalence_pct: f
         if effect - half > noise_pct or effect + half < equivalence_pct:
             return m
     return None
-
-
-def within_band(reference: Sequence[float], check: Sequence[float], tolerance_pct: float) -> tuple[bool, float]:
-    """Is the mean of `check` within ±tolerance of the mean of `reference`? (delta in %)."""
-    ref = statistics.fmean(reference)
-    delta = (statistics.fmean(check) / ref - 1) * 100
-    return abs(delta) <= tolerance_pct, round(delta, 3)

@@ -158,7 +158,14 @@ def evidence(o: OptionView | None) -> RenderableType:
     if o.undo:
         revert = "; ".join(f"{r.get('command')} on {r.get('host')}" for r in o.undo.get("revert", []))
         v = o.undo.get("verify") or {}
-        check = f"health checks, {v.get('baseline_runs', '?')} baseline runs within ±{v.get('tolerance_pct', '?')}%"
+        if "floor_pct" in v:  # judged against the run's own noise (sessions recorded before that: a fixed band)
+            state = "the option's check, " if v.get("check") else ""
+            check = (
+                f"health checks, {state}{v.get('baseline_runs', '?')} baseline runs within the measured noise "
+                f"(at least ±{v['floor_pct']:g}%)"
+            )
+        else:
+            check = f"health checks, {v.get('baseline_runs', '?')} baseline runs within ±{v.get('tolerance_pct', '?')}%"
         parts.append(Text(f"undo plan: {revert}; then {check}", style="cyan"))
     if o.rollback:
         ok = "verified" if o.rollback.get("verified") else "NOT verified"

@@ -25,6 +25,9 @@ def apply(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
             "health": [s.run for s in ctx.campaign.baseline.health],
             "baseline_runs": ctx.campaign.rollback.verify_runs,
             "tolerance_pct": ctx.campaign.rollback.tolerance_pct,
+            "check": option.check is not None,
+            "floor_pct": ctx.campaign.rollback.floor_pct,
+            "ceiling_pct": ctx.campaign.rollback.ceiling_pct,
         },
     )
     ctx.journal.append("phase", phase="apply", option=option.id, title=option.title)
