@@ -140,9 +140,9 @@ def judge(
     # What the gate and policies have always read: the change against the known-good baseline.
     out["delta_pct"] = out.get("drift_pct", out.get("delta_recent_pct"))
     too_noisy = bool(out.get("too_noisy"))
-    # Slower than the baseline beyond the band, by every yardstick there is: damage, or the option still on.
+    # Slower than the baseline beyond the band by any yardstick there is: damage, or the option still on.
     sign = 1 if higher_is_better else -1
-    worse = all(sign * out[key] < -(out["band_pct"] or 0) for key in ("delta_recent_pct", "drift_pct") if key in out)
+    worse = any(sign * out[key] < -(out["band_pct"] or 0) for key in ("delta_recent_pct", "drift_pct") if key in out)
     # The option's own measured effect: can these readings tell A from B at all?
     tells = True
     if recent_a and recent_b:

@@ -379,3 +379,11 @@ def test_readings_off_even_a_too_wide_band_verify_only_when_faster_and_checked()
     v = verdict(faster, a, b, reference, state_ok=True)
     assert v["verified"] is True and "the machine, not the option" in v["detail"]
     assert verdict(faster, a, b, reference)["verified"] is False
+
+
+def test_slower_than_the_recent_arm_is_not_excused_by_being_faster_than_an_old_baseline():
+    reference = series(500, 500, 3, noise=0.02, seed=17)
+    a = series(1000, 1000, 8, noise=0.02, seed=18)
+    b = series(1100, 1100, 8, noise=0.02, seed=19)
+    after = series(800, 800, 3, noise=0.02, seed=20)
+    assert verdict(after, a, b, reference, state_ok=True)["verified"] is False
