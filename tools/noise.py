@@ -118,8 +118,9 @@ def trend_level(values: Sequence[float]) -> tuple[float, float] | None:
     logs = [math.log(v) for v in values]
     xbar = (n - 1) / 2
     sxx = sum((i - xbar) ** 2 for i in range(n))
-    slope = sum((i - xbar) * (y - statistics.fmean(logs)) for i, y in enumerate(logs)) / sxx
-    predicted = math.exp(statistics.fmean(logs) + slope * (n - xbar))
+    ybar = statistics.fmean(logs)
+    slope = sum((i - xbar) * (y - ybar) for i, y in enumerate(logs)) / sxx
+    predicted = math.exp(ybar + slope * (n - xbar))
     return predicted, math.sqrt(1 / n + (n - xbar) ** 2 / sxx)
 
 
