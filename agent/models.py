@@ -180,6 +180,9 @@ class RollbackSpec(_Strict):
     run (agent/verification.py); `tolerance_pct` is only the band when there is no noise estimate."""
 
     verify_runs: StrictInt = Field(default=3, ge=1, le=20)
+    # When the first readings after the revert are not back, up to this many more are taken, one at a time,
+    # and the latest `verify_runs` judged: a revert that restarts a server reads cold for a while.
+    settle_runs: StrictInt = Field(default=6, ge=0, le=20)
     tolerance_pct: float = Field(default=5.0, gt=0)
     floor_pct: float = Field(default=1.0, ge=0)  # a noise band is never narrower than this
     # A band wider than this tells nothing useful: the metric cannot verify, only the option's `check` can.

@@ -57,6 +57,8 @@ def progress_line(event: Event) -> str | None:
         return f"{opt}run {d['arm']}{d['pair']} not counted: {d['reason']}"
     if k == "bench.extended":
         return f"{opt}inconclusive at {d['from_pairs']} pairs; extending to {d['to_pairs']}"
+    if k == "rollback.settling":
+        return f"{opt}rollback readings not back after {d['runs']} run(s); measuring on, up to {d['up_to']}"
     if k == "ab.result":
         return f"{opt}A/B: {d['summary']}"
     if k == "stress.result":

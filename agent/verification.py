@@ -7,6 +7,9 @@
    match the recent A arm but not the setup baseline are a *verified* rollback with `drift_pct` since
    setup, not a broken one. Readings that match the option's recent B arm and not its A arm are an
    option still in effect. Every band comes from the noise measured in this run (`tools.noise`).
+3. **Settling.** A revert that restarts a server reads cold for a while (empty caches, full-page writes
+   after the shutdown checkpoint). When the first readings are not back, more are taken and the latest
+   few judged (`settled`); a revert that is really broken stays off in every window.
 
 The judgment is a pure function of the readings (`judge`), so it is tested on drifting and noisy
 series without a host; `state_check` is the part that talks to hosts.
@@ -16,7 +19,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from agent.context import RunContext
@@ -64,6 +67,30 @@ def state_check(
 
 def _shown(ctx: RunContext, spec: CommandSpec) -> str:
     return ctx.redact(plan(ctx, spec)[0].command)
+
+
+def settled(
+    readings: Sequence[float], judge_window: Callable[[Sequence[float]], dict[str, Any]], window: int
+) -> dict[str, Any]:
+    """The verdict on the latest `window` readings after a revert, saying what the earlier ones read when
+    there are more (a server settling after the revert: `agent.nodes.rollback.measure_back`)."""
+    latest = list(readings[-window:])
+    out = judge_window(latest)
+    early = list(readings[:-window]) if len(readings) > window else []
+    if not early:
+        return out
+    shift = delta_pct(latest, early)
+    out["settle"] = {"runs": len(readings), "discarded": len(early), "early_pct": shift}
+    said = (
+        f"judged on the latest {len(latest)} of {len(readings)} runs; the first {len(early)} after the revert read "
+        f"{statistics.fmean(early):.1f} ({shift:+.1f}% from the latest)"
+    )
+    if out["verified"]:
+        said += ": the server settling after the revert, not the option"
+    else:
+        said = f"still off after {len(readings)} runs — {said}"
+    out["detail"] = f"{out['detail']}; {said}"
+    return out
 
 
 def judge(

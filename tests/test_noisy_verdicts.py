@@ -12,7 +12,7 @@ import random
 import pytest
 
 from agent.models import RollbackSpec
-from agent.verification import judge
+from agent.verification import judge, settled
 from tests.conftest import journal_events
 from tests.test_evidence import ALLOW_ALL
 from tools.abstats import BenchRun, analyse
@@ -172,8 +172,8 @@ benchmark:
   max_pairs: 8
   timeout: 20
   post_stress_runs: %(post)d
-stress: [{name: bursts, run: "{{simserve}} stress idle-busy-bursts --wall 0", on: h1, timeout: 5}]
-rollback: {verify_runs: 3}
+stress: [{name: bursts, run: "{{simserve}} stress idle-busy-bursts --wall 0 %(stress)s", on: h1, timeout: 5}]
+rollback: {verify_runs: 3%(rollback)s}
 options:
   - id: 2
     title: kernel occupancy
@@ -194,8 +194,12 @@ def one(
     check: bool = True,
     probes: str = "",
     bench: str | None = None,
+    stress: str = "",
+    rollback: str = "",
 ) -> str:
     return ONE % {
+        "stress": stress,
+        "rollback": rollback,
         "seed": seed,
         "init": init,
         "bench": bench or BENCH % {"noise": noise},
@@ -387,3 +391,73 @@ def test_slower_than_the_recent_arm_is_not_excused_by_being_faster_than_an_old_b
     b = series(1100, 1100, 8, noise=0.02, seed=19)
     after = series(800, 800, 3, noise=0.02, seed=20)
     assert verdict(after, a, b, reference, state_ok=True)["verified"] is False
+
+
+# ------------------------------------------------------------------ a server settling after the revert
+
+
+def test_readings_that_settle_are_judged_on_the_latest_window_and_say_what_the_first_read():
+    reference = series(1000, 1000, 3, noise=0.02, seed=21)
+    a = series(1000, 1000, 8, noise=0.02, seed=22)
+    b = series(1200, 1200, 8, noise=0.02, seed=23)
+    cold_then_warm = [600.0, 700.0, 800.0, *series(1000, 1000, 3, noise=0.02, seed=24)]
+
+    def window(values):
+        return verdict(values, a, b, reference, state_ok=True)
+
+    assert window(cold_then_warm[:3])["verified"] is False
+    v = settled(cold_then_warm, window, 3)
+    assert v["verified"] is True and v["settle"]["discarded"] == 3 and v["settle"]["early_pct"] < -20
+    assert "judged on the latest 3 of 6 runs" in v["detail"] and "settling after the revert" in v["detail"]
+    # Still slow in the latest window: not verified, and it says how long it waited.
+    v = settled([600.0, 610.0, 590.0, 605.0, 600.0], window, 3)
+    assert v["verified"] is False and v["detail"].count("still off after 5 runs") == 1
+    # No more readings than the window: the plain verdict, unchanged.
+    assert settled(cold_then_warm[3:], window, 3) == window(cold_then_warm[3:])
+
+
+def verify_runs(events):
+    return [e for e in events if e["kind"] == "bench.run" and e["purpose"] == "verify"]
+
+
+def test_a_server_slow_for_a_while_after_the_stress_is_verified_once_it_settles(cli, variant, tmp_path):
+    # What PostgreSQL did in CI: after kill -9 stress runs and a restarting revert the first readings were
+    # 30-40 % slow, then came back. The rollback waits for it instead of calling it CRITICAL.
+    policy = tmp_path / "p.yaml"
+    policy.write_text(SKIP_ALL % "")
+    campaign = variant(one(stress="--slow-after 4 --slow-pct 60"), name="settle")
+    r = cli("run", str(campaign), "--policy", str(policy), "--json")
+    assert r.code == 0, r.stdout + r.stderr
+    events = journal_events(r.json()["journal"])
+    (rollback,) = [e for e in events if e["kind"] == "rollback"]
+    assert rollback["verified"] is True, rollback["detail"]
+    assert rollback["settle"]["discarded"] >= 1 and rollback["settle"]["early_pct"] < -10
+    assert "settling after the revert" in rollback["detail"]
+    (settling,) = [e for e in events if e["kind"] == "rollback.settling"]
+    assert settling["runs"] == 3 and settling["up_to"] == 9
+    assert 3 < len(verify_runs(events)) == rollback["settle"]["runs"] <= 9
+
+
+def test_without_settle_runs_the_same_slow_readings_open_the_critical_gate(cli, variant, tmp_path):
+    policy = tmp_path / "p.yaml"
+    policy.write_text(SKIP_ALL % "")
+    campaign = variant(one(stress="--slow-after 4 --slow-pct 60", rollback=", settle_runs: 0"), name="nosettle")
+    r = cli("run", str(campaign), "--policy", str(policy), "--json")
+    assert r.code == 3, r.stderr
+    gate = r.json()["pending_gate"]
+    assert gate["kind"] == "rollback" and gate["question"].startswith("**CRITICAL**")
+    events = journal_events(r.json()["journal"])
+    assert len(verify_runs(events)) == 3 and not [e for e in events if e["kind"] == "rollback.settling"]
+
+
+def test_a_revert_that_does_nothing_stays_critical_after_settling_and_says_how_long_it_waited(cli, variant, tmp_path):
+    policy = tmp_path / "p.yaml"
+    policy.write_text(SKIP_ALL % "")
+    campaign = variant(one(revert="{{simserve}} show", check=False), name="noop-settle")
+    r = cli("run", str(campaign), "--policy", str(policy), "--json")
+    assert r.code == 3, r.stderr
+    events = journal_events(r.json()["journal"])
+    assert len(verify_runs(events)) == 9
+    (rollback,) = [e for e in events if e["kind"] == "rollback"]
+    assert rollback["verified"] is False and "still off after 9 runs" in rollback["detail"]
+    assert "up to 6 more if the first are off" in r.json()["pending_gate"]["question"]

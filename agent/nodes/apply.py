@@ -24,6 +24,7 @@ def apply(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         verify={
             "health": [s.run for s in ctx.campaign.baseline.health],
             "baseline_runs": ctx.campaign.rollback.verify_runs,
+            "settle_runs": ctx.campaign.rollback.settle_runs,
             "tolerance_pct": ctx.campaign.rollback.tolerance_pct,
             "check": option.check is not None,
             "floor_pct": ctx.campaign.rollback.floor_pct,

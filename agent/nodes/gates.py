@@ -189,7 +189,12 @@ def undo_plan(ctx: RunContext, option_id: int) -> str:
         f"Undo plan: {as_run(ctx, option.revert)}, then health checks,{check} and {rb.verify_runs} baseline "
         "run(s) that must match the recent baseline arm or the known-good baseline, within the noise "
         f"measured in this run (at least ±{rb.floor_pct:g}%; a band wider than ±{rb.ceiling_pct:g}% "
-        "cannot verify by the metric)."
+        "cannot verify by the metric)"
+        + (
+            f"; up to {rb.settle_runs} more if the first are off, judged on the latest {rb.verify_runs}."
+            if rb.settle_runs
+            else "."
+        )
     )
 
 

@@ -4,6 +4,7 @@ health checks pass, the option's `check` says it is off, and the metric is back 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -14,7 +15,7 @@ from agent.execute import CommandRefused, run_spec
 from agent.nodes.benchmark import bench_once
 from agent.nodes.gates import option_hosts
 from agent.state import State
-from agent.verification import judge, state_check
+from agent.verification import judge, settled, state_check
 from tools.noise import noise_of
 
 
@@ -130,28 +131,43 @@ def _revert_on(state: State, runtime: Runtime[RunContext], hosts: list[str]) -> 
     details: list[str] = []
     if health_ok:
         checks: dict[str, list[float]] = {h: [] for h in hosts}
-        for i in range(ctx.campaign.rollback.verify_runs):
+        judged: dict[str, dict[str, Any]] = {}
+
+        def take(i: int) -> None:
             run = bench_once(ctx, pair=i, arm="A", option=option.id, approved=approved, purpose="verify", only=hosts)
             for h in hosts:
                 value = run.hosts.get(h) if run.hosts else (run.value if run.valid else None)
                 if value is not None:
                     checks[h].append(value)
+
+        def back() -> bool:
+            judged.clear()
+            for h in hosts:
+                mine = own.get(h) or {}
+                a_values, b_values = mine.get("a_values") or [], mine.get("b_values") or []
+                if a_values:
+                    judged[h] = settled(
+                        checks[h],
+                        lambda window, a=a_values, b=b_values, h=h: judge(
+                            window,
+                            a_series=a,
+                            b_series=b,
+                            reference=[],
+                            noise=noise_of(state.get("calibration"), a, b),
+                            spec=ctx.campaign.rollback,
+                            higher_is_better=ctx.campaign.benchmark.higher_is_better,
+                            state_ok=state_ok if said.get(h) != "in effect" else False,
+                        ),
+                        ctx.campaign.rollback.verify_runs,
+                    )
+            return all(j["verified"] for j in judged.values()) or not any(checks.values())
+
+        measure_back(ctx, option.id, take, back, can_settle=state_ok is not False)
         for h in hosts:
-            mine = own.get(h) or {}
-            a_values, b_values = mine.get("a_values") or [], mine.get("b_values") or []
-            if not a_values:
+            j = judged.get(h)
+            if j is None:
                 problems.append(f"{h}: no baseline readings to compare")
                 continue
-            j = judge(
-                checks[h],
-                a_series=a_values,
-                b_series=b_values,
-                reference=[],
-                noise=noise_of(state.get("calibration"), a_values, b_values),
-                spec=ctx.campaign.rollback,
-                higher_is_better=ctx.campaign.benchmark.higher_is_better,
-                state_ok=state_ok if said.get(h) != "in effect" else False,
-            )
             if j.get("delta_pct") is not None:
                 deltas[h] = j["delta_pct"]
             (details if j["verified"] else problems).append(f"{h}: {j['detail']}")
@@ -240,22 +256,38 @@ def rollback(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         }
         ctx.journal.append("rollback", option=option.id, **v)
         return _noted(state, option.id, v)
-    after: list[float] = []
-    for i in range(ctx.campaign.rollback.verify_runs):
+    readings: list[float] = []
+    verdict: dict[str, Any] = {}
+
+    def take(i: int) -> None:
         run = bench_once(ctx, pair=i, arm="A", option=option.id, approved=approved, purpose="verify")
         if run.valid and run.value is not None:
-            after.append(run.value)
-    j = judge(
-        after,
-        a_series=a_values,
-        b_series=b_values,
-        reference=reference,
-        anchor=state.get("baseline_now") or reference,
-        noise=noise_of(state.get("calibration"), a_values, b_values, reference),
-        spec=ctx.campaign.rollback,
-        higher_is_better=ctx.campaign.benchmark.higher_is_better,
-        state_ok=state_ok,
-    )
+            readings.append(run.value)
+
+    def back() -> bool:
+        verdict.clear()
+        verdict.update(
+            settled(
+                readings,
+                lambda window: judge(
+                    window,
+                    a_series=a_values,
+                    b_series=b_values,
+                    reference=reference,
+                    anchor=state.get("baseline_now") or reference,
+                    noise=noise_of(state.get("calibration"), a_values, b_values, reference),
+                    spec=ctx.campaign.rollback,
+                    higher_is_better=ctx.campaign.benchmark.higher_is_better,
+                    state_ok=state_ok,
+                ),
+                ctx.campaign.rollback.verify_runs,
+            )
+        )
+        return bool(verdict["verified"]) or not readings
+
+    measure_back(ctx, option.id, take, back, can_settle=state_ok is not False)
+    j = verdict
+    after = readings[-ctx.campaign.rollback.verify_runs :]
     detail = j["detail"] if state_ok is not False else f"{state_detail}; {j['detail']}"
     if state_ok:
         detail = f"{state_detail}; {detail}"
@@ -263,6 +295,26 @@ def rollback(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx.journal.append("rollback", option=option.id, **v)
     update = _noted(state, option.id, v)
     return {**update, "baseline_now": after} if v["verified"] else update
+
+
+def measure_back(
+    ctx: RunContext, option_id: int, take: Callable[[int], None], back: Callable[[], bool], *, can_settle: bool
+) -> int:
+    """Take the rollback's verification runs; while the readings are not back (and the state check has not
+    already said the option is still on), take up to `settle_runs` more, one at a time, judging the latest
+    `verify_runs`: a revert that restarts a server reads cold for a while, which is not a broken revert.
+    A revert that is broken stays off for every window, so the verdict only waits longer. Returns the runs taken."""
+    spec = ctx.campaign.rollback
+    for i in range(spec.verify_runs):
+        take(i)
+    taken = spec.verify_runs
+    while can_settle and taken < spec.verify_runs + spec.settle_runs and not back():
+        if taken == spec.verify_runs:
+            ctx.journal.append("rollback.settling", option=option_id, runs=taken, up_to=taken + spec.settle_runs)
+        take(taken)
+        taken += 1
+    back()  # the verdict of the final window
+    return taken
 
 
 def _noted(state: State, option_id: int, v: dict[str, Any]) -> dict[str, Any]:

@@ -91,6 +91,11 @@ def step_ms(state: dict, concurrency: int) -> float:
         step *= state.get("occupancy_effect", 0.83)  # another GPU generation may gain less, or lose
     if state.get("degraded"):
         step *= 1.25  # e.g. KV blocks leaked by aborted requests: fewer fit, smaller batches
+    slow = state.get("slow") or {}
+    if slow.get("left"):
+        # The aftermath of a stress run (crash recovery, a vacuum backlog, cold caches): slower for a few
+        # runs, fading out; nothing an option or a revert did.
+        step *= 1 + slow["pct"] / 100 * slow["left"] / slow["of"]
     if state.get("drift_pct"):
         # A machine that drifts: throughput moves linearly by drift_pct over drift_calls calls, then stays.
         done = min(state["calls"] / max(state.get("drift_calls", 1), 1), 1.0)
@@ -170,6 +175,9 @@ def cmd_bench(args: argparse.Namespace) -> None:
     state = load()
     r = rng(state, "bench")
     step = step_ms(state, args.concurrency) * math.exp(r.gauss(0.0, args.noise))
+    if (state.get("slow") or {}).get("left"):
+        state["slow"]["left"] -= 1
+        save(state)
     time.sleep(args.wall)
     out_tokens = args.num_prompts * args.output_len
     tok_s = args.concurrency / (step / 1000.0)
@@ -216,6 +224,9 @@ def cmd_stress(args: argparse.Namespace) -> None:
     r = rng(state, f"stress-{args.scenario}")
     time.sleep(args.wall)
     print(f"{args.scenario}: sent {args.requests} requests", flush=True)
+    if args.slow_after:
+        state["slow"] = {"left": args.slow_after, "of": args.slow_after, "pct": args.slow_pct}
+        save(state)
     if args.scenario == "abort-cascade":
         print(f"aborted {args.requests // 2} in flight", flush=True)
         # Without the TP barrier, ranks that aborted different requests launch different batches
@@ -291,6 +302,8 @@ def main() -> None:
     p.add_argument("--wall", type=float, default=0.2)
     p.add_argument("--wedge-rate", type=float, default=0.55, help="chance a desynced abort hangs the engine")
     p.add_argument("--degrade", action="store_true", help="leave the server slower afterwards (a leak)")
+    p.add_argument("--slow-after", type=int, default=0, help="the next N benchmark runs are slower, fading out")
+    p.add_argument("--slow-pct", type=float, default=40.0, help="… by up to this much (step time)")
     p.add_argument("--crash", action="store_true", help="the engine dies under load (the client exits 0)")
     args = ap.parse_args()
     if args.cmd == "init":
