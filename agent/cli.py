@@ -852,6 +852,10 @@ def decision_parse(
         typer.Option("--gate", help="Gate kind: plan, triage, safety, continue_or_ask, rollback, command, budget."),
     ],
     options: Annotated[str, typer.Option("--options", help="Option ids nameable here, e.g. 1,2,3.")] = "",
+    title: Annotated[
+        list[str] | None,
+        typer.Option("--title", help="An option's title, to name it in words: --title '2=overlap scheduler'."),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Show how a one-liner would be understood at a gate (nothing is recorded)."""
@@ -864,14 +868,20 @@ def decision_parse(
         ids = [int(x.strip().lstrip("#")) for x in options.split(",") if x.strip()]
     except ValueError:
         raise _fail(f"--options takes comma-separated option ids, not {options!r}", BAD_INPUT) from None
+    titles: dict[int, str] = {}
+    for entry in title or []:
+        key, sep, words = entry.partition("=")
+        if not sep or not key.strip().lstrip("#").isdigit() or not words.strip():
+            raise _fail(f"--title takes ID=TITLE, e.g. --title '2=overlap scheduler', not {entry!r}", BAD_INPUT)
+        titles[int(key.strip().lstrip("#"))] = words.strip()
     try:
-        d = parse_decision(text, kind=gate, options=ids)  # type: ignore[arg-type]
+        d = parse_decision(text, kind=gate, options=ids or sorted(titles), titles=titles)  # type: ignore[arg-type]
     except DecisionError as exc:
         raise _fail(str(exc), BAD_INPUT) from None
     if as_json:
         typer.echo(d.model_dump_json(indent=2))
     else:
-        typer.echo(d.describe())
+        typer.echo(d.describe() + (f" (read as: {'; '.join(d.read_as)}; needs confirmation)" if d.read_as else ""))
 
 
 @policy_app.command("suggest")

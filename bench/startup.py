@@ -1,7 +1,8 @@
 """Start-up cost of the command line, measured against a bare interpreter in the same run (not a test).
 
-`signoff --help` and `signoff sessions` must not import LangGraph, anthropic, paramiko or Textual;
-target (issue 9): ≤ 0.3 s wall each. Prints medians of 7 runs and the ratio to `python -c pass`.
+`signoff --help`, `signoff sessions` and `signoff decision parse` (issue 18: rapidfuzz only when a word
+needs correcting or an option is named in words) must not import LangGraph, anthropic, paramiko or
+Textual; target (issue 9): ≤ 0.3 s wall each. Prints medians of 7 runs and the ratio to `python -c pass`.
 """
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ def median_wall(args: list[str], env: dict[str, str]) -> float:
 def main() -> None:
     env = {**os.environ, "SIGNOFF_HOME": tempfile.mkdtemp(prefix="signoff-startup-")}
     bare = median_wall([sys.executable, "-c", "pass"], env)
-    for name, args in (("--help", ["--help"]), ("sessions", ["sessions"])):
+    seed = "Soudnds like 3 is bigger win anyways"
+    parse = ["decision", "parse", seed, "--gate", "continue_or_ask", "--options", "1,2,3"]
+    for name, args in (("--help", ["--help"]), ("sessions", ["sessions"]), ("decision parse", parse)):
         wall = median_wall([sys.executable, "-m", "tui.cli", *args], env)
         verdict = "met" if wall <= 0.3 else "NOT met"
         record(f"start-up: signoff {name}", f"{wall * 1000:.0f} ms", f"python -c pass {bare * 1000:.0f} ms",

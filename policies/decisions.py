@@ -10,11 +10,11 @@ Unknown text is refused with "didn't understand …; try: …" — the grammar n
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from policies.engine import kinds_for_condition
 from policies.expr import Condition, ExprError
 from policies.gates import ALLOWED, FACTS, Action, Decision, GateKind, Scope
+from policies.tolerant import read, title_match
 
 PARSER = "grammar/v1"
 
@@ -80,6 +80,10 @@ _FILLER = {
     "first",
     "for me",
     "thanks",
+    "them",
+    "these",
+    "those",
+    "time",  # "3 runs this time"
 }
 
 _SCOPES: list[tuple[str, Scope]] = [
@@ -130,7 +134,10 @@ _CMPS = [
 
 def _normalise(text: str) -> str:
     text = text.strip().lower()
-    text = text.translate(str.maketrans({"’": "'", "‘": "'", "“": '"', "”": '"', "—": ",", "–": ","}))
+    text = text.translate(
+        str.maketrans({"’": "'", "‘": "'", "“": '"', "”": '"', "—": ",", "–": ",", "(": " ", ")": " ", "`": " "})
+    )
+    text = re.sub(r"\bas-is\b", "as is", text)
     text = re.sub(r"\s+", " ", text)
     return text.rstrip(" .!?")
 
@@ -186,7 +193,27 @@ def _targets(text: str, gate_option: int | None, known: Sequence[int]) -> tuple[
     return [], text
 
 
-def _clause(text: str, gate_option: int | None, known: Sequence[int]) -> Decision:
+# "skip #2 and move on": a follow-up that only says what skipping already means.
+_FOLLOW_UP = re.compile(
+    r"(?:,|\band\b|\bthen\b)\s*(?:and\s+)?(?:then\s+)?(?:move on|continue|carry on|keep going|go on|proceed)"
+    r"(?:\s+(?:to the next(?: one)?|with the next(?: one)?|with the rest))?$"
+)
+
+
+def _verb_in(words: str) -> Action | None:
+    """The first decision verb anywhere in leftover text: a second decision in one line."""
+    for i in range(len(words)):
+        if i and words[i - 1].isalnum():
+            continue
+        for pattern, verb in _VERB_RE:
+            if pattern.match(words[i:]) and verb not in ("select",) and not words[i:].startswith(("y ", "do ")):
+                return verb
+    return None
+
+
+def _clause(
+    text: str, gate_option: int | None, known: Sequence[int], titles: Mapping[int, str] | None = None
+) -> Decision:
     m = re.match(
         r"^#?(\d+) (?:is|looks like|seems) (?:a |the )?(bigger|better|safer|larger|clearer|best|biggest)\b.*$",
         text,
@@ -218,9 +245,36 @@ def _clause(text: str, gate_option: int | None, known: Sequence[int]) -> Decisio
         rest = rest[: cm.start()].strip()
     for phrase in _FILLER_PHRASES:
         rest = rest.replace(phrase, " ")
+    if action not in ("stop", "reject", "ask", "continue"):
+        rest = _FOLLOW_UP.sub("", rest).strip()
+    if action == "select":
+        rest = re.sub(r"\s*\bnext$", "", rest)  # "do two-batch overlap next"
     leftover = [w for w in re.split(r"[ ,]+", rest) if w and w not in _FILLER]
     if leftover and not (action == "ask" and set(leftover) <= {"me", "first"}):
-        raise NotUnderstood(f"didn't understand {' '.join(leftover)!r} in {text!r}; try: {', '.join(EXAMPLES)}")
+        said = " ".join(leftover)
+        other = _verb_in(rest.lstrip(", "))
+        go_ahead = {"approve", "continue"}
+        if other is not None and other != action and not {other, action} <= go_ahead:
+            raise DecisionError(f"{text!r} says both {action} and {other}; say one decision at a time")
+        if other is not None and (other == action or {other, action} <= go_ahead) and not targets:
+            # "lgtm, ship it", "sounds good, keep going": the same decision said twice.
+            again = _clause(rest.lstrip(", "), gate_option, known, titles)
+            if again.action == other and again.condition is None:
+                return again  # "looks good to me, approve it": the explicit word wins
+        title_read = None
+        if not targets and titles:
+            chosen, close = title_match(said, titles)
+            if close:
+                raise DecisionError(
+                    f"{said!r} could be " + " or ".join(f"#{k} {titles[k]}" for k in close) + "; name it by number"
+                )
+            if chosen is not None:
+                targets, title_read = [chosen], f"{said!r} → #{chosen}"
+        if title_read is None:
+            raise NotUnderstood(f"didn't understand {said!r} in {text!r}; try: {', '.join(EXAMPLES)}")
+        decision = Decision(action=action, targets=targets, runs=runs, scope=scope, condition=condition)
+        decision.read_as.append(title_read)
+        return decision
     return Decision(action=action, targets=targets, runs=runs, scope=scope, condition=condition)
 
 
@@ -249,6 +303,77 @@ def _except_hosts(text: str, hosts: Sequence[str]) -> tuple[list[str], str]:
     return chosen, (text[: m.start()] + text[m.end() :]).strip()
 
 
+_NOT_A_REMARK = {"run", "execute", "exec", "delete", "remove", "also", "and", "then", "but", "plus", "install",
+                 "kill", "drop", "sudo", "ignore", "instead", "approve", "allow"}  # fmt: skip
+
+
+def _one_part(text: str, gate_option: int | None, known: Sequence[int], titles: Mapping[int, str]) -> Decision | None:
+    """ "it improved, keep it!", "wait for me, I want to look at it": of comma-separated parts, the one
+    with a decision verb, when exactly one has one; the rest is commentary, shown in the echo."""
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if len(parts) < 2:
+        return None
+    decided = [p for p in parts if _verb_in(p) is not None]
+    if len(decided) != 1:
+        return None
+    for p in parts:
+        # A remark is words only, and no instruction: "and also run rm -rf /" is not a remark.
+        if p is not decided[0] and (
+            not re.fullmatch(r"[a-z' !?]+", p) or set(p.split()) & _NOT_A_REMARK or len(p.split()) > 8
+        ):
+            return None
+    try:
+        decision = _clause(decided[0], gate_option, known, titles)
+    except NotUnderstood:
+        return None
+    aside = ", ".join(p for p in parts if p is not decided[0])
+    decision.read_as.append(f"{decided[0]!r}, with {aside!r} read as a remark")
+    return decision
+
+
+_AT_GATE: dict[tuple[GateKind, Action], Action] = {
+    ("command", "continue"): "approve",
+    ("rollback", "rollback"): "retry",
+    ("budget", "approve"): "continue",
+}
+
+
+def _all_but(text: str, commands: Sequence[str]) -> str:
+    """ "approve all but 2", "approve all except rm -rf …": the listed commands' numbers, minus those."""
+    m = re.search(
+        r"\b(?:all|everything|all of them|them all)\s*,?\s*(?:but|except|apart from|other than)\s+(.+)$", text
+    )
+    if m is None:
+        return text
+    named = re.sub(r"^(?:the|that)\s+|\s+(?:one|command|commands)$", "", m.group(1).strip(" `'\".…")).strip()
+    numbers = [int(n) for n in re.findall(r"\d+", named)] if re.fullmatch(r"[#\d\s,and&]+", named) else []
+    if not numbers:
+        lowered = [c.lower() for c in commands]
+        numbers = [i for i, c in enumerate(lowered, 1) if c.startswith(named) or named in c]
+        if not numbers:
+            raise DecisionError(f"no listed command matches {named!r}; name it by its number (1-{len(commands)})")
+        if len(numbers) > 1 and not all(lowered[i - 1].startswith(named) for i in numbers):
+            raise DecisionError(f"{named!r} matches commands {', '.join(map(str, numbers))}; name them by number")
+    bad = [n for n in numbers if not 1 <= n <= len(commands)]
+    if bad:
+        raise DecisionError(f"there is no command {bad[0]} here; the commands are numbered 1-{len(commands)}")
+    keep = [i for i in range(1, len(commands) + 1) if i not in numbers]
+    if not keep:
+        raise DecisionError("that leaves no command to approve; to run none, reject")
+    return text[: m.start()] + " and ".join(str(i) for i in keep)
+
+
+def _named_command(text: str, commands: Sequence[str]) -> str:
+    """ "run the py-spy one", "only approve nvidia-smi": the one listed command named by its words."""
+    m = re.fullmatch(r"(?:only |just )?(?:run|approve) (?:only |just )?(?:the )?(.+?)(?: one| command)?", text)
+    if m is None or re.fullmatch(r"[#\d\s,and&]+|all|everything|them|them all|it|these|those", m.group(1)):
+        return text
+    named = m.group(1).strip(" `'\"")
+    # The whole command, or its program's name: never a prefix ("run rm -rf /" is not `rm -rf /tmp/x`).
+    hits = [i for i, c in enumerate(commands, 1) if named in (c.lower(), c.lower().split()[0])]
+    return f"approve {hits[0]}" if len(hits) == 1 else text
+
+
 def parse_decision(
     text: str,
     *,
@@ -257,14 +382,25 @@ def parse_decision(
     gate_option: int | None = None,
     by: str | None = None,
     hosts: Sequence[str] = (),
+    titles: Mapping[int, str] | None = None,
+    commands: Sequence[str] = (),
 ) -> Decision:
     """Parse `text` as typed at a `kind` gate whose nameable options are `options` (and whose option
-    runs on `hosts`, which "on all except gpu-7" may name)."""
+    runs on `hosts`, which "on all except gpu-7" may name; `titles` name options in words; at a command
+    gate, numbers name the listed `commands`, 1-based)."""
     raw = text
     text = _normalise(text)
     if not text:
         raise DecisionError(f"empty decision; try: {', '.join(EXAMPLES)}")
+    titles = titles or {}
+    if kind == "command" and commands:
+        options, titles, gate_option = list(range(1, len(commands) + 1)), {}, None
+        text = _named_command(_all_but(text, commands), commands)
     excepted, text = _except_hosts(text, hosts)
+    reading = read(text, kind, titles=titles, hosts=hosts)
+    text = reading.text
+    if not text:
+        raise NotUnderstood(f"didn't understand {raw!r}: no decision in it; try: {', '.join(EXAMPLES)}")
     hedged = False
     lead_scope: Scope | None = None
     changed = True
@@ -282,11 +418,18 @@ def parse_decision(
     if om and re.search(r"\b(if|unless|when)\b", text[: om.start()]):
         otherwise_text = text[om.end() :].strip()
         text = text[: om.start()].strip(" ,")
-    decision = _clause(text, gate_option, options)
+    try:
+        decision = _clause(text, gate_option, options, titles)
+    except NotUnderstood:
+        decision = _one_part(text, gate_option, options, titles)
+        if decision is None:
+            raise
+    if decision.action == "stop" and decision.targets == list(options):
+        decision.targets = []  # "stop everything": the campaign, not a set of options
     if lead_scope is not None:
         decision.scope = lead_scope
     if otherwise_text is not None:
-        other = _clause(otherwise_text, gate_option, options)
+        other = _clause(otherwise_text, gate_option, options, titles)
         if other.condition:
             # "…, or stop and ask if you are unsure": the first branch holds only when the second doesn't.
             decision.condition = (
@@ -300,6 +443,8 @@ def parse_decision(
             + ", ".join(f"#{o}" for o in options)
         )
     if decision.condition is not None:
+        from policies.engine import kinds_for_condition  # the policy machinery only for a condition
+
         kinds = kinds_for_condition(decision.condition)
         kinds = [k for k in kinds if decision.action in ALLOWED[k]]
         if not kinds:
@@ -308,7 +453,11 @@ def parse_decision(
             Condition(decision.condition, FACTS[kinds[0]])
         except ExprError as exc:  # pragma: no cover - kinds_for_condition already compiled it
             raise DecisionError(str(exc)) from None
-    elif decision.action not in ALLOWED[kind]:
+    elif decision.action not in ALLOWED[kind] and (kind, decision.action) in _AT_GATE:
+        # The gate's own word for it: "go ahead" at a command gate runs the commands, "revert" at the
+        # rollback gate is its "revert and verify again".
+        decision.action = _AT_GATE[(kind, decision.action)]
+    if decision.condition is None and decision.action not in ALLOWED[kind]:
         raise DecisionError(
             f"a {kind} gate cannot {decision.action}; it takes: {', '.join(a for a in ALLOWED[kind] if a != 'ask')}"
         )
@@ -322,8 +471,13 @@ def parse_decision(
             )
         decision.except_hosts = excepted
     decision.hedged = hedged
+    decision.read_as = [*reading.notes, *decision.read_as]
     decision.confirm = (
-        hedged or decision.action in ("rollback", "stop") or decision.scope == "standing" or bool(decision.except_hosts)
+        hedged
+        or decision.action in ("rollback", "stop")
+        or decision.scope == "standing"
+        or bool(decision.except_hosts)
+        or bool(decision.read_as)
     )
     decision.raw = raw
     decision.parser = PARSER

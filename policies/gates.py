@@ -138,6 +138,20 @@ MEANING: dict[GateKind, dict[str, str]] = {
 }
 
 
+def suggested_answer(kind: GateKind, facts: dict[str, Any]) -> str:
+    """A one-liner this gate accepts, for the pause message: the cautious answer where there is one."""
+    if kind == "safety":
+        return "skip" if facts.get("verdict") != "safe" else "continue"
+    return {
+        "plan": "approve",
+        "triage": "continue",
+        "continue_or_ask": "continue",
+        "rollback": "revert and verify",
+        "command": "approve",
+        "budget": "continue",
+    }[kind]
+
+
 class Decision(BaseModel):
     """DESIGN §3: the same JSON from the grammar, the policy engine, session rules and the journal."""
 
@@ -153,6 +167,8 @@ class Decision(BaseModel):
     rationale: str | None = None
     except_hosts: list[str] = Field(default_factory=list)  # "approve on all except gpu-7"
     hedged: bool = False
+    # How a tolerant reading got here ("'soudnds' → 'sounds'", "'the overlap scheduler' → #2"): shown, confirmed.
+    read_as: list[str] = Field(default_factory=list)
     confirm: bool = False
     raw: str | None = None
     parser: str | None = None
@@ -190,6 +206,8 @@ class Gate(BaseModel):
     allowed: list[Action]
     options: list[int] = Field(default_factory=list)  # option ids a one-liner may name here
     hosts: list[str] = Field(default_factory=list)  # hosts "on all except …" may name here
+    titles: dict[str, str] = Field(default_factory=dict)  # option id → title: options named in words
+    commands: list[str] = Field(default_factory=list)  # a command gate's listed commands, numbered from 1
     status: dict[str, str] = Field(default_factory=dict)  # option id → pending/current/kept/skipped/…
     evidence: list[str] = Field(default_factory=list)
     recommendation: Decision | None = None

@@ -164,7 +164,15 @@ class RuleBrain:
         )
 
     def interpret(self, text: str, gate: Gate) -> Decision:
-        return parse_decision(text, kind=gate.kind, options=gate.options, gate_option=gate.option, hosts=gate.hosts)
+        return parse_decision(
+            text,
+            kind=gate.kind,
+            options=gate.options,
+            gate_option=gate.option,
+            hosts=gate.hosts,
+            titles={int(k): t for k, t in gate.titles.items() if int(k) in gate.options},
+            commands=gate.commands,
+        )
 
 
 def stress_reasons(stress: list[dict[str, Any]]) -> list[str]:

@@ -1,0 +1,232 @@
+"""Tolerant reading of a one-liner, before the grammar (`policies.decisions`) sees it.
+
+People type decisions the way they type in chat: "Soudnds like 3 is bigger win anyways", "nah, roll it
+back", "ok, continue", "skip the overlap scheduler". This layer only rewrites the text *into the same
+closed grammar*: typos are corrected against the grammar's own words (rapidfuzz, a well-kept library),
+filler is dropped, and the phrasings operators use are mapped onto the grammar's verbs. It never invents
+an action the grammar would not read, and everything beyond the core grammar is written down in `notes`
+("'soudnds' → 'sounds'") so the decision is echoed and confirmed before it takes effect.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from policies.gates import GateKind
+
+# The grammar's own words: typos are corrected only towards these (and the gate's option titles and hosts).
+_GRAMMAR_WORDS = """
+stop ask first check with wait for pause ahead with let's pick choose take try select continue proceed
+carry keep going next move hold park postpone defer skip drop pass again retry rerun run roll back
+rollback revert undo abort halt cancel ship approve yes okay reject don't nope approve accept verify
+measure finish later decline
+only when unless unsafe safe unknown improved regressed inconclusive effect risk medium high gain
+improvement speedup confidence wedges pairs least most over above more than greater under below less
+verified health fails failed have next steps step there options left unsure sure uncertain doubt proceed
+confident hangs wedged hung runs times attempts seeds everything rest except excluding apart hosts host
+everywhere every option this that bigger better safer larger clearer best biggest sounds like think guess
+maybe probably perhaps seems please then just thanks instead anyway anyways here from always forward
+temporarily moment clarification confirmation guidance
+"""
+# Everyday words that are not the grammar's but must not be "corrected" into it ("them" is not "then").
+_COMMON = """
+them these those they their there then than what when where which while does mean meaning why how
+with without from into onto about after before plan plans this that thing things good fine great nice
+done enough okay yeah sure wait hold back down over here give make sounds looks seems feel want need
+delete database ignore previous instructions everything anything nothing something whatever idk
+slower faster worse same also again still just only even well much many some none other come came
+back later soon tomorrow today call wrap finish ditch scrap toss turn leave live works looks
+the and for not all now one yes try run ask off out you are was has had its but can did get got let
+see say new old any why how who our too two six ten use way may per via lol idk wtf thx pls plz nah yep
+yup hmm umm nop bad big end got put set top own few lot
+"""
+
+# Words and phrases that carry no decision ("ok, continue", "nah, roll it back", "stop here").
+FILLER_LEADS = (
+    "ok so", "okay so", "ok", "okay", "yes", "yeah", "yep", "yup", "nah", "no", "nope", "alright", "right",
+    "cool", "great", "sure", "fine", "hmm", "hm", "well", "actually", "honestly", "ah", "oh", "so", "k",
+    "i'd say", "i would", "i'd", "we should", "you should", "you can", "you could", "can you", "could you",
+    "let's", "lets", "let us", "please", "pls", "plz", "just", "then", "go ahead and", "and", "hold on",
+)  # fmt: skip
+FILLER_TAILS = (
+    "please", "thanks", "thank you", "thx", "ty", "here", "then", "instead", "i think", "i guess",
+    "anyway", "anyways", "as well", "then please", "pls", "plz",
+)  # fmt: skip
+# A lead that stands alone is an answer of its own ("ok", "yes", "no"): kept then.
+# (pattern, replacement, kinds it applies at or None for every gate). Applied in order, whole words.
+# Each one is a phrasing outside the core grammar: a reading that used one is noted and confirmed.
+SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
+    (r"(?:roll|back) (?:it|this|that|them|this one|that one|this change|that change) (?:back|out)", "roll back", None),
+    (r"back (?:it |this |that )?out", "roll back", None),
+    (r"take (?:it|this|that) (?:back|out|off)", "roll back", None),
+    (r"turn (?:it|this|that) off", "roll back", ("safety",)),
+    (r"revert and verify(?: again)?|revert (?:it )?again|re-?verify|verify again|try the revert again"
+     r"|roll (?:it )?back again", "retry", ("rollback",)),
+    (r"revert and verify", "roll back", None),
+    (r"accept (?:it |this |that |the rollback |the state )?as is|accept (?:it|this|that|the rollback)|accept",
+     "approve", ("rollback",)),
+    (r"leave (?:it|things) as is|live with it", "approve", ("rollback",)),
+    (r"keep (?:it|this|that) on|leave (?:it|this|that) on", "keep", ("safety",)),
+    (r"measure (?:it |this |that )?again|re-?measure|benchmark (?:it )?again|re-?benchmark|more (?:runs|pairs)",
+     "retry", ("safety", "rollback")),
+    (r"(?:do|try|run|test) (#?\d+) next", r"go with \1", None),
+    (r"(#?\d+) next", r"go with \1", None),
+    (r"go for it|do it|go on|let's go|lets go|make it so|send it", "continue", None),
+    (r"(?:go|going) for|start with|begin with", "go with", None),
+    (r"^go$|(?:on )?to the next(?: one)?|next one|the next one", "continue", None),
+    (r"^(?:yep|yup|yeah|sure|yes please|yes sir)$", "yes", None),
+    (r"(?:the|this|your) plan", "", ("plan",)),
+    (r"decline|deny|refuse", "reject", ("command",)),
+    (r"^(?:option |number )?(#?\d+(?: and #?\d+)?)$", r"go with \1", ("plan", "triage", "continue_or_ask")),
+    (r"(?:let's |lets )?(?:do|try|run|test) (?:option |number )?(#?\d+)", r"go with \1", None),
+    (r"(?:option |number )?(#?\d+) please", r"go with \1", None),
+    (r"(?:don't|do not) run (?:them|it|these|those|any of them|that|this)", "reject", ("command",)),
+    (r"run (?:them|these|those|all of them|all|it|this|that)(?: all)?", "approve", ("command",)),
+    (r"go ahead and run (?:them|it|these)", "approve", ("command",)),
+    (r"(?:don't|do not) keep (?:it|this|that)|(?:ditch|scrap|bin|toss) (?:it|this|that)", "skip", ("safety",)),
+    (r"(?:looks|sounds|seems) (?:good|fine|great|ok|okay)(?: to me)?|all good|good to go|works for me|fine by me",
+     "continue", None),
+    (r"(?:stop|halt) (?:here|now|there)|that's (?:enough|it)|call it a day|wrap (?:it )?up|we're done|i'm done",
+     "stop", None),
+    (r"finish(?: up)?(?: with the report)?|end (?:it|the run|here)|stop (?:with|and write) the report"
+     r"|stop and (?:give me|write|show me|send me) the report|stop the (?:campaign|run|whole thing)", "stop", None),
+    (r"(?:push|move|put) (.+?) to the end", r"defer \1", ("plan", "triage", "continue_or_ask")),
+    (r"(?:re-?run|redo|repeat) the (?:benchmark|bench|a/b|measurement)s?", "retry", ("safety", "rollback")),
+    (r"revert (?:it )?and (?:check|verify|measure)(?: it)?(?: again)?", "retry", ("rollback",)),
+    (r"run (?:em|'em)", "run them", ("command",)),
+    (r"reject (?:them all|all of them|all|everything)", "reject", ("command",)),
+    (r",? skipping the no-go(?: options| ones)?", "", ("triage",)),
+    (r"keep it,? (?:and )?continue", "keep it", ("safety",)),
+    (r"skip (?:it )?and roll (?:it )?back", "skip", ("safety",)),
+    (r"come back to (?:it|this|that)(?: later)?|^(?:later|not now|another time)$", "defer", ("safety", "plan", "triage",
+     "continue_or_ask")),
+    (r"approve (?:all(?: of them)?|everything|them all|both|them|these)$", "approve", ("command",)),
+    (r"^(?:yes to all|yes,? all|all of them|all|both)$", "approve", ("command",)),
+]  # fmt: skip
+
+
+@functools.cache
+def _synonym(i: int) -> re.Pattern[str]:
+    """SYNONYMS[i] compiled on first use: a parse compiles only the ones its gate kind uses."""
+    return re.compile(rf"(?<![\w#-])(?:{SYNONYMS[i][0]})(?![\w-])")
+
+
+# "that change", "this option" … mean the gate's own option, like "it".
+_PRONOUNS = re.compile(r"\b(?:this|that|the) (?:change|option|one|setting|tweak)\b")
+
+
+@dataclass
+class Reading:
+    text: str
+    notes: list[str] = field(default_factory=list)
+
+
+def _vocabulary(extra: Iterable[str]) -> list[str]:
+    """The words a typo may be corrected to: the grammar's, and the gate's titles and hosts."""
+    words = set(_GRAMMAR_WORDS.split())
+    words.update(w for phrase in extra for w in re.findall(r"[a-z][a-z'-]+", phrase.lower()))
+    return sorted(w for w in words if len(w) >= 4)
+
+
+def _max_edits(word: str) -> int:
+    return 1 if len(word) <= 6 else 2
+
+
+def correct(text: str, vocabulary: Sequence[str]) -> Reading:
+    """Correct words that are one or two edits (a transposition counts as one) from exactly one word of
+    the vocabulary; a word as close to two is left alone, for the grammar to refuse."""
+    from rapidfuzz.distance import OSA
+    from rapidfuzz.process import extract
+
+    known = set(vocabulary) | set(_COMMON.split())
+    notes: list[str] = []
+
+    def fix(m: re.Match[str]) -> str:
+        word = m.group(0)
+        if len(word) < 3 or word in known or not word.isalpha():
+            return word
+        limit = _max_edits(word)
+        candidates = vocabulary if len(word) > 3 else [w for w in vocabulary if len(w) == 4]  # "skp" → "skip"
+        near = extract(word, candidates, scorer=OSA.distance, score_cutoff=limit, limit=4)
+        if not near:
+            return word
+        best = min(d for _, d, _ in near)
+        closest = {w for w, d, _ in near if d == best}
+        if len(closest) != 1:
+            return word
+        (fixed,) = closest
+        notes.append(f"{word!r} → {fixed!r}")
+        return fixed
+
+    return Reading(re.sub(r"[a-z][a-z'-]*", fix, text), notes)
+
+
+def strip_filler(text: str) -> str:
+    """Drop the filler around a decision; a lone "ok", "yes" or "no" is an answer and stays."""
+    text = text.strip(" ,")
+    changed = True
+    while changed:
+        changed = False
+        for lead in FILLER_LEADS:
+            if text.startswith(lead + " ") or text.startswith(lead + ","):
+                rest = text[len(lead) :].lstrip(" ,")
+                if rest:
+                    text, changed = rest, True
+        for tail in FILLER_TAILS:
+            for sep in (" ", ", "):
+                if text.endswith(sep + tail):
+                    text, changed = text[: -len(sep + tail)].rstrip(" ,"), True
+    return text
+
+
+def rewrite(text: str, kind: GateKind) -> Reading:
+    """Map operators' phrasings onto the grammar's verbs, noting each one used."""
+    notes: list[str] = []
+    pronouns = _PRONOUNS.sub("it", text)
+    if pronouns != text:
+        text = pronouns
+    for i, (_, replacement, kinds) in enumerate(SYNONYMS):
+        if kinds is not None and kind not in kinds:
+            continue
+        m = _synonym(i).search(text)
+        if m is None:
+            continue
+        new = m.expand(replacement)
+        if new == m.group(0):
+            continue
+        notes.append(f"{m.group(0)!r} → {new!r}")
+        text = f"{text[: m.start()]}{new}{text[m.end() :]}"
+    return Reading(re.sub(r"\s+", " ", text).strip(" ,"), notes)
+
+
+def read(text: str, kind: GateKind, *, titles: Mapping[int, str] = {}, hosts: Sequence[str] = ()) -> Reading:
+    """The text rewritten into the grammar, with how it was read."""
+    fixed = correct(text, _vocabulary([*titles.values(), *hosts]))
+    plain = strip_filler(fixed.text)
+    mapped = rewrite(plain, kind)
+    return Reading(strip_filler(mapped.text), fixed.notes + mapped.notes)
+
+
+def title_match(phrase: str, titles: Mapping[int, str]) -> tuple[int | None, list[int]]:
+    """(option whose title `phrase` names, the close candidates when it is ambiguous)."""
+    from rapidfuzz import fuzz, process
+    from rapidfuzz.utils import default_process
+
+    phrase = re.sub(r"^(?:the|option|that|this)\s+", "", phrase.strip()).strip()
+    phrase = re.sub(r"\s+(?:one|option|change)$", "", phrase)
+    if len(phrase) < 3 or not titles:
+        return None, []
+    choices = {k: default_process(t) for k, t in titles.items()}
+    found = process.extract(
+        default_process(phrase), choices, scorer=fuzz.token_set_ratio, limit=3, score_cutoff=80, processor=None
+    )
+    if not found:
+        return None, []
+    best = found[0][1]
+    close = [key for _, score, key in found if score >= best - 8]
+    if len(close) > 1:
+        return None, sorted(close)
+    return found[0][2], []

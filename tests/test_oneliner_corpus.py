@@ -1,0 +1,91 @@
+"""Everyday one-liners read at real gates: at least 95 % read right and not one wrong action — a refusal is
+acceptable, acting on a misreading never is. Two corpora: tests/oneliner_corpus.py, written with the
+parser, and tests/oneliner_heldout.py, written by someone who had not read it."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent.answers import check_targets
+from policies.decisions import DecisionError, parse_decision
+from policies.gates import ALLOWED, Gate
+from tests.oneliner_corpus import COMMANDS, CORPUS, GATE_OPTION, TITLES
+from tests.oneliner_heldout import HELDOUT
+
+
+def reading(kind: str, text: str) -> str:
+    try:
+        d = parse_decision(
+            text,
+            kind=kind,  # type: ignore[arg-type]
+            options=sorted(TITLES),
+            gate_option=GATE_OPTION.get(kind),
+            titles=TITLES,
+            commands=COMMANDS if kind == "command" else (),
+        )
+        # What the gate itself then refuses ("skip which option?"), as at a real gate.
+        check_targets(gate(kind), d)
+    except DecisionError:
+        return "refuse"
+    targets = [] if d.targets == [GATE_OPTION.get(kind)] else d.targets  # "skip it" at #2's gate: #2
+    return d.action + (" " + ",".join(map(str, targets)) if targets else "")
+
+
+def gate(kind: str) -> Gate:
+    status = {"1": "pending", "2": "current" if kind in GATE_OPTION else "pending", "3": "pending"}
+    return Gate(
+        id="g1",
+        kind=kind,  # type: ignore[arg-type]
+        option=GATE_OPTION.get(kind),
+        question="",
+        facts={},
+        allowed=list(ALLOWED[kind]),  # type: ignore[index]
+        options=sorted(TITLES),
+        status=status,
+    )
+
+
+GO_AHEAD = {"approve", "continue"}  # the same answer at every gate that takes both
+
+
+def same(want: str, got: str) -> bool:
+    (a, _, x), (b, _, y) = want.partition(" "), got.partition(" ")
+    return want == got or (x == y and {a, b} <= GO_AHEAD)
+
+
+CORPORA = {"corpus": CORPUS, "held-out": HELDOUT}
+
+
+@pytest.mark.parametrize("name", CORPORA)
+def test_the_corpus_is_big_and_covers_every_gate_kind(name: str) -> None:
+    corpus = CORPORA[name]
+    assert len(corpus) >= 150
+    assert {k for k, _, _ in corpus} == set(ALLOWED)
+    assert sum(1 for *_, want in corpus if want == "refuse") >= 35
+    assert len(CORPUS) + len(HELDOUT) >= 400
+
+
+@pytest.mark.parametrize("name", CORPORA)
+def test_at_least_95_percent_are_read_right_and_none_is_a_wrong_action(name: str) -> None:
+    got = [(kind, text, want, reading(kind, text)) for kind, text, want in CORPORA[name]]
+    wrong = [g for g in got if g[3] != "refuse" and not same(g[2], g[3])]
+    missed = [g for g in got if g[3] == "refuse" and g[2] != "refuse"]
+    right = len(got) - len(wrong) - len(missed)
+    assert not wrong, "wrong actions:\n" + "\n".join(f"  {k}: {t!r} → {r} (meant {w})" for k, t, w, r in wrong)
+    assert right / len(got) >= 0.95, f"{right}/{len(got)} read right; refused:\n" + "\n".join(
+        f"  {k}: {t!r} (meant {w})" for k, t, w, _ in missed
+    )
+
+
+@pytest.mark.parametrize(("kind", "text"), [(k, t) for k, t, w in CORPUS if w != "refuse" and w.split()[0] != "ask"])
+def test_a_reading_beyond_the_core_grammar_says_how_it_was_read_and_asks_to_confirm(kind: str, text: str) -> None:
+    d = parse_decision(
+        text,
+        kind=kind,  # type: ignore[arg-type]
+        options=sorted(TITLES),
+        gate_option=GATE_OPTION.get(kind),
+        titles=TITLES,
+        commands=COMMANDS if kind == "command" else (),
+    )
+    if d.read_as:
+        assert d.confirm, f"{text!r} was read as {d.read_as} without a confirmation"
