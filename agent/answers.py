@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from policies.decisions import DecisionError
 from policies.engine import SessionRule, kinds_for_condition
 from policies.expr import Condition, EvalError
-from policies.gates import ALLOWED, FACTS, Decision, Gate
+from policies.gates import ALLOWED, FACTS, MEANING, Decision, Gate
 
 PROGRESSION = ("plan", "triage", "continue_or_ask")
 
@@ -61,17 +61,93 @@ def _example(gate: Gate) -> str:
     return pending[0] if pending else "2"
 
 
+def meaning(gate: Gate, decision: Decision) -> str:
+    """What the decision does at this gate, in the gate's own terms (the echo after the action)."""
+    f, option, action = gate.facts, gate.option, decision.action
+    named = ", ".join(f"#{t}" for t in decision.targets)
+    if gate.kind == "command":
+        if action == "approve":
+            if decision.targets:
+                picked = ", ".join(map(str, decision.targets))
+                return f"run command(s) {picked} of {len(gate.commands)}; the rest are asked again"
+            return f"run all {len(gate.commands) or 1} listed command(s)"
+        return MEANING["command"]["reject"] if action in ("reject", "skip") else "stop the campaign"
+    if gate.kind == "safety":
+        if action in ("continue", "approve"):
+            gain = f["gain_pct"] if f.get("has_estimate", True) and "gain_pct" in f else None
+            said = (
+                f" ({gain:+.1f}%, CI {f['ci_low']:+.1f}…{f['ci_high']:+.1f}, {f.get('ab_verdict')})"
+                if gain is not None and "ci_low" in f
+                else ""
+            )
+            return f"keep #{option}{said}; it becomes the new baseline"
+        if action in ("skip", "rollback"):
+            return f"roll #{option} back, verify the rollback and move on"
+        if action == "defer":
+            return f"roll #{option} back and revisit it at the end"
+        if action == "retry":
+            return f"benchmark #{option} again" + (f" with {decision.runs} pairs" if decision.runs else "")
+    if gate.kind == "rollback":
+        if action in ("approve", "continue"):
+            return "accept the hosts as they are, unverified, and go on"
+        if action == "retry":
+            return f"revert #{option} again and verify it"
+    if gate.kind in TARGETED:
+        if action == "select":
+            return f"try {named} next"
+        if action in ("skip", "defer"):
+            return ("drop " if action == "skip" else "defer to the end: ") + named
+        if action in ("continue", "approve"):
+            nxt = f.get("next_option")
+            if gate.kind == "continue_or_ask":
+                return f"try the next option (#{nxt})" if nxt else "finish with the report"
+            return MEANING.get(gate.kind, {}).get("continue", "go ahead")
+    if action == "stop":
+        return "stop the campaign (every change not kept is rolled back) and write the report"
+    return MEANING.get(gate.kind, {}).get(action, action)
+
+
+def _echo(gate: Gate, decision: Decision) -> str:
+    echo = f"{decision.describe()} — {meaning(gate, decision)}"
+    if decision.read_as:
+        echo += f" (read as: {'; '.join(decision.read_as)})"
+    return echo
+
+
+def _standing(gate: Gate, decision: Decision, next_rule: int) -> list[SessionRule]:
+    """ "approve always", "always continue": a rule that answers the same kind of gate from now on."""
+    if decision.scope != "standing" or decision.action == "ask" or decision.targets:
+        return []
+    when = None
+    if gate.kind == "command":
+        when = 'klass == "ask"'  # never a denied command: those never reach a gate
+    elif gate.kind == "safety" and decision.action in ("continue", "approve"):
+        when = 'verdict == "safe"'  # a standing keep never keeps an unsafe option
+    return [SessionRule(id=f"session-rule:{next_rule}", kinds=[gate.kind], when=when, decision=decision)]
+
+
 def answer(gate: Gate, decision: Decision, *, next_rule: int) -> Answer:
     check_targets(gate, decision)
     if decision.condition is None:
         if decision.action == "ask":
             return Answer(decision=None, echo="ASK: the gate stays open for a person")
+        if gate.kind == "command" and decision.scope == "standing" and decision.targets:
+            raise DecisionError(
+                "a standing approval covers every command later gates list; say 'approve always' without numbers"
+            )
+        rules = _standing(gate, decision, next_rule)
+        said = (
+            f"; RULE {rules[0].id} answers later {gate.kind} gates"
+            + (f" when {rules[0].when}" if rules[0].when else "")
+            if rules
+            else ""
+        )
         if keeps_unsafe(gate, decision):
             # "keep it" at an unsafe option is allowed, but never by a slip of the keyboard.
             decision = decision.model_copy(update={"confirm": True})
-            echo = f"{decision.describe()} — KEEP #{gate.option}, which the assessment calls UNSAFE"
-            return Answer(decision=decision, echo=echo)
-        return Answer(decision=decision, echo=decision.describe())
+            echo = f"{_echo(gate, decision)} — KEEP #{gate.option}, which the assessment calls UNSAFE"
+            return Answer(decision=decision, rules=rules, echo=echo + said)
+        return Answer(decision=decision, rules=rules, echo=_echo(gate, decision) + said)
     kinds = [k for k in kinds_for_condition(decision.condition) if decision.action in ALLOWED[k]]
     if decision.action in ("continue", "approve"):
         # "keep going unless unsure" is about moving on; keeping an option, accepting a rollback or

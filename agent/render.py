@@ -242,7 +242,8 @@ def print_paused(out: Any, console: Console | None = None) -> None:
         console.print(f"deadline: {escape(dl['at'])} — then {escape(dl['on_deadline'])} (applied by `signoff resume`)")
     if out.echo:
         console.print(Text(out.echo, style="italic"))
-    console.print(f'\nto answer: [bold]signoff decide {out.session} "continue"[/] (or any one-line decision)')
+    example = g.get("suggested") or "continue"
+    console.print(f'\nto answer: [bold]signoff decide {out.session} "{example}"[/] (or any one-line decision)')
 
 
 def summary_json(out: Any) -> dict[str, Any]:

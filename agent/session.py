@@ -53,7 +53,7 @@ from agent.transports import HostRouter, ssh_factory
 from policies.decisions import DecisionError
 from policies.engine import PolicyEngine
 from policies.expr import engine_version
-from policies.gates import Decision, Gate
+from policies.gates import Decision, Gate, suggested_answer
 from policies.schema import Policy, load_policy, load_policy_text
 from policies.yamlsrc import SourceError
 from tools.artifacts import ArtifactStore, StorageFull
@@ -788,6 +788,9 @@ class Runner:
                 k: g.get(k)
                 for k in ("id", "kind", "option", "question", "facts", "allowed", "options", "recommendation")
             }
+            # Extensions: a command gate's numbered commands, and a one-liner this gate takes.
+            pending["commands"] = g.get("commands") or []
+            pending["suggested"] = suggested_answer(g["kind"], g.get("facts") or {})
             opened = self._opened_at(snapshot.interrupts[0].id)
             if value.get("deadline_s") and opened is not None:
                 at = opened + timedelta(seconds=value["deadline_s"])

@@ -52,6 +52,7 @@ def make_gate(
     evidence: list[str] | None = None,
     status: dict[str, str] | None = None,
     hosts: list[str] | None = None,
+    commands: list[str] | None = None,
 ) -> Gate:
     return Gate(
         id=f"g{len(state.get('gates', [])) + 1}",
@@ -64,6 +65,8 @@ def make_gate(
         evidence=evidence or [],
         status=status if status is not None else option_status(state),
         hosts=hosts or [],
+        titles={k: o["title"] for k, o in state.get("options", {}).items() if o.get("title")},
+        commands=commands or [],
     )
 
 
@@ -462,18 +465,21 @@ def command_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     scope = state.get("command_scope") or "campaign"
     pending = pending_commands(state, runtime.context, scope)
     host, command, klass = pending[0]
-    listed = "\n".join(f"- `{c}` on {h}" for h, c, _ in pending)
+    listed = "\n".join(f"{i}. `{c}` on {h}" for i, (h, c, _) in enumerate(pending, 1))
     if scope == "investigate":
         asking = sorted({o for *_, o in pending_requests(state)})
         subject = "investigation subagent(s) " + ", ".join(f"#{o}" for o in asking)
         question = (
             f"The {subject} asked to run commands outside the policy's read-only list:\n{listed}\n"
             "Run them (the investigation of that option runs again with them), or decline?"
+            + (" (`approve 1 and 3` or `approve all but 2` picks)" if len(pending) > 1 else "")
         )
         option = asking[0]
     else:
         subject = "the campaign's setup, benchmark and stress" if scope == "campaign" else f"option #{scope}"
-        question = f"The command policy asks before these commands for {subject}:\n{listed}\nRun them?"
+        question = f"The command policy asks before these commands for {subject}:\n{listed}\nRun them?" + (
+            " (`approve 1 and 3` or `approve all but 2` picks)" if len(pending) > 1 else ""
+        )
         option = None if scope == "campaign" else int(scope)
     gate = make_gate(
         state,
@@ -482,16 +488,25 @@ def command_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         {"command": command, "host": host, "klass": klass},
         option=option,
         options=[option] if option else [],
+        commands=[c for _, c, _ in pending],
     )
     decision, update = resolve(state, runtime, gate)
     if decision is None:
         return update
     if decision.action == "approve":
-        # The facts described one command; approve exactly that one and ask about the next.
-        if len(pending) > 1:
-            return {**update, "approved": [command], "route": "reask"}
+        # A person answers what the question lists: every command, or the ones picked by number ("approve 1
+        # and 3"). A policy or session rule looked at one command's facts and approves exactly that one.
+        # Whatever is left is asked again.
+        if decision.raw is None:
+            approved = [command]
+        elif decision.targets:
+            approved = [pending[t - 1][1] for t in decision.targets if 1 <= t <= len(pending)]
+        else:
+            approved = [c for _, c, _ in pending]
+        if len(set(approved)) < len({c for _, c, _ in pending}):
+            return {**update, "approved": approved, "route": "reask"}
         done = "reinvestigate" if scope == "investigate" else "approved"
-        return {**update, "approved": [command], "route": done, "command_scope": None}
+        return {**update, "approved": approved, "route": done, "command_scope": None}
     if decision.action == "stop" or scope == "campaign":
         return {**update, "route": "report", "stopping": True, "command_scope": None}
     if scope == "investigate":
