@@ -276,3 +276,32 @@ def test_timeout_kill_leaves_nothing_behind_for_a_root_login_too(ssh_transport, 
     assert r.timed_out and r.killed, r.error
     time.sleep(0.5)
     assert procs.matching(marker, procs.processes()) == []
+
+
+def test_a_link_that_dies_as_the_channel_closes_gives_a_result_not_a_traceback(ssh_transport, sshd):
+    # Seen in CI under load: paramiko's channel.close() raised EOFError from a socket that had just died.
+    # Reproduced on the real pooled connection by making the close of one channel fail that way.
+    host = sshd.host(name="closing")
+    conn, chan = ssh_transport._open(host)
+    real_open = ssh_transport._open
+
+    class DyingClose:
+        def __init__(self, inner):
+            self.inner = inner
+
+        def __getattr__(self, name):
+            return getattr(self.inner, name)
+
+        def close(self):
+            self.inner.close()
+            raise EOFError
+
+    conn.slots.release()
+    chan.close()
+    ssh_transport._open = lambda h: (lambda c_ch: (c_ch[0], DyingClose(c_ch[1])))(real_open(h))
+    try:
+        result = ssh_transport.run(host, "echo still-here", timeout=10)
+    finally:
+        ssh_transport._open = real_open
+    assert result.exit_code == 0 and result.stdout_tail == "still-here\n"
+    assert ssh_transport.run(host, "echo next", timeout=10).stdout_tail == "next\n"  # its slot was given back

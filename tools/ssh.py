@@ -561,7 +561,10 @@ class SSHTransport:
         except Exception as exc:
             error = f"{conn.endpoint.label()}: {type(exc).__name__}: {exc}"
         finally:
-            chan.close()
+            # Closing a channel sends a message: on a link that just died that raises (EOFError, OSError),
+            # and the command's result, not a traceback, is what the caller must get.
+            with contextlib.suppress(Exception):
+                chan.close()
             conn.slots.release()
         if error is None and not conn.alive():
             link_lost = True
