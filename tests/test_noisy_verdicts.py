@@ -385,6 +385,24 @@ def test_readings_off_even_a_too_wide_band_verify_only_when_faster_and_checked()
     assert verdict(faster, a, b, reference)["verified"] is False
 
 
+def test_as_fast_as_the_option_with_the_check_saying_off_is_the_machine_getting_faster():
+    # Redis in CI: appendfsync always → everysec read +190 %; after the revert the disk went quiet and
+    # the baseline read as fast as the option had. The check says `always` is back.
+    reference = series(10000, 10000, 3, noise=0.05, seed=25)
+    a = series(13000, 13000, 8, noise=0.05, seed=26)
+    b = series(38000, 38000, 8, noise=0.05, seed=27)
+    after = series(38500, 38500, 3, noise=0.05, seed=28)
+    v = verdict(after, a, b, reference, state_ok=True)
+    assert v["verified"] is True and "only the check tells them apart" in v["detail"]
+    # Without the check's word, the same readings are an option still in effect.
+    v = verdict(after, a, b, reference)
+    assert v["verified"] is False and "option looks still in effect" in v["detail"]
+    # An option that made things slower, still read after the revert: slower than the baseline is never excused.
+    slow_b = series(6000, 6000, 8, noise=0.05, seed=29)
+    v = verdict(series(6000, 6000, 3, noise=0.05, seed=30), a, slow_b, reference, state_ok=True)
+    assert v["verified"] is False
+
+
 def test_slower_than_the_recent_arm_is_not_excused_by_being_faster_than_an_old_baseline():
     reference = series(500, 500, 3, noise=0.02, seed=17)
     a = series(1000, 1000, 8, noise=0.02, seed=18)
