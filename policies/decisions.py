@@ -215,7 +215,8 @@ def _clause(
     text: str, gate_option: int | None, known: Sequence[int], titles: Mapping[int, str] | None = None
 ) -> Decision:
     m = re.match(
-        r"^#?(\d+) (?:is|looks like|seems) (?:a |the )?(bigger|better|safer|larger|clearer|best|biggest)\b.*$",
+        r"^#?(\d+) (?:is|looks like|seems) (?:a |the )?(bigger|better|safer|larger|clearer|best|biggest)"
+        r"(?: (?:win|one|option|choice|bet|idea|pick|gain))?(?: (?:anyways?|then|i think|probably|here))?$",
         text,
     )
     if m:
@@ -263,13 +264,27 @@ def _clause(
                 return again  # "looks good to me, approve it": the explicit word wins
         title_read = None
         if not targets and titles:
-            chosen, close = title_match(said, titles)
-            if close:
-                raise DecisionError(
-                    f"{said!r} could be " + " or ".join(f"#{k} {titles[k]}" for k in close) + "; name it by number"
-                )
-            if chosen is not None:
-                targets, title_read = [chosen], f"{said!r} → #{chosen}"
+            if re.search(r"\b(?:not|no|never|instead|except|but|without|rather|besides|minus|isn't|other)\b", rest):
+                raise DecisionError(f"{text!r} names an option with a negation; name the ones you mean by number")
+            names = [n for n in re.split(r"\s*(?:,|\band\b|&)\s*", said) if n]
+            chosen_all: list[int] = []
+            for name in names:
+                if name.strip() in _NUMBER_WORDS:
+                    raise DecisionError(f"{name!r}: name options by number (#2), not in words")
+                chosen, close = title_match(name, titles)
+                if close:
+                    raise DecisionError(
+                        f"{name!r} could be " + " or ".join(f"#{k} {titles[k]}" for k in close) + "; name it by number"
+                    )
+                if chosen is None:
+                    chosen_all = []
+                    break
+                chosen_all.append(chosen)
+            if chosen_all:
+                targets = list(dict.fromkeys(chosen_all))
+                if action in ("skip", "defer"):
+                    targets.sort()
+                title_read = f"{said!r} → " + ", ".join(f"#{t}" for t in targets)
         if title_read is None:
             raise NotUnderstood(f"didn't understand {said!r} in {text!r}; try: {', '.join(EXAMPLES)}")
         decision = Decision(action=action, targets=targets, runs=runs, scope=scope, condition=condition)
@@ -303,8 +318,15 @@ def _except_hosts(text: str, hosts: Sequence[str]) -> tuple[list[str], str]:
     return chosen, (text[: m.start()] + text[m.end() :]).strip()
 
 
-_NOT_A_REMARK = {"run", "execute", "exec", "delete", "remove", "also", "and", "then", "but", "plus", "install",
-                 "kill", "drop", "sudo", "ignore", "instead", "approve", "allow"}  # fmt: skip
+_NUMBER_WORDS = {"one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "the two", "these two"}
+_REMARKS = [
+    re.compile(
+        r"(?:i think |i guess )?(?:it|that|this|#?\d)?(?:'s| is| was| looks| seems| looked)? ?(?:really |pretty )?"
+        r"(?:fine|good|great|ok|okay|improved|safe|unsafe|better|faster|slower|risky|clean|solid)"
+    ),
+    re.compile(r"i (?:want|need|'d like) to (?:look at|see|check) (?:it|this|that|the results?|the numbers)"),
+    re.compile(r"revisit (?:it )?(?:at the end|later)"),
+]
 
 
 def _one_part(text: str, gate_option: int | None, known: Sequence[int], titles: Mapping[int, str]) -> Decision | None:
@@ -317,10 +339,9 @@ def _one_part(text: str, gate_option: int | None, known: Sequence[int], titles: 
     if len(decided) != 1:
         return None
     for p in parts:
-        # A remark is words only, and no instruction: "and also run rm -rf /" is not a remark.
-        if p is not decided[0] and (
-            not re.fullmatch(r"[a-z' !?]+", p) or set(p.split()) & _NOT_A_REMARK or len(p.split()) > 8
-        ):
+        # Only a remark of a known, harmless shape is set aside; anything else (a negation, a take-back
+        # like "never mind", an instruction like "and also run …") leaves the line refused.
+        if p is not decided[0] and not any(r.fullmatch(p.strip(" !")) for r in _REMARKS):
             return None
     try:
         decision = _clause(decided[0], gate_option, known, titles)
@@ -330,6 +351,8 @@ def _one_part(text: str, gate_option: int | None, known: Sequence[int], titles: 
     decision.read_as.append(f"{decided[0]!r}, with {aside!r} read as a remark")
     return decision
 
+
+_TARGETED = ("select", "skip", "defer")  # the actions whose targets a gate acts on
 
 _AT_GATE: dict[tuple[GateKind, Action], Action] = {
     ("command", "continue"): "approve",
@@ -392,11 +415,19 @@ def parse_decision(
     text = _normalise(text)
     if not text:
         raise DecisionError(f"empty decision; try: {', '.join(EXAMPLES)}")
+    if raw.strip().endswith("?"):
+        raise DecisionError(
+            f"didn't understand {raw.strip()!r} as a decision: it is a question, and no decision verb is acted on "
+            "with a '?'; answer it, e.g. 'continue' or 'stop'"
+        )
+    if kind == "command" and re.match(r"^(?:next|move on|carry on|keep going|let'?s move on|next one)\b", text):
+        raise DecisionError("at a command gate, say whether to run the commands: approve, or reject")
     titles = titles or {}
     if kind == "command" and commands:
         options, titles, gate_option = list(range(1, len(commands) + 1)), {}, None
         text = _named_command(_all_but(text, commands), commands)
     excepted, text = _except_hosts(text, hosts)
+    typed = text
     reading = read(text, kind, titles=titles, hosts=hosts)
     text = reading.text
     if not text:
@@ -428,6 +459,23 @@ def parse_decision(
         decision.targets = []  # "stop everything": the campaign, not a set of options
     if lead_scope is not None:
         decision.scope = lead_scope
+    if reading.negated and decision.action in ("approve", "continue", "select"):
+        raise DecisionError(f"{raw.strip()!r} opens with 'no' and then goes ahead; say which you mean")
+    if decision.runs is not None and decision.action != "retry":
+        raise DecisionError(f"a count of runs goes with retry, not {decision.action}")
+    if kind == "command" and decision.action == "approve" and re.search(r"\b(?:first|this|that|one|both)\b", typed):
+        raise DecisionError(f"which command? the commands are numbered 1-{len(commands)}: 'approve 1', 'approve'")
+    own = [gate_option] if gate_option is not None else []
+    if (
+        kind != "command"
+        and decision.condition is None  # a rule's targets say which option's gate it waits for
+        and decision.targets
+        and decision.targets != own
+        and decision.action not in _TARGETED
+    ):
+        raise DecisionError(
+            f"{decision.action} takes no option here; to pick options say 'go with …', to drop them 'skip …'"
+        )
     if otherwise_text is not None:
         other = _clause(otherwise_text, gate_option, options, titles)
         if other.condition:

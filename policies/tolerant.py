@@ -103,8 +103,8 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
     (r"skip (?:it )?and roll (?:it )?back", "skip", ("safety",)),
     (r"come back to (?:it|this|that)(?: later)?|^(?:later|not now|another time)$", "defer", ("safety", "plan", "triage",
      "continue_or_ask")),
-    (r"approve (?:all(?: of them)?|everything|them all|both|them|these)$", "approve", ("command",)),
-    (r"^(?:yes to all|yes,? all|all of them|all|both)$", "approve", ("command",)),
+    (r"approve (?:all(?: of them)?|everything|them all|them|these)$", "approve", ("command",)),
+    (r"^(?:yes to all|yes,? all|all of them|all)$", "approve", ("command",)),
 ]  # fmt: skip
 
 
@@ -118,10 +118,14 @@ def _synonym(i: int) -> re.Pattern[str]:
 _PRONOUNS = re.compile(r"\b(?:this|that|the) (?:change|option|one|setting|tweak)\b")
 
 
+_NUMBER_WORDS = {"one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"}
+
+
 @dataclass
 class Reading:
     text: str
     notes: list[str] = field(default_factory=list)
+    negated: bool = False  # opened with "no,": only a decision that does not go ahead can follow
 
 
 def _vocabulary(extra: Iterable[str]) -> list[str]:
@@ -146,8 +150,8 @@ def correct(text: str, vocabulary: Sequence[str]) -> Reading:
 
     def fix(m: re.Match[str]) -> str:
         word = m.group(0)
-        if len(word) < 3 or word in known or not word.isalpha():
-            return word
+        if len(word) < 3 or word in known or not word.isalpha() or word.startswith(("un", "dis", "non")):
+            return word  # "unapprove" is not a typo of "approve"
         limit = _max_edits(word)
         candidates = vocabulary if len(word) > 3 else [w for w in vocabulary if len(w) == 4]  # "skp" → "skip"
         near = extract(word, candidates, scorer=OSA.distance, score_cutoff=limit, limit=4)
@@ -164,13 +168,24 @@ def correct(text: str, vocabulary: Sequence[str]) -> Reading:
     return Reading(re.sub(r"[a-z][a-z'-]*", fix, text), notes)
 
 
+NEGATING_LEADS = ("no", "nope", "nah")
+
+
+def negated(text: str) -> bool:
+    """Does the line open with a "no"? ("no, skip it" is a skip; "no, keep it" cannot be told from "no")"""
+    return re.match(r"^(?:no|nope|nah)\b", text.strip()) is not None
+
+
 def strip_filler(text: str) -> str:
-    """Drop the filler around a decision; a lone "ok", "yes" or "no" is an answer and stays."""
+    """Drop the filler around a decision; a lone "ok", "yes" or "no" is an answer and stays. A "no" is
+    dropped only before a comma: "no rollback" means no rollback, not "rollback"."""
     text = text.strip(" ,")
     changed = True
     while changed:
         changed = False
         for lead in FILLER_LEADS:
+            if lead in NEGATING_LEADS and not text.startswith(lead + ","):
+                continue
             if text.startswith(lead + " ") or text.startswith(lead + ","):
                 rest = text[len(lead) :].lstrip(" ,")
                 if rest:
@@ -207,7 +222,8 @@ def read(text: str, kind: GateKind, *, titles: Mapping[int, str] = {}, hosts: Se
     fixed = correct(text, _vocabulary([*titles.values(), *hosts]))
     plain = strip_filler(fixed.text)
     mapped = rewrite(plain, kind)
-    return Reading(strip_filler(mapped.text), fixed.notes + mapped.notes)
+    no = negated(fixed.text) and plain != fixed.text.strip(" ,")
+    return Reading(strip_filler(mapped.text), fixed.notes + mapped.notes, negated=no)
 
 
 def title_match(phrase: str, titles: Mapping[int, str]) -> tuple[int | None, list[int]]:
@@ -229,4 +245,12 @@ def title_match(phrase: str, titles: Mapping[int, str]) -> tuple[int | None, lis
     close = [key for _, score, key in found if score >= best - 8]
     if len(close) > 1:
         return None, sorted(close)
+    # Every word said must be a word of that title (a typo of one, at most): "the overlap scheduler is
+    # fine" or "the one after the overlap scheduler" say more than the title, so they do not name it.
+    title_words = choices[found[0][2]].split()
+    said = [w for w in default_process(phrase).split() if w not in ("the", "one", "option", "change")]
+    if not said or all(w in _NUMBER_WORDS for w in said):  # "skip two" is #2 or "two-batch"?
+        return None, []
+    if any(max(fuzz.ratio(w, t) for t in title_words) < 80 for w in said):
+        return None, []
     return found[0][2], []

@@ -15,12 +15,12 @@ from tests.test_oneliner_corpus import gate, reading
 
 # The answers each gate's own question offers, as it words them (agent/nodes/gates.py).
 OFFERED = {
-    "plan": ["Approve it?", "skip 2", "defer 2", "go with 3 first"],
-    "triage": ["Proceed, skipping the no-go options?", "proceed", "skip 2"],
+    "plan": ["Approve it", "skip 2", "defer 2", "go with 3 first"],
+    "triage": ["Proceed, skipping the no-go options", "proceed", "skip 2"],
     "safety": ["Keep it (continue)", "keep it", "continue", "skip it and roll back", "skip it"],
-    "continue_or_ask": ["Continue?", "Finish with the report?", "stop"],
+    "continue_or_ask": ["Continue", "Finish with the report", "stop"],
     "rollback": ["Revert (and verify)", "accept it as is", "stop"],
-    "command": ["Run them?", "decline", "approve 1 and 3", "approve all but 2"],
+    "command": ["Run them", "decline", "approve 1 and 3", "approve all but 2"],
     "budget": ["Continue anyway", "stop with the report"],
 }
 

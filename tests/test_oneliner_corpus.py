@@ -9,7 +9,7 @@ import pytest
 from agent.answers import check_targets
 from policies.decisions import DecisionError, parse_decision
 from policies.gates import ALLOWED, Gate
-from tests.oneliner_corpus import COMMANDS, CORPUS, GATE_OPTION, TITLES
+from tests.oneliner_corpus import ATTACKS, COMMANDS, CORPUS, GATE_OPTION, TITLES
 from tests.oneliner_heldout import HELDOUT
 
 
@@ -54,6 +54,11 @@ def same(want: str, got: str) -> bool:
 
 
 CORPORA = {"corpus": CORPUS, "held-out": HELDOUT}
+
+
+@pytest.mark.parametrize(("kind", "text", "want"), ATTACKS, ids=[f"{k}:{t[:40]}" for k, t, _ in ATTACKS])
+def test_what_an_attack_review_found_is_refused_or_read_right(kind: str, text: str, want: str) -> None:
+    assert reading(kind, text) == want
 
 
 @pytest.mark.parametrize("name", CORPORA)
