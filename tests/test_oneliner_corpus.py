@@ -8,21 +8,25 @@ import pytest
 
 from agent.answers import check_targets
 from policies.decisions import DecisionError, parse_decision
-from policies.gates import ALLOWED, Gate
+from policies.gates import ALLOWED, Decision, Gate
 from tests.oneliner_corpus import ATTACKS, COMMANDS, CORPUS, GATE_OPTION, TITLES
 from tests.oneliner_heldout import HELDOUT
 
 
+def parsed(kind: str, text: str) -> Decision:
+    return parse_decision(
+        text,
+        kind=kind,  # type: ignore[arg-type]
+        options=sorted(TITLES),
+        gate_option=GATE_OPTION.get(kind),
+        titles=TITLES,
+        commands=COMMANDS if kind == "command" else (),
+    )
+
+
 def reading(kind: str, text: str) -> str:
     try:
-        d = parse_decision(
-            text,
-            kind=kind,  # type: ignore[arg-type]
-            options=sorted(TITLES),
-            gate_option=GATE_OPTION.get(kind),
-            titles=TITLES,
-            commands=COMMANDS if kind == "command" else (),
-        )
+        d = parsed(kind, text)
         # What the gate itself then refuses ("skip which option?"), as at a real gate.
         check_targets(gate(kind), d)
     except DecisionError:
@@ -82,15 +86,9 @@ def test_at_least_95_percent_are_read_right_and_none_is_a_wrong_action(name: str
     )
 
 
-@pytest.mark.parametrize(("kind", "text"), [(k, t) for k, t, w in CORPUS if w != "refuse" and w.split()[0] != "ask"])
-def test_a_reading_beyond_the_core_grammar_says_how_it_was_read_and_asks_to_confirm(kind: str, text: str) -> None:
-    d = parse_decision(
-        text,
-        kind=kind,  # type: ignore[arg-type]
-        options=sorted(TITLES),
-        gate_option=GATE_OPTION.get(kind),
-        titles=TITLES,
-        commands=COMMANDS if kind == "command" else (),
-    )
-    if d.read_as:
-        assert d.confirm, f"{text!r} was read as {d.read_as} without a confirmation"
+def test_every_reading_beyond_the_core_grammar_says_how_it_was_read_and_asks_to_confirm() -> None:
+    accepted = [parsed(k, t) for k, t, w in CORPUS + HELDOUT if w != "refuse" and reading(k, t) != "refuse"]
+    tolerant = [d for d in accepted if d.read_as]
+    assert len(tolerant) >= 100  # the corpora do exercise the tolerant reading
+    unconfirmed = [(d.raw, d.read_as) for d in tolerant if not d.confirm]
+    assert not unconfirmed, unconfirmed
