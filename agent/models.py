@@ -183,6 +183,9 @@ class RollbackSpec(_Strict):
     # When the first readings after the revert are not back, up to this many more are taken, one at a time,
     # and the latest `verify_runs` judged: a revert that restarts a server reads cold for a while.
     settle_runs: StrictInt = Field(default=6, ge=0, le=20)
+    # Before each of those runs a pause, doubling from one benchmark run's length up to this: a busy
+    # neighbour or a vacuum after crash recovery lasts longer than a few back-to-back runs. 0: no pause.
+    settle_wait_s: float = Field(default=10.0, ge=0, le=300)
     tolerance_pct: float = Field(default=5.0, gt=0)
     floor_pct: float = Field(default=1.0, ge=0)  # a noise band is never narrower than this
     # A band wider than this tells nothing useful: the metric cannot verify, only the option's `check` can.

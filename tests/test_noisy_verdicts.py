@@ -173,7 +173,7 @@ benchmark:
   timeout: 20
   post_stress_runs: %(post)d
 stress: [{name: bursts, run: "{{simserve}} stress idle-busy-bursts --wall 0 %(stress)s", on: h1, timeout: 5}]
-rollback: {verify_runs: 3%(rollback)s}
+rollback: {verify_runs: 3, settle_wait_s: 0%(rollback)s}
 options:
   - id: 2
     title: kernel occupancy
@@ -432,6 +432,13 @@ def test_readings_that_settle_are_judged_on_the_latest_window_and_say_what_the_f
     assert v["verified"] is False and v["detail"].count("still off after 5 runs") == 1
     # No more readings than the window: the plain verdict, unchanged.
     assert settled(cold_then_warm[3:], window, 3) == window(cold_then_warm[3:])
+
+
+def test_settling_pauses_double_from_one_run_up_to_the_cap():
+    from agent.nodes.rollback import settle_pause
+
+    assert [settle_pause(k, 1.1, 10.0) for k in range(6)] == [1.1, 2.2, 4.4, 8.8, 10.0, 10.0]
+    assert settle_pause(0, 0.0, 10.0) == 0.1 and settle_pause(3, 5.0, 0.0) == 0.0
 
 
 def verify_runs(events):

@@ -4,6 +4,7 @@ health checks pass, the option's `check` says it is off, and the metric is back 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -133,12 +134,13 @@ def _revert_on(state: State, runtime: Runtime[RunContext], hosts: list[str]) -> 
         checks: dict[str, list[float]] = {h: [] for h in hosts}
         judged: dict[str, dict[str, Any]] = {}
 
-        def take(i: int) -> None:
+        def take(i: int) -> float:
             run = bench_once(ctx, pair=i, arm="A", option=option.id, approved=approved, purpose="verify", only=hosts)
             for h in hosts:
                 value = run.hosts.get(h) if run.hosts else (run.value if run.valid else None)
                 if value is not None:
                     checks[h].append(value)
+            return run.duration_s
 
         def back() -> bool:
             judged.clear()
@@ -259,10 +261,11 @@ def rollback(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     readings: list[float] = []
     verdict: dict[str, Any] = {}
 
-    def take(i: int) -> None:
+    def take(i: int) -> float:
         run = bench_once(ctx, pair=i, arm="A", option=option.id, approved=approved, purpose="verify")
         if run.valid and run.value is not None:
             readings.append(run.value)
+        return run.duration_s
 
     def back() -> bool:
         verdict.clear()
@@ -298,23 +301,31 @@ def rollback(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
 
 
 def measure_back(
-    ctx: RunContext, option_id: int, take: Callable[[int], None], back: Callable[[], bool], *, can_settle: bool
+    ctx: RunContext, option_id: int, take: Callable[[int], float], back: Callable[[], bool], *, can_settle: bool
 ) -> int:
     """Take the rollback's verification runs; while the readings are not back (and the state check has not
     already said the option is still on), take up to `settle_runs` more, one at a time, judging the latest
     `verify_runs`: a revert that restarts a server reads cold for a while, which is not a broken revert.
     A revert that is broken stays off for every window, so the verdict only waits longer. Returns the runs taken."""
     spec = ctx.campaign.rollback
-    for i in range(spec.verify_runs):
-        take(i)
+    durations = [take(i) for i in range(spec.verify_runs)]
     taken = spec.verify_runs
     while can_settle and taken < spec.verify_runs + spec.settle_runs and not back():
+        wait = settle_pause(taken - spec.verify_runs, max(durations), spec.settle_wait_s)
         if taken == spec.verify_runs:
-            ctx.journal.append("rollback.settling", option=option_id, runs=taken, up_to=taken + spec.settle_runs)
-        take(taken)
+            ctx.journal.append(
+                "rollback.settling", option=option_id, runs=taken, up_to=taken + spec.settle_runs, first_wait_s=wait
+            )
+        time.sleep(wait)
+        durations.append(take(taken))
         taken += 1
     back()  # the verdict of the final window
     return taken
+
+
+def settle_pause(k: int, run_s: float, cap_s: float) -> float:
+    """The pause before the k-th settling run (from 0): one benchmark run's length, doubling, at most cap_s."""
+    return round(min(max(run_s, 0.1) * 2**k, cap_s), 3)
 
 
 def _noted(state: State, option_id: int, v: dict[str, Any]) -> dict[str, Any]:
