@@ -55,7 +55,6 @@ FILLER_TAILS = (
     "please", "thanks", "thank you", "thx", "ty", "here", "then", "instead", "i think", "i guess",
     "anyway", "anyways", "as well", "then please", "pls", "plz",
 )  # fmt: skip
-# A lead that stands alone is an answer of its own ("ok", "yes", "no"): kept then.
 # (pattern, replacement, kinds it applies at or None for every gate). Applied in order, whole words.
 # Each one is a phrasing outside the core grammar: a reading that used one is noted and confirmed.
 SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
