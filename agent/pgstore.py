@@ -24,6 +24,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from agent import pgjournal
 from agent.listing import home, summarize
+from agent.serde import serializer
 from agent.store import CheckpointUnreadable, Session, SessionBusy, SessionError, Store, scratch_dir
 
 # The checkpoint tables PostgresSaver.setup creates, and the journal's: all must exist to run.
@@ -288,7 +289,7 @@ class PgSession(Session):
         from langgraph.checkpoint.postgres import PostgresSaver
 
         try:
-            saver = PostgresSaver(self._pool)
+            saver = PostgresSaver(self._pool, serde=serializer())
         except psycopg.Error as exc:
             raise CheckpointUnreadable(f"{redact(self.url)}: {_first_line(exc)}") from None
         yield saver

@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 from agent.journal import Event, Journal, Listener, read_events
 from agent.listing import list_sessions, sessions_root
+from agent.serde import serializer
 
 
 class SessionError(RuntimeError):
@@ -364,7 +365,7 @@ class SessionDir(Session):
         conn = sqlite3.connect(self.checkpoints, check_same_thread=False)
         try:
             try:
-                saver = SqliteSaver(conn)
+                saver = SqliteSaver(conn, serde=serializer())
                 saver.setup()
                 # WAL + NORMAL: durable across process crashes at ~1 ms per step (research/langgraph.md §5).
                 conn.execute("PRAGMA synchronous=NORMAL")

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.checkpoint import Head
+from agent.serde import serializer
 from agent.store import Session, SessionError, Store
 
 DOCS = ("campaign.yaml", "policy.yaml", "parses.json", "known_hosts.pinned", "campaign-files.json")
@@ -49,7 +50,7 @@ def _sqlite_saver(path: Path) -> Iterator[Any]:
 
     conn = sqlite3.connect(path, check_same_thread=False)
     try:
-        saver = SqliteSaver(conn)
+        saver = SqliteSaver(conn, serde=serializer())
         saver.setup()
         yield saver
     finally:

@@ -1,0 +1,57 @@
+"""C1 (issue 19): a checkpoint database someone else wrote must not run code when signoff reads it.
+
+LangGraph's default serializer rebuilds any `module.function(arg)` named in a msgpack Ext. The attack is
+reproduced first on that default, then shown to do nothing through signoff's serializer and through a
+session's own SQLite saver (the path `signoff resume` and `signoff import` read)."""
+
+from __future__ import annotations
+
+import sqlite3
+import warnings
+from pathlib import Path
+
+import ormsgpack
+from langgraph.checkpoint.serde.jsonplus import EXT_CONSTRUCTOR_SINGLE_ARG, JsonPlusSerializer
+
+from agent.serde import serializer
+
+
+def payload(marker: Path) -> bytes:
+    """What an attacker puts in a checkpoint blob: os.system("touch MARKER") on load."""
+    ext = ormsgpack.Ext(EXT_CONSTRUCTOR_SINGLE_ARG, ormsgpack.packb(("os", "system", f"touch {marker}")))
+    return ormsgpack.packb({"channel_values": {"x": ext}})
+
+
+def test_the_attack_runs_code_through_langgraphs_default_serializer(tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        JsonPlusSerializer().loads_typed(("msgpack", payload(marker)))
+    assert marker.exists()  # the hole is real: this is what signoff must not do
+
+
+def test_signoffs_serializer_does_not_run_it(tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    loaded = serializer().loads_typed(("msgpack", payload(marker)))
+    assert not marker.exists()
+    assert "x" in loaded["channel_values"]  # left as data, never called
+
+
+def test_a_sessions_saver_reading_a_tampered_checkpoint_runs_nothing(tmp_path: Path, monkeypatch) -> None:
+    from agent.store import LocalStore
+
+    monkeypatch.setenv("SIGNOFF_HOME", str(tmp_path / "home"))
+    marker = tmp_path / "pwned"
+    session = LocalStore().new("20261203-000000-beef")
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    with session.saver() as saver:
+        config = {"configurable": {"thread_id": session.id, "checkpoint_ns": ""}}
+        saver.put(config, empty_checkpoint(), {"source": "input", "step": -1}, {})
+    conn = sqlite3.connect(session.checkpoints)
+    conn.execute("UPDATE checkpoints SET type = 'msgpack', checkpoint = ?", (payload(marker),))
+    conn.commit()
+    conn.close()
+    with session.saver() as saver:
+        saver.get_tuple({"configurable": {"thread_id": session.id, "checkpoint_ns": ""}})
+    assert not marker.exists()
