@@ -229,6 +229,9 @@ class _Connection:
         self.endpoint = endpoint
         self.slots = threading.BoundedSemaphore(CHANNELS_PER_CONNECTION)
         self.last_used = time.monotonic()
+        # Set once a command on it saw the link die: paramiko may still call a half-dead transport active
+        # for a moment under load, and a retry must not land on it (CI: the retry was lost a second time).
+        self.broken = False
 
     @property
     def transport(self) -> Any:
@@ -236,7 +239,7 @@ class _Connection:
 
     def alive(self) -> bool:
         t = self.transport
-        return t is not None and t.is_active()
+        return not self.broken and t is not None and t.is_active()
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
@@ -569,6 +572,8 @@ class SSHTransport:
         if error is None and not conn.alive():
             link_lost = True
             error = f"{conn.endpoint.label()}: connection lost mid-command"
+        if link_lost:
+            conn.broken = True
         if error is not None and exit_code is not None:
             exit_code = None
         return finish(
