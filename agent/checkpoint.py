@@ -26,10 +26,15 @@ class Head(BaseModel):
     head: str
     signature: str | None = None  # base64 Ed25519 signature of "<session>:<events>:<head>"
     key: str | None = None  # the signer's raw public key, hex (which key signed; not a trust anchor)
+    # True when the head's last event ended the session (session.finished): nothing may follow it.
+    # Absent (not False) otherwise, so a head written before this field existed keeps its exact bytes.
+    final: bool | None = None
 
 
-def message(session: str, events: int, head: str) -> bytes:
-    return f"{session}:{events}:{head}".encode()
+def message(session: str, events: int, head: str, final: bool = False) -> bytes:
+    """What a signature covers. A final head signs ":final" too, so a signed head that says the session
+    ended cannot be turned into one that says it goes on (and take forged events after it)."""
+    return f"{session}:{events}:{head}{':final' if final else ''}".encode()
 
 
 class Signer:
@@ -54,16 +59,22 @@ class Signer:
             raise ValueError(f"SIGNOFF_SIGNING_KEY={path}: not an Ed25519 private key")
         return cls(key)
 
-    def sign(self, session: str, events: int, head: str) -> Head:
+    def sign(self, session: str, events: int, head: str, *, final: bool = False) -> Head:
         from cryptography.hazmat.primitives import serialization
 
         raw = self.key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-        signature = base64.b64encode(self.key.sign(message(session, events, head))).decode()
-        return Head(events=events, head=head, signature=signature, key=raw.hex())
+        signature = base64.b64encode(self.key.sign(message(session, events, head, final))).decode()
+        return Head(events=events, head=head, signature=signature, key=raw.hex(), final=final or None)
 
 
-def write(journal: Path, session: str, events: int, head: str, signer: Signer | None) -> None:
-    write_record(journal, signer.sign(session, events, head) if signer else Head(events=events, head=head))
+def record(session: str, events: int, head: str, signer: Signer | None, *, final: bool = False) -> Head:
+    if signer is not None:
+        return signer.sign(session, events, head, final=final)
+    return Head(events=events, head=head, final=final or None)
+
+
+def write(journal: Path, session: str, events: int, head: str, signer: Signer | None, *, final: bool = False) -> None:
+    write_record(journal, record(session, events, head, signer, final=final))
 
 
 def write_record(journal: Path, record: Head) -> None:
@@ -125,7 +136,7 @@ def check_signature(head: Head, session: str, pinned: bytes | None) -> str | Non
     raw = pinned if pinned is not None else bytes.fromhex(head.key or "")
     try:
         Ed25519PublicKey.from_public_bytes(raw).verify(
-            base64.b64decode(head.signature), message(session, head.events, head.head)
+            base64.b64decode(head.signature), message(session, head.events, head.head, bool(head.final))
         )
     except (InvalidSignature, ValueError):
         return "the head's signature does not verify" + (" with the given key" if pinned is not None else "")

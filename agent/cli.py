@@ -214,10 +214,11 @@ def _existing_session(session: str, store: str | None, *, accept_policy_change: 
 def _policy_drift(d: Any, accept_policy_change: bool) -> None:
     """Refuse (SessionError) to go on under a policy file that changed on disk, unless accepted; an
     accepted change is journaled. The caller holds the session lock."""
-    from agent.session import SessionError, policy_drift
+    from agent.session import SessionError, check_documents, policy_drift
     from agent.session import accept_policy_change as accept
     from policies.yamlsrc import SourceError
 
+    check_documents(d)  # a tampered copy is named as such, not taken for a changed policy file
     drift = policy_drift(d)
     if drift is None:
         return
@@ -547,7 +548,8 @@ def _replay(
             pinned = load_public_key(key) if key is not None else None
         except (OSError, ValueError) as exc:
             raise _fail(f"--key {key}: {exc}", BAD_INPUT) from None
-        verdict = verify_session(journal, key=pinned)
+        documents = {name: d.read(name) for name in ("campaign.yaml", "policy.yaml")}
+        verdict = verify_session(journal, key=pinned, documents=documents, meta=d.meta())
         typer.echo(verdict.model_dump_json() if as_json else verdict.line())
         raise typer.Exit(0 if verdict.ok else FAILED)
     try:

@@ -35,6 +35,9 @@ DURABLE_KINDS = ("session.", "gate.", "decision", "rule.", "rollback", "report")
 # fsync these too (a mutation's started/finished lines carry an `effect`): after a crash they decide
 # whether it may run again. The head follows at the next line above, or at close.
 LEDGER_KINDS = ("mutation.",)
+# The event that ends a session for good: a head written right after it is final (nothing may follow).
+# `session.failed` is not one: a run that failed keeps its checkpoint and `signoff resume` goes on.
+ENDING_KINDS = ("session.finished",)
 # The fields that name an artifact (full command output, by digest): verification checks each one.
 ARTIFACT_FIELDS = ("artifact", "stderr_artifact", "diagnosis")
 
@@ -54,6 +57,9 @@ class VerifyReport(BaseModel):
     head: str
     error: str | None = None
     failed_seq: int | None = None
+    signed: bool = False  # every head copy is signed (and, with a key, by that key)
+    final: bool = False  # the head says the session ended at the journal's last event
+    head_events: int = 0  # how many events the oldest head copy covers (fewer than `events`: running or cut short)
 
 
 Listener = Callable[[Event], None]
@@ -102,6 +108,7 @@ class Journal:
         self._listeners: list[Listener] = []
         self._signer = checkpoint.Signer.from_environment()
         self._seq, self._prev, self._size = 0, GENESIS, 0
+        self._final = False  # the last line ended the session
         self._fh = path.open("ab")
         fcntl.flock(self._fh, fcntl.LOCK_EX)
         try:
@@ -132,6 +139,7 @@ class Journal:
             seq += 1
             prev = hashlib.sha256(line).hexdigest()
         self._seq, self._prev, self._size = seq, prev, len(raw) - len(tail)
+        self._final = bool(lines) and _kind(lines[-1]) in ENDING_KINDS
         if tail:
             os.truncate(self.path, self._size)
             return {"torn_bytes": len(tail), "torn_digest": hashlib.sha256(tail).hexdigest()}
@@ -154,6 +162,7 @@ class Journal:
             self._size += len(line) + 1
             self._seq += 1
             self._prev = event.hash
+            self._final = kind in ENDING_KINDS
             if kind.startswith(DURABLE_KINDS):
                 os.fsync(self._fh.fileno())
                 self._write_head()
@@ -182,7 +191,7 @@ class Journal:
             raise
 
     def _write_head(self) -> None:
-        checkpoint.write(self.path, self.session, self._seq, self._prev, self._signer)
+        checkpoint.write(self.path, self.session, self._seq, self._prev, self._signer, final=self._final)
 
     @property
     def head(self) -> str:
@@ -195,6 +204,13 @@ class Journal:
                     os.fsync(self._fh.fileno())
                     self._write_head()
                 self._fh.close()
+
+
+def _kind(line: bytes) -> str:
+    try:
+        return str(json.loads(line).get("kind", ""))
+    except (json.JSONDecodeError, AttributeError):
+        return ""
 
 
 def read_events(path: Path) -> Iterator[dict[str, Any]]:
@@ -235,6 +251,7 @@ def verify(path: Path, *, key: bytes | None = None) -> VerifyReport:
     wanted = {h.events for _, h in heads}
     at: dict[int, str] = {0: GENESIS}
     prev, count, session = GENESIS, 0, ""
+    ended: int | None = None  # the line count just after the last event that ended the session
     with path.open("rb") as fh:
         for line in fh:
             body = line.rstrip(b"\n")
@@ -256,28 +273,46 @@ def verify(path: Path, *, key: bytes | None = None) -> VerifyReport:
                 session = str(json.loads(body).get("session", ""))
             prev = hashlib.sha256(body).hexdigest()
             count += 1
+            # A byte search keeps verification at hashing speed; a hit is confirmed on the parsed line,
+            # since a nested object could hold the same key and value.
+            if b'"kind":"session.finished"' in body and _kind(body) in ENDING_KINDS:
+                ended = count
             if count in wanted:
                 at[count] = prev
     if key is not None and not heads:
         return VerifyReport(ok=False, events=count, head=prev, failed_seq=count, error="no signed head to check")
+
+    def failed(seq: int, error: str) -> VerifyReport:
+        return VerifyReport(ok=False, events=count, head=prev, failed_seq=seq, error=error)
+
     for source, h in heads:
         if count < h.events:
-            return VerifyReport(
-                ok=False,
-                events=count,
-                head=prev,
-                failed_seq=count,
-                error=f"journal has {count} events but the {source} records {h.events} (truncated)",
-            )
+            return failed(count, f"journal has {count} events but the {source} records {h.events} (truncated)")
         if at.get(h.events) != h.head:
-            return VerifyReport(
-                ok=False,
-                events=count,
-                head=prev,
-                failed_seq=h.events,
-                error=f"hash at event {h.events} differs from the {source} (history rewritten)",
-            )
+            return failed(h.events, f"hash at event {h.events} differs from the {source} (history rewritten)")
         problem = checkpoint.check_signature(h, session, key)
         if problem is not None:
-            return VerifyReport(ok=False, events=count, head=prev, failed_seq=h.events, error=f"{source}: {problem}")
-    return VerifyReport(ok=True, events=count, head=prev)
+            return failed(h.events, f"{source}: {problem}")
+        if h.final and count > h.events:
+            return failed(
+                h.events,
+                f"{count - h.events} event(s) after the {source}'s final head at event {h.events} "
+                "(appended after the session ended)",
+            )
+        # Nothing is journaled after a session ends, so lines past the end that no head vouches for were
+        # appended behind the runner's back (or the head was swapped for an older one). A crash between the
+        # ending line and its head leaves the end itself uncovered, with nothing after it: that passes.
+        if ended is not None and count > ended and h.events <= ended:
+            return failed(
+                h.events,
+                f"the session ended at event {ended} but the {source} covers {h.events} of {count} events "
+                "(events appended after the end, or an older head restored)",
+            )
+    return VerifyReport(
+        ok=True,
+        events=count,
+        head=prev,
+        signed=bool(heads) and all(h.signature is not None for _, h in heads),
+        final=bool(heads) and all(h.final and h.events == count for _, h in heads),
+        head_events=min((h.events for _, h in heads), default=0),
+    )

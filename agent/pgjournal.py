@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from agent import checkpoint, crashpoints
-from agent.journal import ARTIFACT_FIELDS, GENESIS, Event, Listener, encode
+from agent.journal import ARTIFACT_FIELDS, ENDING_KINDS, GENESIS, Event, Listener, encode
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS signoff_journal (
@@ -126,10 +126,11 @@ class PgJournal:
                 "INSERT INTO signoff_journal (session, seq, line, hash, kind, ts) VALUES (%s, %s, %s, %s, %s, %s)",
                 (self.session, events, line, event.hash, kind, event.ts),
             )
-            record = self._signer.sign(self.session, events + 1, event.hash) if self._signer else None
+            # Unsigned heads are recorded too (they carry `final`); heads stored before that have none.
+            record = checkpoint.record(self.session, events + 1, event.hash, self._signer, final=kind in ENDING_KINDS)
             self._conn.execute(
                 "UPDATE signoff_journal_head SET events = %s, head = %s, record = %s WHERE session = %s",
-                (events + 1, event.hash, record and record.model_dump_json(exclude_none=True), self.session),
+                (events + 1, event.hash, record.model_dump_json(exclude_none=True), self.session),
             )
             self._conn.execute("SELECT pg_notify(%s, %s)", (channel(self.session), str(events)))
         points = (kind, f"{kind}/{data['purpose']}") if data.get("purpose") else (kind,)

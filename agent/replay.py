@@ -6,12 +6,14 @@ policy text and the journaled facts.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
+from agent.documents import journaled_digests, mismatch
 from agent.journal import ARTIFACT_FIELDS, read_events, verify
 from policies.engine import PolicyEngine
 from policies.schema import Policy, load_policy_text
@@ -25,11 +27,24 @@ class ReplayVerdict(BaseModel):
     policy_decisions: int
     failed_seq: int | None = None
     error: str | None = None
+    signed: bool = False  # the head is signed (by the --key given, when one was)
+    final: bool = False  # the head says the session ended at the journal's last event
+    head_events: int = 0  # events the head covers; fewer than `events` while running or after a crash
 
     def line(self) -> str:
-        if self.ok:
-            return f"OK: {self.events} events, {self.gates} gates, {self.policy_decisions} policy decisions re-derived"
-        return f"FAILED at seq {self.failed_seq}: {self.error}"
+        if not self.ok:
+            return f"FAILED at seq {self.failed_seq}: {self.error}"
+        text = f"OK: {self.events} events, {self.gates} gates, {self.policy_decisions} policy decisions re-derived"
+        if self.final:
+            text += "; the head is final (the session ended)"
+        elif self.head_events < self.events:
+            text += (
+                f"; the last {self.events - self.head_events} event(s) are past the head (a run still going, or "
+                "cut short) and not covered by it"
+            )
+        if not self.signed:
+            text += "; unsigned: proves integrity against accidents, not against someone who can rewrite the store"
+        return text
 
 
 def events(
@@ -47,11 +62,21 @@ def events(
     return out
 
 
-def verify_session(journal: Path, *, key: bytes | None = None) -> ReplayVerdict:
+def verify_session(
+    journal: Path,
+    *,
+    key: bytes | None = None,
+    documents: Mapping[str, str | None] | None = None,
+    meta: Mapping[str, Any] | None = None,
+) -> ReplayVerdict:
+    """The chain and head (`agent.journal.verify`), the artifacts, every policy decision re-derived,
+    and, when given, the session's own copies of its `documents` (campaign.yaml, policy.yaml) against the
+    journaled digests and its `meta` status against how the journal ends."""
     chain = verify(journal, key=key)
     engine: PolicyEngine | None = None
     opened: dict[str, dict[str, Any]] = {}
     gates = derived = 0
+    ending: str | None = None  # the kind of the journal's last session event
 
     def failed(seq: int | None, error: str | None) -> ReplayVerdict:
         return ReplayVerdict(
@@ -60,6 +85,8 @@ def verify_session(journal: Path, *, key: bytes | None = None) -> ReplayVerdict:
 
     if not chain.ok:
         return failed(chain.failed_seq, chain.error)
+    if documents is not None and (problem := mismatch(documents, journaled_digests(read_events(journal)))):
+        return failed(None, f"the session's {problem}")
     artifacts = journal.parent / "artifacts"
     checked: dict[str, str | None] = {}  # artifact name → why it is bad (None: intact)
     for e in read_events(journal):
@@ -69,6 +96,8 @@ def verify_session(journal: Path, *, key: bytes | None = None) -> ReplayVerdict:
                     checked[name] = _artifact_problem(artifacts, name)
                 if checked[name] is not None:
                     return failed(e["seq"], checked[name])
+        if e["kind"].startswith("session.") and e["kind"] != "session.interrupted":
+            ending = e["kind"]
         if e["kind"] == "policy.changed":
             if hashlib.sha256(e["policy_text"].encode()).hexdigest() != e.get("policy_sha256"):
                 return failed(e["seq"], "the journaled new policy does not match its recorded sha256")
@@ -100,7 +129,24 @@ def verify_session(journal: Path, *, key: bytes | None = None) -> ReplayVerdict:
                     f"the journaled policy and facts give {again.action} by {again.rule}",
                 )
             derived += 1
-    return ReplayVerdict(ok=True, events=chain.events, gates=gates, policy_decisions=derived)
+    status = (meta or {}).get("status")
+    # ("failed" is left out: on a full disk meta.json can say so while the journal could not.)
+    if status in ("finished", "stopped") and ending != "session.finished":
+        # Cut back to an older head, with both copies restored: the chain holds, but the store says it ended.
+        return failed(
+            chain.events,
+            f"meta.json says the session {status}, but the journal does not end with its end "
+            "(cut back to an older head?)",
+        )
+    return ReplayVerdict(
+        ok=True,
+        events=chain.events,
+        gates=gates,
+        policy_decisions=derived,
+        signed=chain.signed,
+        final=chain.final,
+        head_events=chain.head_events,
+    )
 
 
 class Redecided(BaseModel):

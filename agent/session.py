@@ -34,8 +34,9 @@ from agent.brain.rules import RuleBrain
 from agent.campaign import LoadedCampaign, load_campaign, with_proposals
 from agent.checkpoint import Signer
 from agent.context import RunContext
+from agent.documents import DOCUMENTS, journaled_digests, mismatch
 from agent.effects import Ledger
-from agent.journal import Event
+from agent.journal import ENDING_KINDS, Event
 from agent.listing import list_sessions
 from agent.models import BrainSpec
 from agent.stopping import stop_requested
@@ -231,6 +232,41 @@ def policy_drift(d: Session) -> tuple[Path, str] | None:
     return path, text
 
 
+class DocumentsChanged(SessionError):
+    """The session's own campaign.yaml or policy.yaml is not what its journal recorded: nothing runs."""
+
+    def __init__(self, session: str, problem: str) -> None:
+        self.problem = problem
+        super().__init__(
+            f"session {session}: {problem}; nothing ran (restore the file, or start a new session from it)"
+        )
+
+
+def check_documents(d: Session, journal: Any = None) -> None:
+    """Raise DocumentsChanged unless each of the session's own campaign.yaml and policy.yaml has the
+    sha256 the journal recorded (before the session started, the digests meta.json took at creation).
+    A refusal is journaled (on `journal`, the caller's open one, else briefly opened: the caller holds
+    the session lock), except in a journal that has ended, which takes no more lines."""
+    mine = journal is None
+    journal = d.open_journal() if mine else journal  # opening it recovers a torn last line first
+    try:
+        meta = d.meta()
+        events = list(d.events())
+        expected = journaled_digests(events) or {
+            "campaign.yaml": meta.get("campaign_sha256", ""),
+            "policy.yaml": meta.get("policy_sha256", ""),
+        }
+        problem = mismatch({name: d.read(name) for name in DOCUMENTS}, expected)
+        if problem is None:
+            return
+        if not events or events[-1]["kind"] not in ENDING_KINDS:
+            journal.append("documents.mismatch", problem=problem)
+        raise DocumentsChanged(d.id, problem)
+    finally:
+        if mine:
+            journal.close()
+
+
 def accept_policy_change(d: Session, *, by: str) -> str:
     """Adopt the policy file's new text for the rest of the session (it must load and pass its
     self-tests); journaled as `policy.changed` with both hashes. Returns the new sha256."""
@@ -240,9 +276,8 @@ def accept_policy_change(d: Session, *, by: str) -> str:
     path, text = drift
     new = load_policy_text(text, path=str(path))
     old = load_policy_text(d.read("policy.yaml") or "", path=str(path))
-    d.write("policy.yaml", text)
-    meta = d.meta()
-    d.write_meta({**meta, "policy_sha256": new.sha256})
+    # Journaled first: a crash before the copy is written leaves the old copy, which the journal then
+    # refuses to run under, and the drift stays visible, so accepting again completes it.
     journal = d.open_journal()
     journal.append(
         "policy.changed",
@@ -254,6 +289,9 @@ def accept_policy_change(d: Session, *, by: str) -> str:
         by=by,
     )
     journal.close()
+    d.write("policy.yaml", text)
+    meta = d.meta()
+    d.write_meta({**meta, "policy_sha256": new.sha256})
     return new.sha256
 
 
@@ -276,9 +314,14 @@ class Runner:
         self.meta = d.meta()
         self.headless = headless
         self.campaign_dir = campaign_dir(d, self.meta)
-        self.loaded = self._campaign()
-        self.policy = self._policy()
-        self.journal = d.open_journal()
+        self.journal = d.open_journal()  # first: opening it recovers a torn last line
+        try:
+            check_documents(d, self.journal)
+            self.loaded = self._campaign()
+            self.policy = self._policy()
+        except BaseException:
+            self.journal.close()
+            raise
         self._spend_lock = threading.Lock()
         for listener in listeners or []:
             self.journal.subscribe(listener)
@@ -892,12 +935,14 @@ def demo_over_ssh(campaign: Path, target: str) -> str:
 
 __all__ = [
     "DecisionError",
+    "DocumentsChanged",
     "Outcome",
     "Runner",
     "SessionBusy",
     "SessionDir",
     "SessionError",
     "SourceError",
+    "check_documents",
     "create",
     "demo_campaign",
     "list_sessions",
