@@ -109,7 +109,8 @@ class Journal:
         self._signer = checkpoint.Signer.from_environment()
         self._seq, self._prev, self._size = 0, GENESIS, 0
         self._final = False  # the last line ended the session
-        self._fh = path.open("ab")
+        # 0600: the journal holds command output; a new one is its owner's alone.
+        self._fh = os.fdopen(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab")
         fcntl.flock(self._fh, fcntl.LOCK_EX)
         try:
             recovered = self._recover()

@@ -25,7 +25,7 @@ from urllib.parse import urlsplit, urlunsplit
 from agent import pgjournal
 from agent.listing import home, summarize
 from agent.serde import serializer
-from agent.store import CheckpointUnreadable, Session, SessionBusy, SessionError, Store, scratch_dir
+from agent.store import CheckpointUnreadable, Session, SessionBusy, SessionError, Store, check_session_id, scratch_dir
 
 # The checkpoint tables PostgresSaver.setup creates, and the journal's: all must exist to run.
 REQUIRED = ("checkpoints", "checkpoint_blobs", "checkpoint_writes", "signoff_journal", "signoff_docs")
@@ -71,10 +71,10 @@ class PgStore(Store):
         return redact(self.url)
 
     def session(self, session_id: str) -> PgSession:
-        return PgSession(self.url, session_id)
+        return PgSession(self.url, check_session_id(session_id))
 
     def new(self, session_id: str) -> PgSession:
-        return PgSession(self.url, session_id)
+        return PgSession(self.url, check_session_id(session_id))
 
     def list_sessions(self) -> list[dict[str, Any]]:
         """Every session in the store, with who runs it now (the lease holder) and a summary read from

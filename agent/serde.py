@@ -9,6 +9,9 @@ data, never called.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from typing import Any
 
@@ -19,3 +22,32 @@ def serializer() -> Any:
 
     # None: only LangGraph's SAFE_MSGPACK_TYPES (and its one safe method); no pickle fallback.
     return JsonPlusSerializer(allowed_msgpack_modules=None, pickle_fallback=False)
+
+
+class _Blocked(logging.Handler):
+    """Collects LangGraph's "Blocked deserialization of module.name" warnings instead of printing them."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.seen: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if message.startswith("Blocked deserialization"):
+            self.seen.append(message.split(" - ")[0].removeprefix("Blocked deserialization of "))
+
+
+@contextmanager
+def blocked_types() -> Iterator[list[str]]:
+    """The foreign types a checkpoint named while this block read it (`os.system`, …): signoff never
+    stores one, so a caller that reads someone else's checkpoints refuses them when this is non-empty.
+    (LangGraph warns once per type per process; a reader checks in a fresh process, as `import` does.)"""
+    logger = logging.getLogger("langgraph.checkpoint.serde.jsonplus")
+    handler, propagate = _Blocked(), logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        yield handler.seen
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate

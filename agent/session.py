@@ -119,6 +119,17 @@ def new_session_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
 
 
+def _new_session(store: Store) -> Session:
+    """A session under a fresh id; an id already taken (the same second and 16 random bits, or a name
+    someone planted in a shared store) is passed over, never written into."""
+    for _ in range(20):
+        try:
+            return store.new(new_session_id())
+        except FileExistsError:
+            continue
+    raise SessionError(f"could not create a new session in {store.where}: every id tried was taken")
+
+
 def create(
     campaign_path: Path,
     policy_ref: str | Path,
@@ -146,7 +157,7 @@ def create(
         raise SourceError(
             loaded.path, None, "the claude brain needs ANTHROPIC_API_KEY in the environment (or use --brain rules)"
         )
-    d = (store or open_store()).new(new_session_id())
+    d = _new_session(store or open_store())
     d.write("campaign.yaml", loaded.text)
     d.write("policy.yaml", policy.text)
     files = campaign_files(loaded)

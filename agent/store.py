@@ -16,6 +16,7 @@ import fcntl
 import getpass
 import json
 import os
+import re
 import shutil
 import socket
 import sqlite3
@@ -33,6 +34,30 @@ from agent.serde import serializer
 
 class SessionError(RuntimeError):
     """A session cannot do what was asked (missing, busy, not waiting); the message says why."""
+
+
+# What a session id may be: what `new_session_id` makes (`20261204-113247-74d9`) and names people
+# choose, never a path (no `/`, no `..`, no leading dot or dash), so an id from meta.json, a URL or
+# the command line cannot say where a session is written.
+SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+
+
+def check_session_id(session_id: object) -> str:
+    if not isinstance(session_id, str) or SESSION_ID.fullmatch(session_id) is None:
+        shown = repr(session_id)[:80]
+        raise SessionError(f"{shown} is not a session id (1-64 letters, digits, '-' or '_'; a letter or digit first)")
+    return session_id
+
+
+def private_dir(path: Path) -> Path:
+    """`path` as a directory only its owner can enter (made if missing); a symlink in its place is refused,
+    since in a shared $SIGNOFF_HOME someone else could have planted it to capture what is written there."""
+    if path.is_symlink():
+        raise SessionError(f"{path} is a symbolic link; signoff writes sessions only into real directories")
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if path.stat().st_mode & 0o077:
+        path.chmod(0o700)
+    return path
 
 
 class SessionBusy(SessionError):
@@ -218,7 +243,7 @@ class LocalStore(Store):
         return str(sessions_root())
 
     def session(self, session_id: str) -> SessionDir:
-        return SessionDir(session_id)
+        return SessionDir(check_session_id(session_id))
 
     def find(self, session_id: str) -> SessionDir:
         s = super().find(session_id)
@@ -226,8 +251,11 @@ class LocalStore(Store):
         return s
 
     def new(self, session_id: str) -> SessionDir:
-        d = SessionDir(session_id)
-        d.root.mkdir(parents=True, exist_ok=True)  # exists already only after an import was cut short
+        """A new session directory, made here and now (FileExistsError when the name is taken, even by a
+        link: nothing is written into something this call did not create)."""
+        d = SessionDir(check_session_id(session_id))
+        private_dir(d.root.parent)
+        d.root.mkdir(mode=0o700)
         return d
 
     def list_sessions(self) -> list[dict[str, Any]]:
@@ -276,7 +304,7 @@ class SessionDir(Session):
 
     def __init__(self, session_id: str, root: Path | None = None) -> None:
         self.id = session_id
-        self.root = root or sessions_root() / session_id
+        self.root = root or sessions_root() / check_session_id(session_id)
         self.work = self.root
         self.journal = self.root / "journal.jsonl"
         self.checkpoints = self.root / "checkpoints.sqlite"
@@ -299,7 +327,9 @@ class SessionDir(Session):
     def write(self, name: str, text: str) -> None:
         path = self.root / name
         tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(text)
+        tmp.unlink(missing_ok=True)  # O_EXCL below: never write through a link left in its place
+        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as fh:
+            fh.write(text)
         tmp.replace(path)
 
     def answers(self) -> dict[str, Any]:
@@ -354,6 +384,7 @@ class SessionDir(Session):
         if journal.parent.joinpath("artifacts").is_dir():
             shutil.copytree(journal.parent / "artifacts", self.artifacts, dirs_exist_ok=True)
         shutil.copyfile(journal, self.journal)
+        self.journal.chmod(0o600)
         head = journal.with_name("head")
         if head.exists():
             checkpoint.write_record(self.journal, checkpoint.Head.model_validate_json(head.read_text()))
@@ -378,7 +409,7 @@ class SessionDir(Session):
     @contextmanager
     def locked(self) -> Iterator[None]:
         """One runner per session: a second `resume`/`decide` is refused with who holds it."""
-        self.root.mkdir(parents=True, exist_ok=True)
+        private_dir(self.root)
         fh = self.lock_path.open("a+")
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)

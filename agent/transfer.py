@@ -12,8 +12,10 @@ not verify is refused before anything is written.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -21,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from agent.checkpoint import Head
-from agent.serde import serializer
-from agent.store import Session, SessionError, Store
+from agent.serde import blocked_types, serializer
+from agent.store import Session, SessionDir, SessionError, Store, check_session_id
 
 DOCS = ("campaign.yaml", "policy.yaml", "parses.json", "known_hosts.pinned", "campaign-files.json")
 MANIFEST = "export.json"
@@ -100,36 +102,117 @@ def _head_into_db(root: Path) -> None:
 
 
 def import_session(store: Store, src: Path) -> tuple[Session, dict[str, Any]]:
-    """Bring an exported session into `store`: verified first, refused if the store has it already.
-    The meta document goes in last, so a session half imported (a crash) is not listed; importing
-    again completes it."""
+    """Bring an exported session into `store`: checked and verified first, refused if the store has it
+    already. An export is someone else's files: every entry must be a regular file or directory (no
+    links, no FIFOs), the session id must be one (never a path) and the journal's own, and anything that
+    cannot be read refuses the import in one line and leaves nothing behind in the embedded store. The
+    meta document goes in last, so a session half imported (a crash) is not listed."""
     from agent.replay import verify_session
 
     meta_path, journal = src / "meta.json", src / "journal.jsonl"
     if not meta_path.is_file() or not journal.is_file():
         raise SessionError(f"{src} is not a session export (it needs meta.json and journal.jsonl)")
-    meta = json.loads(meta_path.read_text())
-    verdict = verify_session(journal)
+    _refuse_links(src)
+    meta = _read_meta(meta_path)
+    session_id = check_session_id(meta.get("id"))
+    journaled = _journal_session(journal)
+    if journaled != session_id:
+        raise SessionError(
+            f"{meta_path} names session {session_id!r} but its journal belongs to {journaled!r}; nothing imported"
+        )
+    documents = {name: _text(src / name) for name in ("campaign.yaml", "policy.yaml")}
+    verdict = verify_session(journal, documents=documents, meta=meta)
     if not verdict.ok:
         raise SessionError(f"{src} does not verify ({verdict.line()}); nothing imported")
-    session_id = meta["id"]
-    d = store.session(session_id)
-    if d.read("meta.json") is not None:
-        d.close()
+    existing = store.session(session_id)
+    if existing.read("meta.json") is not None:
+        existing.close()
         raise SessionError(f"session {session_id} is already in {store.where}; nothing imported")
+    if isinstance(existing, SessionDir) and existing.root.exists():
+        _discard(existing)  # an import cut short by a crash: start it again from nothing
     d = store.new(session_id)
-    with d.locked():
-        for name in DOCS:
-            if (src / name).exists():
-                d.write(name, (src / name).read_text())
-        for interrupt, payload in json.loads((src / "answers.json").read_text() or "{}").items():
-            d.claim_answer(interrupt, payload)
-        checkpoints = 0
-        if (src / "checkpoints.sqlite").exists():
-            with _sqlite_saver(src / "checkpoints.sqlite") as source, d.saver() as dst:
-                checkpoints = copy_checkpoints(source, dst, session_id)
-        d.adopt_journal(journal)
-        if (src / "hosts").is_dir() and not d.hosts.exists():
-            shutil.copytree(src / "hosts", d.hosts, symlinks=True)
-        d.write_meta(meta)
+    try:
+        with d.locked():
+            for name in DOCS:
+                if (src / name).exists():
+                    d.write(name, _text(src / name) or "")
+            for interrupt, payload in json.loads(_text(src / "answers.json") or "{}").items():
+                d.claim_answer(interrupt, payload)
+            checkpoints = 0
+            if (src / "checkpoints.sqlite").exists():
+                with blocked_types() as foreign:
+                    try:
+                        with _sqlite_saver(src / "checkpoints.sqlite") as source, d.saver() as dst:
+                            checkpoints = copy_checkpoints(source, dst, session_id)
+                    finally:
+                        if foreign:  # before any error the foreign value caused further on
+                            raise SessionError(
+                                f"{src}: its checkpoints name code to run on load "
+                                f"({', '.join(sorted(set(foreign)))}), which signoff never stores; nothing imported"
+                            )
+            d.adopt_journal(journal)
+            if (src / "hosts").is_dir() and not d.hosts.exists():
+                shutil.copytree(src / "hosts", d.hosts)
+            d.write_meta(meta)
+    except SessionError:
+        _discard(d)
+        raise
+    except Exception as exc:  # an export is untrusted input: whatever it breaks is refused, not a traceback
+        _discard(d)
+        raise SessionError(
+            f"{src}: could not be imported safely ({type(exc).__name__}: {str(exc)[:200]}); nothing imported"
+        ) from None
     return d, {"session": session_id, "events": verdict.events, "checkpoints": checkpoints}
+
+
+def _refuse_links(src: Path) -> None:
+    """Every entry under `src` is a regular file or a directory: a link would copy whatever it points at
+    (a 0600 file of the importing user's) into the store, and a FIFO would hang the import."""
+    for root, dirs, files in os.walk(src, followlinks=False):
+        for name in (*dirs, *files):
+            path = Path(root, name)
+            mode = path.lstat().st_mode
+            if stat.S_ISLNK(mode):
+                raise SessionError(f"{path} is a symbolic link; an export holds regular files only, nothing imported")
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                raise SessionError(f"{path} is not a regular file; nothing imported")
+
+
+def _text(path: Path) -> str | None:
+    if not path.exists():
+        return None
+    try:
+        return path.read_text()
+    except UnicodeDecodeError as exc:
+        raise SessionError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); nothing imported") from None
+
+
+def _read_meta(path: Path) -> dict[str, Any]:
+    try:
+        meta = json.loads(_text(path) or "")
+    except json.JSONDecodeError as exc:
+        raise SessionError(f"{path}:{exc.lineno}: not JSON ({exc.msg}); nothing imported") from None
+    if not isinstance(meta, dict):
+        raise SessionError(f"{path}: a JSON object is expected; nothing imported")
+    return meta
+
+
+def _journal_session(journal: Path) -> str:
+    """The `session` field of the journal's first line (the one every later line must repeat)."""
+    with journal.open("rb") as fh:
+        first = fh.readline(1 << 20)
+    try:
+        value = json.loads(first).get("session") if first.strip() else None
+    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+        value = None
+    if not isinstance(value, str):
+        raise SessionError(f"{journal}:1: no session id on the journal's first line; nothing imported")
+    return value
+
+
+def _discard(d: Session) -> None:
+    """Remove what an import wrote into the embedded store (a team store's journal is append-only: its
+    half import stays unlisted, without meta, and importing again completes it)."""
+    d.close()
+    if isinstance(d, SessionDir) and d.root.is_dir() and not d.root.is_symlink():
+        shutil.rmtree(d.root, ignore_errors=True)
