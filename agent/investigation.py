@@ -26,11 +26,15 @@ TOOL_TIMEOUT_S = 30.0
 SECRET_PATH = re.compile(
     r"(^|/)(\.ssh|\.aws|\.gnupg|\.docker|\.kube)(/|$)|id_(rsa|dsa|ecdsa|ed25519)|\.(pem|key|p12|pfx)$"
     r"|(^|/)(\.env|\.netrc|\.pgpass|credentials|shadow|gshadow|environ|cmdline)$"
+    r"|(^|/)(\.git-credentials|\.vault-token|\.npmrc|\.pypirc|token)$|ssh_host_[A-Za-z0-9]+_key$"
+    r"|(^|/)(\.cache/huggingface|\.config/gcloud|\.azure)(/|$)"
 )
 SECRET_EXCLUDES = (
     "--exclude-dir=.ssh --exclude-dir=.aws --exclude-dir=.gnupg --exclude-dir=.docker --exclude-dir=.kube "
     "--exclude=id_rsa* --exclude=id_dsa* --exclude=id_ecdsa* --exclude=id_ed25519* --exclude=*.pem --exclude=*.key "
-    "--exclude=*.p12 --exclude=*.pfx --exclude=.env --exclude=.netrc --exclude=.pgpass --exclude=credentials"
+    "--exclude=*.p12 --exclude=*.pfx --exclude=.env --exclude=.netrc --exclude=.pgpass --exclude=credentials "
+    "--exclude=.git-credentials --exclude=.vault-token --exclude=.npmrc --exclude=.pypirc --exclude=token "
+    "--exclude=ssh_host_*_key --exclude-dir=huggingface --exclude-dir=gcloud --exclude-dir=.azure"
 )
 RECURSIVE = re.compile(r"^-(-recursive|-dereference-recursive|[A-Za-z]*[rR][A-Za-z]*)$")
 

@@ -208,8 +208,13 @@ def analyse(
     guardrails: dict[str, float] = {}
     guardrail_effects: dict[str, list[float]] = {}
     for name in sorted({k for a, b in complete for k in a.guardrails if k in b.guardrails}):
-        # Latency guardrails: lower is better, so B/A above 1 is a slowdown.
-        g = [b.guardrails[name] / a.guardrails[name] for a, b in complete if a.guardrails[name] > 0]
+        # Latency guardrails: lower is better, so B/A above 1 is a slowdown. Only pairs where both runs
+        # have the metric count (a caller may hand over runs that lack it).
+        g = [
+            b.guardrails[name] / a.guardrails[name]
+            for a, b in complete
+            if a.guardrails.get(name, 0) > 0 and name in b.guardrails
+        ]
         if len(g) >= 2:
             g_effect, g_low, g_high = paired_ci(g)
             guardrails[name] = round(g_high, 3)

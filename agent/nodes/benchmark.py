@@ -78,12 +78,12 @@ def _reading(ctx: RunContext, result: CommandResult) -> tuple[float | None, str 
     except BenchParseError as exc:
         return None, f"unreadable benchmark output: {exc}", {}
     value, unusable = record.usable(spec.metric)
-    reason = record.invalid_reason() or unusable
-    return (
-        (value if reason is None else None),
-        reason,
-        {g: v for g in spec.guardrails if (v := record.metric(g)) is not None},
-    )
+    guard = {g: v for g in spec.guardrails if (v := record.metric(g)) is not None}
+    # A run without a guardrail the campaign names cannot show that latency held: not a data point.
+    missing = [g for g in spec.guardrails if g not in guard]
+    lacking = f"the output has no guardrail metric {', '.join(missing)}" if missing else None
+    reason = record.invalid_reason() or unusable or lacking
+    return (value if reason is None else None), reason, guard
 
 
 def _fleet_run(
