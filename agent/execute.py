@@ -26,6 +26,7 @@ from agent.effects import Effect, MutationInDoubt, graph_task, mutate
 from agent.models import TEMPLATE_VAR, CommandSpec
 from tools.artifacts import StorageFull
 from tools.commands import Verdict, classify
+from tools.secrets import delivery_script, encode_for_delivery
 from tools.transport import CommandResult, Host, TransportError
 
 
@@ -46,9 +47,8 @@ class Planned:
 
     @property
     def script(self) -> str:
-        """What runs: read the secrets from stdin first, then the command."""
-        prefix = "".join(f"IFS= read -r {name}; export {name}; " for name in self.secrets)
-        return prefix + self.command
+        """What runs: read the secrets from stdin first (one encoded line each, see `plan`), then the command."""
+        return delivery_script(self.secrets) + self.command
 
 
 def variables(ctx: RunContext, host: Host) -> dict[str, str]:
@@ -83,7 +83,8 @@ def plan(ctx: RunContext, spec: CommandSpec, *, only: Sequence[str] | None = Non
             dict.fromkeys(m.group(1) for m in TEMPLATE_VAR.finditer(_expand(ctx, spec.run)) if m.group(1) in names)
         )
         command = render(spec.run, variables(ctx, host))
-        stdin = "".join(ctx.secrets[n] + "\n" for n in used).encode() if used else None
+        # Encoded, so that a newline in one value cannot shift the next (raises on a value no shell can hold).
+        stdin = b"".join(encode_for_delivery(n, ctx.secrets[n]) for n in used) if used else None
         out.append(Planned(host=host, command=command, stdin=stdin, secrets=used))
     return out
 

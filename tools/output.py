@@ -1,5 +1,9 @@
-"""Command output handling shared by the transports: split into lines, redact, stream each line to
+"""Command output handling shared by the transports: redact, split into lines, stream each line to
 a callback, keep a bounded tail in memory and write the full (redacted) output to artifacts.
+
+Redaction runs on the byte stream before it is split into lines: a secret that spans lines, ends in
+a newline or straddles a read (or the MAX_LINE cut) would otherwise pass in pieces no line-wise
+pattern matches.
 """
 
 from __future__ import annotations
@@ -9,6 +13,7 @@ from collections import deque
 from collections.abc import Callable
 
 from tools.artifacts import ArtifactStore, StorageFull
+from tools.secrets import Redactor, StreamRedactor
 
 LineCallback = Callable[[str, str], None]  # (stream name, line)
 
@@ -24,6 +29,11 @@ class StreamSink:
         self.on_line = on_line
         self.redact = redact
         self.redacting = redact is not str and bool(redact)  # an empty Redactor is falsy
+        # A Redactor masks the byte stream; any other callable can only be applied line by line.
+        self.stream: StreamRedactor | None = (
+            redact.stream() if self.redacting and isinstance(redact, Redactor) else None
+        )
+        self.by_line = self.redacting and self.stream is None
         self.writer = store.writer()
         self.hash = hashlib.sha256()
         self.partial_parts: list[bytes] = []
@@ -36,6 +46,13 @@ class StreamSink:
         self.full: StorageFull | None = None
 
     def feed(self, data: bytes) -> None:
+        if self.stream is not None:
+            data = self.stream.feed(data)
+        self._split(data)
+
+    def _split(self, data: bytes) -> None:
+        if not data:
+            return
         if b"\n" not in data:
             # No newline yet: buffer, but never more than MAX_LINE (200 MB of one "line" is realistic
             # for binary output, and re-concatenating it per chunk would be quadratic).
@@ -55,15 +72,15 @@ class StreamSink:
         self.partial_parts, self.partial_size = ([tail], len(tail)) if tail else ([], 0)
 
     def _line(self, raw: bytes, end: bytes) -> None:
-        if self.filter is None and not self.redacting and self.on_line is None:
-            out = raw + end  # fast path: bytes straight through (nothing to redact or show)
+        if self.filter is None and not self.by_line and self.on_line is None:
+            out = raw + end  # fast path: bytes straight through (already masked, nothing to show)
             clean = ""
         else:
             text = raw.decode(errors="replace")
             if self.filter is not None and self.filter(text):
                 return
-            clean = self.redact(text) if self.redacting else text
-            out = clean.encode() + end if self.redacting else raw + end
+            clean = self.redact(text) if self.by_line else text
+            out = clean.encode() + end if self.by_line else raw + end
         if self.full is None:
             try:
                 self.writer.write(out)
@@ -80,6 +97,8 @@ class StreamSink:
 
     def close(self) -> tuple[str, str, str]:
         """(text tail, sha256 of the full redacted stream, artifact name)."""
+        if self.stream is not None:
+            self._split(self.stream.flush())  # the tail held back in case it was the start of a secret
         if self.partial_parts:
             self._line(b"".join(self.partial_parts), b"")
             self.partial_parts, self.partial_size = [], 0
