@@ -358,6 +358,25 @@ def _finished(
         ctx.ledger.finished[keyed["key"]] = keyed["result"]
 
 
+def upload_command(src: str, dest: str) -> str:
+    """How an upload is shown at the command gate and recorded when approved."""
+    return f"upload {src} -> {dest}"
+
+
+def upload_class(src: str, dest: str) -> Verdict:
+    """An upload writes a file like a redirect does, so it follows the redirect rule: a destination that
+    may land outside the host's working directory (absolute, `~`, `..` above it, or anything the shell
+    would expand) is `ask`, shown at the command gate; one inside it is allowed."""
+    shown = upload_command(src, dest)
+    depth, outside = 0, dest.startswith(("/", "~")) or any(c in dest for c in "$`\\*?[{\n\0")
+    for segment in dest.split("/"):
+        depth += -1 if segment == ".." else (0 if segment in ("", ".") else 1)
+        outside = outside or depth < 0
+    if outside:
+        return Verdict(klass="ask", part=shown, pattern=None, reason=f"writes outside the working directory: {dest}")
+    return Verdict(klass="allow", part=shown, pattern=None)
+
+
 def upload(ctx: RunContext, src: Path, dest: str, on: str) -> list[str]:
     """Copy a campaign file to each target host; returns one error line per host that failed."""
     import hashlib

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 from langgraph.runtime import Runtime
 
 from agent.context import RunContext
-from agent.execute import command_class, rendered
+from agent.execute import command_class, rendered, upload_class, upload_command
 from agent.models import CommandSpec
 from agent.nodes.investigate import pending_requests
 from agent.state import State
@@ -28,6 +29,11 @@ def scope_commands(ctx: RunContext, scope: str) -> list[CommandSpec]:
 def classified(ctx: RunContext, scope: str) -> list[tuple[str, str, str]]:
     """(host, command, class) for every command of a scope, rendered for its hosts."""
     out = []
+    if scope == "campaign":  # the baseline's uploads write files on the hosts before anything runs
+        for up in ctx.campaign.baseline.upload:
+            dest = up.dest or Path(up.src).name
+            for host in ctx.campaign.targets(up.on):
+                out.append((host.name, upload_command(up.src, dest), upload_class(up.src, dest).klass))
     for spec in scope_commands(ctx, scope):
         for host, command in rendered(ctx, spec):
             out.append((host.name, command, command_class(ctx, command).klass))

@@ -11,7 +11,7 @@ from langgraph.runtime import Runtime
 
 from agent.campaign import with_proposals
 from agent.context import RunContext
-from agent.execute import CommandRefused, run_spec, upload
+from agent.execute import CommandRefused, run_spec, upload, upload_class, upload_command
 from agent.nodes.benchmark import bench_once
 from agent.state import State
 from tools.abstats import t975
@@ -23,7 +23,13 @@ def setup(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     approved = state.get("approved", [])
     failures = []
     for up in ctx.campaign.baseline.upload:
-        errors = upload(ctx, ctx.campaign_dir / up.src, up.dest or Path(up.src).name, up.on)
+        dest = up.dest or Path(up.src).name
+        verdict = upload_class(up.src, dest)
+        if verdict.klass != "allow" and upload_command(up.src, dest) not in approved:
+            message = f"baseline upload of {up.src} refused: {verdict.reason} (not approved at the command gate)"
+            ctx.journal.append("command.refused", purpose="upload", command=verdict.part, klass=verdict.klass)
+            return {"route": "report", "stopping": True, "report": {"error": message}}
+        errors = upload(ctx, ctx.campaign_dir / up.src, dest, up.on)
         if errors:
             message = f"baseline upload of {up.src} failed: {errors[0]}"
             ctx.journal.append("setup.failed", error=message)
