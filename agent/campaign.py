@@ -43,6 +43,9 @@ def load_campaign(path: str | Path, *, text: str | None = None) -> LoadedCampaig
         for m in TEMPLATE_VAR.finditer(text):
             if m.group(1) not in known:
                 raise source.error(loc, f"unknown variable {{{{{m.group(1)}}}}}; known: {', '.join(sorted(known))}")
+    if (cycle := _var_cycle(campaign.vars)) is not None:
+        chain = " → ".join(f"{{{{{n}}}}}" for n in cycle[:8]) + (" → …" if len(cycle) > 8 else "")
+        raise source.error(("vars", cycle[0]), f"refers to itself: {chain}")
     if campaign.benchmark.num_prompts is None:
         for loc, text in _strings(source.data):
             if "num_prompts" in {m.group(1) for m in TEMPLATE_VAR.finditer(text)}:
@@ -67,6 +70,32 @@ def load_campaign(path: str | Path, *, text: str | None = None) -> LoadedCampaig
         if name in campaign.vars or name in BUILTIN_VARS:
             raise source.error(("secrets", i), f"{name} is already a variable")
     return LoadedCampaign(source, campaign)
+
+
+def _var_cycle(variables: Mapping[str, str]) -> list[str] | None:
+    """A chain of user variables that leads back to its start (`a: "{{a}}"`, or a → b → a), or None.
+    Expanding one would never settle: the command would run with `{{a}}` in it, or grow each round.
+    (Iterative, so a long chain of variables cannot exhaust the stack.)"""
+    refs = {
+        k: [m.group(1) for m in TEMPLATE_VAR.finditer(str(v)) if m.group(1) in variables] for k, v in variables.items()
+    }
+    done: set[str] = set()
+    for root in refs:
+        path: list[str] = []
+        stack: list[tuple[str, int]] = [(root, 0)]
+        while stack:
+            name, i = stack.pop()
+            if i == 0:
+                if name in path:
+                    return [*path[path.index(name) :], name]
+                if name in done:
+                    continue
+                path.append(name)
+            if i < len(refs[name]):
+                stack += [(name, i + 1), (refs[name][i], 0)]
+            else:
+                done.add(path.pop())
+    return None
 
 
 def _targets(data: object, loc: Loc = ()) -> Iterator[tuple[Loc, str]]:

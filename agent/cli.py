@@ -1048,6 +1048,13 @@ def main() -> None:
     # step, so the last checkpoint is a whole step; a second Ctrl-C stops at once.
     signal.signal(signal.SIGTERM, _drain)
     signal.signal(signal.SIGINT, _drain)
+    for arg in sys.argv[1:]:
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError as exc:  # bytes that were not UTF-8 arrive as lone surrogates
+            shown = arg.encode("utf-8", "surrogateescape")[:60]
+            print(f"signoff: argument {shown!r} is not valid UTF-8 (byte {exc.start}); nothing done", file=sys.stderr)
+            sys.exit(2)
     try:
         app()
     except KeyboardInterrupt:

@@ -26,9 +26,21 @@ class SourceError(ValueError):
         super().__init__(f"{where}: {message}")
 
 
+# Bounds on what a campaign or policy may cost to read: real ones are a few KB, a few hundred values and
+# a handful of levels deep. Past them the file is refused in one line instead of exhausting memory (an
+# alias bomb: 5 KB that expands to gigabytes) or the stack (a thousand nested lists).
+MAX_BYTES = 4 * 1024 * 1024
+MAX_DEPTH = 64
+MAX_VALUES = 200_000
+
+
 def _compose(text: str, path: Path) -> yaml.Node | None:
+    if len(text) > MAX_BYTES:
+        raise SourceError(path, None, f"is {len(text):,} characters; at most {MAX_BYTES:,} are read")
     try:
         return yaml.compose(text, Loader=yaml.SafeLoader)
+    except RecursionError:
+        raise SourceError(path, None, f"is nested too deeply (at most {MAX_DEPTH} levels)") from None
     # Duplicate keys are caught while building (PyYAML itself silently keeps the last one).
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -41,7 +53,22 @@ def _compose(text: str, path: Path) -> yaml.Node | None:
         raise SourceError(path, None, f"invalid YAML: {str(exc).splitlines()[0]}") from None
 
 
-def _build(node: yaml.Node, loc: Loc, lines: dict[Loc, int], path: Path) -> Any:
+class _Budget:
+    """How many values the document has built so far: aliases repeat a node without repeating its text."""
+
+    def __init__(self) -> None:
+        self.values = 0
+
+
+def _build(node: yaml.Node, loc: Loc, lines: dict[Loc, int], path: Path, budget: _Budget | None = None) -> Any:
+    budget = budget or _Budget()
+    budget.values += 1
+    if budget.values > MAX_VALUES:
+        raise SourceError(
+            path, node.start_mark.line + 1, f"expands to more than {MAX_VALUES:,} values (aliases repeated?)"
+        )
+    if len(loc) > MAX_DEPTH:
+        raise SourceError(path, node.start_mark.line + 1, f"is nested too deeply (at most {MAX_DEPTH} levels)")
     lines.setdefault(loc, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
         out: dict[Any, Any] = {}
@@ -53,10 +80,10 @@ def _build(node: yaml.Node, loc: Loc, lines: dict[Loc, int], path: Path) -> Any:
             if key in out:
                 raise SourceError(path, key_node.start_mark.line + 1, f"duplicate key {key!r}")
             lines[(*loc, key)] = key_node.start_mark.line + 1
-            out[key] = _build(value_node, (*loc, key), lines, path)
+            out[key] = _build(value_node, (*loc, key), lines, path, budget)
         return out
     if isinstance(node, yaml.SequenceNode):
-        return [_build(item, (*loc, i), lines, path) for i, item in enumerate(node.value)]
+        return [_build(item, (*loc, i), lines, path, budget) for i, item in enumerate(node.value)]
     try:
         return _DUMMY.construct_object(node, deep=True)
     except (yaml.YAMLError, ValueError, TypeError, OverflowError) as exc:
@@ -82,6 +109,8 @@ class YamlSource:
     @classmethod
     def read(cls, path: Path) -> YamlSource:
         try:
+            if path.is_file() and path.stat().st_size > MAX_BYTES:  # before reading it all into memory
+                raise SourceError(path, None, f"is {path.stat().st_size:,} bytes; at most {MAX_BYTES:,} are read")
             text = path.read_text(encoding="utf-8")
             if "\x00" in text:
                 raise SourceError(

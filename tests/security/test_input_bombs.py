@@ -1,0 +1,65 @@
+"""M5 (issue 19): input built to hang or kill the process must get one line and exit 2, quickly and in
+bounded memory: a YAML alias bomb (5 KB that expands to gigabytes), a thousand nesting levels, a
+variable that refers to itself, a file larger than any campaign, and argv bytes that are not UTF-8."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.conftest import fast
+
+
+def one_line(r, needle: str) -> bool:
+    lines = r.stderr.strip().splitlines()
+    return r.code == 2 and len(lines) == 1 and needle in lines[0] and "Traceback" not in r.stderr
+
+
+ALIAS_BOMB = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(9)
+)
+
+
+@pytest.mark.parametrize("where", ["campaign", "policy"])
+def test_an_alias_bomb_is_refused_in_one_line(cli, variant, tmp_path, where):
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text(ALIAS_BOMB)  # 10^10 values once expanded
+    assert len(ALIAS_BOMB) < 5_000
+    args = ["run", str(bomb)] if where == "campaign" else ["run", str(variant()), "--policy", str(bomb)]
+    r = cli(*args, timeout=60)
+    assert one_line(r, "expands to more than"), r.stderr[-500:]
+
+
+def test_deep_nesting_is_refused_in_one_line(cli, tmp_path):
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("a: " + "[" * 1000 + "]" * 1000 + "\n")
+    r = cli("run", str(deep), timeout=60)
+    assert one_line(r, "nested too deeply"), r.stderr[-500:]
+
+
+@pytest.mark.parametrize(
+    "cycle", ['{a: "{{a}}"}', '{a: "{{b}}", b: "{{a}}"}', '{a: "{{b}}{{b}}", b: "{{c}}{{c}}", c: "{{a}}"}']
+)
+def test_a_variable_that_refers_to_itself_is_refused_before_anything_runs(cli, variant, home, cycle):
+    campaign = variant(
+        edit=lambda t: fast(t).replace('vars:\n  simserve: "{{python}} simserve.py"', f"vars: {cycle}\nx_unused:", 1)
+    )
+    text = campaign.read_text()
+    campaign.write_text(text.replace("\nx_unused:", "\n", 1).replace("{{simserve}}", "{{python}} simserve.py"))
+    r = cli("run", str(campaign))
+    assert one_line(r, "refers to itself"), r.stderr[-500:]
+    assert ":" in r.stderr.split()[1]  # file:line
+    assert not (home / "sessions").exists() or not any((home / "sessions").iterdir())
+
+
+def test_a_file_larger_than_any_campaign_is_refused_unread(cli, tmp_path):
+    big = tmp_path / "big.yaml"
+    big.write_text("# " + "x" * (5 * 1024 * 1024) + "\n")
+    r = cli("run", str(big))
+    assert one_line(r, "at most"), r.stderr[-500:]
+
+
+def test_argv_that_is_not_utf8_is_one_line(cli):
+    r = cli("decide", "20261204-000000-abcd", os.fsdecode(b"approve \xff\xfe"))
+    assert one_line(r, "is not valid UTF-8"), r.stderr[-500:]
