@@ -10,6 +10,7 @@ from __future__ import annotations
 import getpass
 import json
 import os
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -374,6 +375,10 @@ def decide(
     from agent.session import DecisionError, RunFailed, Runner, SessionBusy, SessionError
 
     checks = _fail_on(fail_on)
+    if by is not None and not re.fullmatch(r"[\w.@+-][\w .@+-]{0,63}", by):
+        # A name is shown in reports and the journal as who decided: no escapes, colons or prefixes that
+        # could dress a person's decision up as a policy's ("policy:…", "\x1b[2K…").
+        raise _fail(f"--by {by[:40]!r}: a name is 1-64 letters, digits, spaces and . @ + - _", BAD_INPUT)
     who = f"human:{by or getpass.getuser()}"
     d = _find(session, store)
     try:
@@ -560,10 +565,11 @@ def _replay(
     if as_json:
         typer.echo(json.dumps(chosen, indent=2))
         return
-    from rich.console import Console
     from rich.text import Text
 
-    console = Console(highlight=False, soft_wrap=True)
+    from tools.terminal import safe_console
+
+    console = safe_console(highlight=False, soft_wrap=True)
     opened = {e["gate"]: e["ts"] for e in events(journal, kind="gate.opened")}
     for e in chosen:
         line = describe(e, opened)
@@ -605,12 +611,12 @@ def _since(text: str) -> str:
 
 
 def _counterfactual(d: Any, journal: Path, ref: str, *, as_json: bool, fail_on_diff: bool) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     from agent.replay import counterfactual
     from policies.schema import load_policy
     from policies.yamlsrc import SourceError
+    from tools.terminal import safe_console
 
     try:
         policy = load_policy(ref)
@@ -620,7 +626,7 @@ def _counterfactual(d: Any, journal: Path, ref: str, *, as_json: bool, fail_on_d
     if as_json:
         typer.echo(json.dumps({**cf.model_dump(mode="json"), "disagreements": cf.disagreements}, indent=2))
     else:
-        console = Console(highlight=False)
+        console = safe_console(highlight=False)
         table = Table(title=f"gates of {d.id} re-decided under {policy.name} ({policy.sha256[:12]})")
         for col in ("gate", "kind", "option", "recorded", "decided by", f"under {policy.name}", "rule", ""):
             table.add_column(col)
@@ -1048,6 +1054,11 @@ def main() -> None:
     # step, so the last checkpoint is a whole step; a second Ctrl-C stops at once.
     signal.signal(signal.SIGTERM, _drain)
     signal.signal(signal.SIGINT, _drain)
+    from tools.terminal import SanitizedStream
+
+    # The one place text leaves for a screen: host output, journal strings and campaign text may hold
+    # escape sequences (clear screen, retitle, OSC 8 links, overwrite); they are shown, never sent.
+    sys.stdout, sys.stderr = SanitizedStream(sys.stdout), SanitizedStream(sys.stderr)  # type: ignore[assignment]
     for arg in sys.argv[1:]:
         try:
             arg.encode("utf-8")

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.journal import read_events
+from tools.terminal import printable
 
 
 @dataclass
@@ -306,8 +307,8 @@ def _inline(text: str) -> str:
 def export(journal: Path, target: Path) -> None:
     rec = collect(journal)
     if target.suffix.lower() in (".html", ".htm"):
-        target.write_text(to_html(rec))
+        target.write_text(printable(to_html(rec), max_line=None))  # read with `cat` as often as in a browser
     elif target.suffix.lower() == ".md":
-        target.write_text(markdown(rec))
+        target.write_text(printable(markdown(rec), max_line=None))
     else:
         raise ValueError(f"{target.name}: export to .md or .html")

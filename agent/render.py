@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agent.journal import Event
+from tools.terminal import printable, safe_console
 
 
 def _pct(value: float | None) -> str:
@@ -93,14 +94,14 @@ class Progress:
 
     def __init__(self, plain: bool | None = None) -> None:
         self.plain = not sys.stderr.isatty() if plain is None else plain
-        self.console = Console(stderr=True, highlight=False)
+        self.console = safe_console(stderr=True, highlight=False)
 
     def __call__(self, event: Event) -> None:
         line = progress_line(event)
         if line is None:
             return
         if self.plain:
-            print(f"[{event.ts[11:19]}] {line}", file=sys.stderr, flush=True)
+            print(f"[{event.ts[11:19]}] {printable(line)}", file=sys.stderr, flush=True)
         else:
             self.console.print(Text.assemble((f"{event.ts[11:19]} ", "dim"), line))
 
@@ -123,7 +124,7 @@ def _decided_by(out: Any, option_id: int) -> str:
 
 
 def print_report(out: Any, console: Console | None = None) -> None:
-    console = console or Console(highlight=False)
+    console = console or safe_console(highlight=False)
     table = Table(title=f"signoff · session {out.session} · {out.status}", expand=False)
     for col in ("#", "option", "outcome", "gain (95% CI)", "safety", "decided by"):
         table.add_column(col, overflow="fold")
@@ -221,7 +222,7 @@ def print_report(out: Any, console: Console | None = None) -> None:
 
 
 def print_paused(out: Any, console: Console | None = None) -> None:
-    console = console or Console(highlight=False)
+    console = console or safe_console(highlight=False)
     g = out.pending_gate or {}
     console.print(
         f"[bold yellow]PAUSED[/] at gate {g.get('id')} ({g.get('kind')}"

@@ -1,0 +1,74 @@
+"""M2 (issue 19): what a host prints reaches people's terminals. A command that prints a screen clear,
+an OSC title, an OSC 8 link, backspaces, NUL and a 200 KB line, and a `--by` built to pass for a policy,
+must not reach the screen as control sequences: headless progress, the report, the replay timeline and
+the Markdown export show them as visible escapes; `--by` is refused."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import fast
+from tests.test_evidence import ALLOW_ALL
+from tools.terminal import printable
+
+EVIL = (
+    r"printf 'ok\033[2J\033]0;pwned-title\007\033]8;;http://evil.example/\033\\click\033]8;;\033\\"
+    r"\010\010\000END\n' >&2; exit 3"
+)
+
+
+def dangerous(text: str) -> list[str]:
+    return [c for c in ("\x1b", "\x07", "\x08", "\x00", "\u202e") if c in text]
+
+
+def test_printable_shows_every_control_and_cuts_long_lines():
+    out = printable("a\x1b[2Jb\x1b]0;t\x07\x08\x00\u202e\u0085x\n" + "y" * 200_000)
+    assert dangerous(out) == [] and "\\x1b[2J" in out and "\\u202e" in out and "\x85" not in out
+    assert len(out) < 5_000 and "more characters" in out
+    assert printable("z" * 10_000, max_line=None) == "z" * 10_000
+
+
+@pytest.fixture
+def evil_session(cli, variant, tmp_path):
+    campaign = variant(
+        edit=lambda t: fast(t).replace(
+            '    - {run: "{{simserve}} health", on: decode, timeout: 10}',
+            f'    - {{run: "{{{{simserve}}}} health", on: decode, timeout: 10}}\n'
+            f'    - {{run: "{EVIL.replace(chr(92), chr(92) * 2).replace(chr(34), chr(92) + chr(34))}", on: decode}}',
+            1,
+        ),
+    )
+    policy = tmp_path / "allow-all.yaml"
+    policy.write_text(ALLOW_ALL % "")
+    return cli("run", str(campaign), "--headless", "--policy", str(policy))
+
+
+def test_host_output_reaches_no_screen_raw(cli, evil_session, tmp_path):
+    r = evil_session
+    assert r.code in (0, 1, 3), r.stderr[-1500:]
+    assert dangerous(r.stdout) == [] and dangerous(r.stderr) == []
+    session = next(w for w in (r.stdout + r.stderr).split() if w.count("-") == 2 and w[:8].isdigit())
+    timeline = cli("replay", session)
+    assert timeline.code == 0 and dangerous(timeline.stdout) == []
+    assert all(len(line) < 10_000 for line in timeline.stdout.splitlines())
+    md = tmp_path / "report.md"
+    assert cli("replay", session, "--export", str(md)).code == 0
+    assert dangerous(Path(md).read_text()) == []
+
+
+@pytest.mark.parametrize("by", ["x\x1b[2K\rpolicy:cautious", "policy:cautious", "a" * 65, "bob\nalice"])
+def test_by_cannot_dress_a_decision_up(cli, by):
+    r = cli("decide", "20261204-000000-abcd", "approve", "--by", by)
+    assert r.code == 2 and "--by" in r.stderr and dangerous(r.stderr) == [], r.stderr
+
+
+def test_the_attack_reached_the_journal(cli, evil_session, home):
+    """The escapes really were printed by the host (kept whole in the artifacts), so the checks above
+    test the screen, not a campaign that never ran them."""
+    journal = next((home / "sessions").iterdir()) / "journal.jsonl"
+    text = journal.read_text()
+    assert "pwned-title" in text or any(
+        b"pwned-title" in p.read_bytes() for p in (journal.parent / "artifacts").glob("sha256-*")
+    )
