@@ -18,6 +18,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from agent.privatefiles import private_file, write_private
+
 DB_NAME = "checkpoints.sqlite"
 
 
@@ -80,10 +82,8 @@ def write(journal: Path, session: str, events: int, head: str, signer: Signer | 
 def write_record(journal: Path, record: Head) -> None:
     """Both copies of a head beside `journal`: the `head` file and the checkpoint DB's table."""
     events, head = record.events, record.head
-    tmp = journal.with_name("head.tmp")
-    tmp.write_text(record.model_dump_json(exclude_none=True) + "\n")
-    tmp.replace(journal.with_name("head"))
-    db = journal.with_name(DB_NAME)
+    write_private(journal.with_name("head"), record.model_dump_json(exclude_none=True) + "\n")
+    db = private_file(journal.with_name(DB_NAME))
     conn = sqlite3.connect(db, timeout=10)
     try:
         _upsert(conn, events, head, record)

@@ -25,7 +25,16 @@ from urllib.parse import urlsplit, urlunsplit
 from agent import pgjournal
 from agent.listing import home, summarize
 from agent.serde import serializer
-from agent.store import CheckpointUnreadable, Session, SessionBusy, SessionError, Store, check_session_id, scratch_dir
+from agent.store import (
+    CheckpointUnreadable,
+    Session,
+    SessionBusy,
+    SessionError,
+    Store,
+    check_session_id,
+    private_dir,
+    scratch_dir,
+)
 
 # The checkpoint tables PostgresSaver.setup creates, and the journal's: all must exist to run.
 REQUIRED = ("checkpoints", "checkpoint_blobs", "checkpoint_writes", "signoff_journal", "signoff_docs")
@@ -310,7 +319,8 @@ class PgSession(Session):
     def prepare(self) -> None:
         """Another machine may have run this session so far: fetch its pinned host keys and the
         artifacts this one lacks (a resumed step may read output an earlier step stored)."""
-        self.work.mkdir(parents=True, exist_ok=True)
+        for d in (self.work.parent.parent, self.work.parent, self.work):
+            private_dir(d)
         pinned = self.read("known_hosts.pinned")
         if pinned is not None and (not self.pinned.exists() or self.pinned.read_text() != pinned):
             self.pinned.write_text(pinned)

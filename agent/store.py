@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 from agent.journal import Event, Journal, Listener, read_events
 from agent.listing import list_sessions, sessions_root
+from agent.privatefiles import private_file, write_private
 from agent.serde import serializer
 
 
@@ -49,14 +50,22 @@ def check_session_id(session_id: object) -> str:
     return session_id
 
 
-def private_dir(path: Path) -> Path:
-    """`path` as a directory only its owner can enter (made if missing); a symlink in its place is refused,
-    since in a shared $SIGNOFF_HOME someone else could have planted it to capture what is written there."""
+# The sessions root, each session directory and `hosts/` are 0711: only their owner lists or writes them,
+# while others may pass through to a local host's working directory, which the programs a campaign starts
+# as another user must reach (PostgreSQL runs as `postgres` when signoff runs as root). Every file in the
+# store is 0600 and `artifacts/` is 0700, so passing through reads nothing.
+PASSABLE = 0o711
+
+
+def private_dir(path: Path, mode: int = PASSABLE) -> Path:
+    """`path` as a directory only its owner can list or write (made if missing); a symlink in its place is
+    refused, since in a shared $SIGNOFF_HOME someone else could have planted it to capture what is written
+    there."""
     if path.is_symlink():
         raise SessionError(f"{path} is a symbolic link; signoff writes sessions only into real directories")
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    if path.stat().st_mode & 0o077:
-        path.chmod(0o700)
+    path.mkdir(mode=mode, parents=True, exist_ok=True)
+    if path.stat().st_mode & 0o777 != mode:
+        path.chmod(mode)
     return path
 
 
@@ -255,7 +264,7 @@ class LocalStore(Store):
         link: nothing is written into something this call did not create)."""
         d = SessionDir(check_session_id(session_id))
         private_dir(d.root.parent)
-        d.root.mkdir(mode=0o700)
+        d.root.mkdir(mode=PASSABLE)
         return d
 
     def list_sessions(self) -> list[dict[str, Any]]:
@@ -325,19 +334,14 @@ class SessionDir(Session):
         return path.read_text() if path.exists() else None
 
     def write(self, name: str, text: str) -> None:
-        path = self.root / name
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.unlink(missing_ok=True)  # O_EXCL below: never write through a link left in its place
-        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as fh:
-            fh.write(text)
-        tmp.replace(path)
+        write_private(self.root / name, text)
 
     def answers(self) -> dict[str, Any]:
         return json.loads(self.answers_path.read_text()) if self.answers_path.exists() else {}
 
     @contextmanager
     def _answers_locked(self) -> Iterator[None]:
-        with (self.root / "answers.lock").open("a+") as fh:
+        with private_file(self.root / "answers.lock").open("a+") as fh:
             fcntl.flock(fh, fcntl.LOCK_EX)
             yield
 
@@ -393,7 +397,7 @@ class SessionDir(Session):
     def saver(self) -> Iterator[Any]:
         from langgraph.checkpoint.sqlite import SqliteSaver
 
-        conn = sqlite3.connect(self.checkpoints, check_same_thread=False)
+        conn = sqlite3.connect(private_file(self.checkpoints), check_same_thread=False)
         try:
             try:
                 saver = SqliteSaver(conn, serde=serializer())
@@ -410,7 +414,7 @@ class SessionDir(Session):
     def locked(self) -> Iterator[None]:
         """One runner per session: a second `resume`/`decide` is refused with who holds it."""
         private_dir(self.root)
-        fh = self.lock_path.open("a+")
+        fh = private_file(self.lock_path).open("a+")
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -41,7 +41,8 @@ class ArtifactStore:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        root.mkdir(parents=True, exist_ok=True)
+        # Command output (secrets masked, but hosts' data all the same) is for the session's owner only.
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
 
     def sweep(self) -> int:
         """Remove partial files a killed process left (call with the session lock held)."""

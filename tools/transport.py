@@ -134,8 +134,15 @@ class LocalTransport:
         self.redact = redact
 
     def workdir(self, host: Host) -> str:
-        path = Path(host.workdir) if host.workdir else self.hosts_root / host.name
-        path.mkdir(parents=True, exist_ok=True)
+        if host.workdir:
+            path = Path(host.workdir)
+            path.mkdir(parents=True, exist_ok=True)
+            return str(path)
+        # Others may pass through to a host's directory but not list it: a server a command starts as
+        # another user (PostgreSQL as `postgres` under root) must reach the files it is given there.
+        path = self.hosts_root / host.name
+        for d in (self.hosts_root, path):
+            d.mkdir(mode=0o711, exist_ok=True, parents=d is self.hosts_root)
         return str(path)
 
     def run(

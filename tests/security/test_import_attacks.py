@@ -135,7 +135,7 @@ def test_an_imported_session_is_private_to_its_owner(cli, exported, home):
     assert cli("import", str(export)).code == 0
     root = home / "sessions" / session
     for d in (home / "sessions", root):
-        assert stat.S_IMODE(d.stat().st_mode) == 0o700, d
+        assert stat.S_IMODE(d.stat().st_mode) == 0o711, d  # passable, never listable
     for name in ("journal.jsonl", "campaign.yaml", "policy.yaml", "meta.json"):
         assert stat.S_IMODE((root / name).stat().st_mode) == 0o600, name
     assert cli("replay", session, "--verify").code == 0

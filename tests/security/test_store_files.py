@@ -3,23 +3,57 @@ link someone planted in a shared $SIGNOFF_HOME at a session id they guessed (tim
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import stat
+import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from agent import session as session_module
 from agent.store import LocalStore, SessionError
+from tests.conftest import SIGNOFF
 
 
 def test_a_new_session_is_private(cli, variant, home):
     r = cli("run", str(variant()), "--json")
     assert r.code == 0, r.stderr
     root = Path(r.json()["journal"]).parent
-    assert stat.S_IMODE((home / "sessions").stat().st_mode) == 0o700
-    assert stat.S_IMODE(root.stat().st_mode) == 0o700
-    for name in ("journal.jsonl", "campaign.yaml", "policy.yaml", "meta.json"):
+    # others may pass through (to a local host's directory) but list, read and write nothing
+    assert stat.S_IMODE((home / "sessions").stat().st_mode) == 0o711
+    assert stat.S_IMODE(root.stat().st_mode) == 0o711
+    assert stat.S_IMODE((root / "artifacts").stat().st_mode) == 0o700
+    for name in ("journal.jsonl", "campaign.yaml", "policy.yaml", "meta.json", "checkpoints.sqlite"):
         assert stat.S_IMODE((root / name).stat().st_mode) == 0o600, name
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("runuser") is None, reason="needs root and runuser")
+def test_another_user_reaches_a_local_hosts_directory_but_reads_nothing_else(variant):
+    """PostgreSQL runs as `postgres` when signoff runs as root: it must reach the host's working directory
+    (issue 19's 0700 store broke examples/postgres as root), while the session's files stay unreadable."""
+    home = Path(tempfile.mkdtemp(prefix="signoff-perm-"))  # pytest's tmp_path is private: not passable
+    try:
+        home.chmod(0o711)
+        env = {**os.environ, "SIGNOFF_HOME": str(home)}
+        p = subprocess.run([*SIGNOFF, "run", str(variant()), "--json"], capture_output=True, text=True, env=env)
+        assert p.returncode == 0, p.stderr
+        root = Path(json.loads(p.stdout)["journal"]).parent
+        hostdir = next((root / "hosts").iterdir())
+
+        def as_nobody(*argv: str) -> int:
+            return subprocess.run(["runuser", "-u", "nobody", "--", *argv], capture_output=True, timeout=30).returncode
+
+        assert as_nobody("test", "-x", str(hostdir)) == 0
+        assert as_nobody("ls", str(home / "sessions")) != 0
+        assert as_nobody("ls", str(root)) != 0
+        assert as_nobody("ls", str(hostdir)) != 0
+        assert as_nobody("cat", str(root / "journal.jsonl")) != 0
+        assert as_nobody("ls", str(root / "artifacts")) != 0
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def test_a_planted_link_at_a_session_id_is_passed_over(home, tmp_path, monkeypatch):
