@@ -8,6 +8,7 @@ from typing import Any
 
 from agent.models import BUILTIN_VARS, TEMPLATE_VAR, Campaign, Option
 from policies.yamlsrc import Loc, SourceError, YamlSource
+from tools.secrets import is_secret_name
 
 __all__ = ["LoadedCampaign", "SourceError", "load_campaign", "render"]
 
@@ -15,6 +16,7 @@ __all__ = ["LoadedCampaign", "SourceError", "load_campaign", "render"]
 class LoadedCampaign:
     def __init__(self, source: YamlSource, campaign: Campaign) -> None:
         self.path = source.path.resolve()
+        self.source = source
         self.text = source.text
         self.campaign = campaign
 
@@ -70,6 +72,20 @@ def load_campaign(path: str | Path, *, text: str | None = None) -> LoadedCampaig
         if name in campaign.vars or name in BUILTIN_VARS:
             raise source.error(("secrets", i), f"{name} is already a variable")
     return LoadedCampaign(source, campaign)
+
+
+def refuse_literal_secrets(loaded: LoadedCampaign) -> None:
+    """A new session may not start from a campaign that writes a secret's value in the file: a variable
+    named like one (`API_KEY: sk-…`) is masked in output, but its literal would be kept in the session's
+    campaign copy, the journal's `session.started` and every export. Its value belongs in the environment
+    (`secrets:`); a variable that only refers to others (`API_KEY: "{{HF_TOKEN}}"`) is fine."""
+    for name, value in loaded.campaign.vars.items():
+        if is_secret_name(name) and TEMPLATE_VAR.sub("", str(value)).strip():
+            raise loaded.source.error(
+                ("vars", name),
+                f"{name} holds a secret's value in the campaign file, where the session, its journal and "
+                f"exports would keep it; set {name} in the environment and list it under `secrets:` instead",
+            )
 
 
 def _var_cycle(variables: Mapping[str, str]) -> list[str] | None:

@@ -31,7 +31,7 @@ from agent.answers import answer as answer_gate
 from agent.answers import keeps_unsafe
 from agent.brain import Brain
 from agent.brain.rules import RuleBrain
-from agent.campaign import LoadedCampaign, load_campaign, with_proposals
+from agent.campaign import LoadedCampaign, load_campaign, refuse_literal_secrets, with_proposals
 from agent.checkpoint import Signer
 from agent.context import RunContext
 from agent.documents import DOCUMENTS, journaled_digests, mismatch
@@ -144,6 +144,7 @@ def create(
 ) -> Session:
     """Validate everything first (nothing is created for a bad file), then lay out the session."""
     loaded = load_campaign(campaign_path, text=campaign_text)
+    refuse_literal_secrets(loaded)
     policy = load_policy(policy_ref)
     missing = [name for name in loaded.campaign.secrets if not os.environ.get(name)]
     if missing:

@@ -42,6 +42,23 @@ class Host(BaseModel):
     use_agent: bool = False  # ssh-agent only when asked for: it tries every key it holds
     passphrase_env: str | None = None  # name of the environment variable holding the key's passphrase
     proxy_jump: str | None = None  # [user@]host[:port], as OpenSSH's ProxyJump
+    # Local hosts: environment variables their commands inherit from signoff's own environment beyond
+    # what a login shell sets (LOCAL_ENV): names, or `PREFIX*` (CUDA_VISIBLE_DEVICES, `PG*`).
+    inherit_env: list[str] = Field(default_factory=list)
+
+
+# What a local host's commands inherit from signoff's environment unless the host names more: what a
+# login shell would set. Anything else (a DATABASE_URL with its password, SIGNOFF_SIGNING_KEY's path,
+# cloud credentials) stays behind, as it does for a command that runs over SSH.
+LOCAL_ENV = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_*", "TERM", "TZ", "TMPDIR")
+
+
+def local_environment(host: Host, environ: Mapping[str, str]) -> dict[str, str]:
+    """The part of `environ` a local host's commands see: LOCAL_ENV and the host's own `inherit_env`."""
+    names = [*LOCAL_ENV, *host.inherit_env]
+    exact = {n for n in names if not n.endswith("*")}
+    prefixes = tuple(n[:-1] for n in names if n.endswith("*"))
+    return {k: v for k, v in environ.items() if k in exact or (prefixes and k.startswith(prefixes))}
 
 
 class CommandResult(BaseModel):
@@ -163,7 +180,7 @@ class LocalTransport:
             workdir = cwd or self.workdir(host)
         except OSError as exc:
             raise TransportError(f"{host.name}: cannot use working directory: {exc}") from None
-        full_env = {**os.environ, **(env or {}), "SIGNOFF_HOST": host.name}
+        full_env = {**local_environment(host, os.environ), **(env or {}), "SIGNOFF_HOST": host.name}
         # The sinks first: when the disk is full, nothing has started yet.
         out, err = open_sinks(self.artifacts, on_line, self.redact)
         term, kill = backstop(timeout, diagnosed=on_timeout is not None)
