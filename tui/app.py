@@ -25,7 +25,7 @@ from textual.widgets import DataTable, Footer, Label, ProgressBar, RichLog, Spar
 
 from tui import render
 from tui.screens import ArtifactScreen, GateScreen, HelpScreen
-from tui.source import EventSource
+from tui.source import EventSource, SanitizedSource
 from tui.view import View, fold
 
 TICK_S = 0.05
@@ -55,7 +55,7 @@ class SignoffApp(App[str | None]):
 
     def __init__(self, source: EventSource, *, mode: str = "live") -> None:
         super().__init__()
-        self.source = source
+        self.source: EventSource = source if isinstance(source, SanitizedSource) else SanitizedSource(source)
         self.set_reactive(SignoffApp.mode, mode)
         self.view = View()
         self.events: list[dict[str, Any]] = []

@@ -15,6 +15,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
 from policies.decisions import EXAMPLES
+from tools.terminal import printable
 from tui.render import question
 from tui.source import EventSource, PendingGate, Preview, seconds_left
 
@@ -244,7 +245,8 @@ class ArtifactScreen(ModalScreen[None]):
             body = Text(f"cannot read {self.path.name}: {exc}", style="red")
         else:
             more = f"\n[… {len(data) - self.LIMIT} more bytes in {self.path}]" if len(data) > self.LIMIT else ""
-            body = Text(data[: self.LIMIT].decode(errors="replace") + more)
+            # Raw command output: escapes and bidi controls shown, never sent (issue 19, M2).
+            body = Text(printable(data[: self.LIMIT].decode(errors="replace")) + more)
         with VerticalScroll():
             yield Static(Text(self.path.name, style="bold"))
             yield Static(body)

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import getpass
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from agent.session import DecisionError, Runner, SessionError
 from agent.store import Session
+from tools.terminal import MAX_LINE, printable
 
 
 @dataclass
@@ -193,6 +194,54 @@ class ReplaySource:
 
     def close(self) -> None:
         return None
+
+
+def shown(value: Any, key: str = "") -> Any:
+    """`value` with every string in it passed through `printable`. Texts the view parses rather than
+    shows (`campaign_text`, `policy_text`) keep their long lines whole."""
+    if isinstance(value, str):
+        return printable(value, max_line=None if key.endswith("_text") else MAX_LINE)
+    if isinstance(value, dict):
+        return {k: shown(v, str(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [shown(v) for v in value]
+    return value
+
+
+class SanitizedSource:
+    """Any EventSource, with every string it hands the screen made safe (issue 19, M2): host output,
+    a campaign's strings and a journal someone else wrote reach the TUI's widgets with control, escape
+    and bidi characters shown as visible escapes and lines cut at MAX_LINE. Rich's Text keeps ESC, so
+    this is the one place it must go; the app wraps whatever source it is given."""
+
+    def __init__(self, inner: EventSource) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> Any:  # read_only, session, dir, error: the wrapped source's own
+        return getattr(self.inner, name)
+
+    def poll(self) -> list[dict[str, Any]]:
+        return [shown(e) for e in self.inner.poll()]
+
+    def busy(self) -> bool:
+        return self.inner.busy()
+
+    def pending(self) -> PendingGate | None:
+        p = self.inner.pending()
+        return None if p is None else replace(p, gate=shown(p.gate), on_deadline=shown(p.on_deadline))
+
+    def preview(self, text: str) -> Preview:
+        p = self.inner.preview(text)
+        return replace(p, echo=shown(p.echo), error=shown(p.error))
+
+    def answer(self, text: str) -> None:
+        self.inner.answer(text)
+
+    def expire(self) -> None:
+        self.inner.expire()
+
+    def close(self) -> None:
+        self.inner.close()
 
 
 def seconds_left(pending: PendingGate, now: datetime) -> float | None:

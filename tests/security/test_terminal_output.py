@@ -5,6 +5,7 @@ the Markdown export show them as visible escapes; `--by` is refused."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -72,3 +73,43 @@ def test_the_attack_reached_the_journal(cli, evil_session, home):
     assert "pwned-title" in text or any(
         b"pwned-title" in p.read_bytes() for p in (journal.parent / "artifacts").glob("sha256-*")
     )
+
+
+def screen_text(app) -> str:  # type: ignore[no-untyped-def]
+    """Every character the app would send for its current screen, as the compositor renders it."""
+    return "".join(seg.text for strip in app.screen._compositor.render_strips() for seg in strip)
+
+
+async def test_the_tui_shows_host_output_and_a_hostile_journal_as_escapes(evil_session, home):
+    """Rich's Text keeps ESC, so before the TUI sanitized its source a journal's strings and an artifact
+    reached the terminal raw. Every step of the replay and the artifact screen are checked."""
+    from agent.store import LocalStore
+    from tui.app import SignoffApp
+    from tui.screens import ArtifactScreen
+    from tui.source import ReplaySource
+
+    d = LocalStore().find(next((home / "sessions").iterdir()).name)
+    hostile = "\x1b[2J\x1b]0;pwned-title\x07\u202eevil"
+    lines = d.journal.read_text().splitlines()
+    # A journal someone else wrote: hostile text where the TUI shows titles, findings and questions.
+    lines = [line.replace('"title":"', '"title":"' + json.dumps(hostile)[1:-1]) for line in lines]
+    d.journal.write_text("\n".join(lines) + "\n")
+    app = SignoffApp(ReplaySource(d), mode="replay")
+    async with app.run_test(size=(140, 45)) as pilot:
+        await pilot.pause()
+        assert app.events, "the replay shows nothing"
+        seen = 0
+        for key in ["home", *["right_square_bracket"] * 12, "end"]:
+            await pilot.press(key)
+            await pilot.pause()
+            text = screen_text(app)
+            assert dangerous(text) == [], (key, dangerous(text))
+            seen += "pwned" in text or "\\x1b" in text
+        assert seen, "the hostile text never reached the screen: the check tested nothing"
+        for artifact in (d.root / "artifacts").glob("sha256-*"):
+            if b"pwned-title" in artifact.read_bytes():
+                app.push_screen(ArtifactScreen(artifact))
+                await pilot.pause()
+                text = screen_text(app)
+                assert "pwned-title" in text and dangerous(text) == [], dangerous(text)
+                app.pop_screen()
