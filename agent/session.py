@@ -39,6 +39,7 @@ from agent.effects import Ledger
 from agent.journal import ENDING_KINDS, Event
 from agent.listing import list_sessions
 from agent.models import BrainSpec
+from agent.serde import blocked_types
 from agent.stopping import stop_requested
 from agent.store import (
     CheckpointUnreadable,
@@ -441,6 +442,21 @@ class Runner:
                 f"apart from it: `signoff replay {self.dir.id} --verify` checks it and `--export` reports it"
             ) from None
         with stack:
+            # A checkpoint DB someone else could write (a shared store, a copied directory) is read by a
+            # serializer that never runs what it names (agent/serde.py); one that names code at all was
+            # not written by signoff, and resuming from it is refused in one line.
+            with blocked_types() as foreign:
+                saver.get_tuple({"configurable": {"thread_id": self.dir.id, "checkpoint_ns": ""}})
+            if foreign:
+                error = (
+                    f"it names code to run on load ({', '.join(sorted(set(foreign))[:3])}), which signoff never writes"
+                )
+                self.journal.append("checkpoint.unreadable", path=self.dir.label, error=error)
+                self.journal.close()
+                raise RunFailed(
+                    f"its checkpoint DB was tampered with: {error}; nothing was run. The journal is kept apart "
+                    f"from it: `signoff replay {self.dir.id} --verify` checks it and `--export` reports it"
+                )
             yield _compiled().copy(update={"checkpointer": saver})
 
     def _config(self) -> dict[str, Any]:

@@ -55,3 +55,28 @@ def test_a_sessions_saver_reading_a_tampered_checkpoint_runs_nothing(tmp_path: P
     with session.saver() as saver:
         saver.get_tuple({"configurable": {"thread_id": session.id, "checkpoint_ns": ""}})
     assert not marker.exists()
+
+
+def test_resuming_a_paused_session_from_a_tampered_checkpoint_is_refused_in_one_line(cli, variant, tmp_path):
+    """The same payload planted in a paused session's own checkpoints: `decide` runs nothing and says why
+    in one line (LangGraph's own "Blocked deserialization" warning is not printed beside it)."""
+    from tests.conftest import journal_events
+    from tests.test_evidence import ALLOW_ALL, MINI
+
+    policy = tmp_path / "p.yaml"
+    policy.write_text((ALLOW_ALL % "").replace('allow: ["*"]', 'allow: ["*python* *simserve.py *", "test *"]'))
+    r = cli("run", str(variant(MINI, name="tamper")), "--policy", str(policy), "--json")
+    assert r.code == 3 and r.json()["pending_gate"]["kind"] == "command", r.stderr
+    session, journal = r.json()["session"], Path(r.json()["journal"])
+    marker = tmp_path / "pwned"
+    conn = sqlite3.connect(journal.parent / "checkpoints.sqlite")
+    conn.execute("UPDATE checkpoints SET type = 'msgpack', checkpoint = ?", (payload(marker),))
+    conn.commit()
+    conn.close()
+    r = cli("decide", session, "approve")
+    lines = r.stderr.strip().splitlines()
+    assert r.code != 0 and len(lines) == 1 and "os.system" in lines[0] and "Traceback" not in r.stderr, r.stderr
+    assert not marker.exists()
+    events = journal_events(journal)
+    assert events[-1]["kind"] == "checkpoint.unreadable" and "os.system" in events[-1]["error"]
+    assert not any(e["kind"] == "command.started" and e["command"] == "touch broken" for e in events)
