@@ -122,7 +122,7 @@ class Toolbox:
         verdict = command_class(self.ctx, command)
         secret = next((w for w in words if SECRET_PATH.search(w)), None)
         if verdict.klass == "deny" or secret is not None:
-            pattern = verdict.pattern if verdict.klass == "deny" else "credential path"
+            pattern = (verdict.pattern or verdict.reason) if verdict.klass == "deny" else "credential path"
             self._refused(host, self.ctx.redact(command), pattern, verdict.part if secret is None else secret)
             return f"REFUSED by the command policy (deny {pattern!r}); it was not run", True
         if words[0].endswith("grep") and any(RECURSIVE.match(w) for w in words[1:]):
@@ -178,7 +178,7 @@ class Toolbox:
         rules = self.ctx.policy.model.commands
         verdict = classify(command, allow=["*"], ask=[], deny=rules.deny)
         if verdict.klass == "deny":
-            return f"REFUSED by the command policy (deny {verdict.pattern!r})", True
+            return f"REFUSED by the command policy (deny {verdict.pattern or verdict.reason!r})", True
         self.calls.append(ToolCall(tool, host, path=path))
         text, failed = self._run(target, command, tool=tool)
         if tool == "grep":
