@@ -28,11 +28,26 @@ spaces and by expansions that run code without a literal `$(`. From the parse tr
   comparison (they evaluate array subscripts, which run `$(…)`), a word whose text spells `$(` or a
   backtick once its quotes and escapes are decoded, a command name that is itself an expansion;
 - what it cannot look inside at all is `deny`, since a denied command may hide there and a person
-  at a gate could not see it either: over 1 MB, nested over 40 levels deep, or a command over 32 KB
+  at a gate could not see it either: over 256 KB, nested over 40 levels deep, or a command over 16 KB
   that does not parse in the pieces it is cut into (a cut inside a quote or a here-document makes the
   rest read as something else) or has 2 KB without a `;` or a line break to cut at.
 
-Parsing is linear in the length of the command, and so is everything done with the tree.
+The grammar and bash do not read every text alike, so the classifier reads it as bash does where they
+differ: control characters bash keeps in a word are made plain letters before parsing (and asked
+about), a lone `$` is a plain `$`, an ANSI-C string ends at a NUL, a line continuation is read both
+joined and not (the stricter verdict stands), a here-document ends where bash ends it, and a word the
+grammar stretched over a blank is asked about. When the tree may not be bash's, deny patterns are also
+matched against the text cut at every separator.
+
+Deny and ask patterns also match by shape: a command with at least the pattern's flags and long options
+and its operands in order among others (`rm -rfv /`, `rm -rf build /`, `git push origin -f`). Where
+only an expansion, xargs' input, find's `{}` or a path after `cd` could make a command a denied one,
+it is asked about. Named script files (`sh pgctl.sh`, `. ./env.sh`) are judged by the patterns on
+their own argv: no deny list can see inside a file.
+
+The grammar's error recovery is quadratic in what it recovers over; a command over 16 KB is parsed in
+pieces of at most 2 KB, so the worst case stays under about a second and grows linearly past it
+(bench/commands.py).
 """
 
 from __future__ import annotations
@@ -53,7 +68,7 @@ CommandClass = Literal["allow", "ask", "deny"]
 
 # Past this a command is not parsed at all: no campaign command is anywhere near it, and a bound keeps
 # the parser's memory and time predictable whatever a model sends.
-MAX_COMMAND_BYTES = 1_000_000
+MAX_COMMAND_BYTES = 256 * 1024
 # Substitutions within substitutions, scripts given to `eval`/`sh -c`, expansions within expansions:
 # deeper than this is asked about rather than followed (the walk stays well inside Python's stack).
 MAX_DEPTH = 40
@@ -61,7 +76,7 @@ MAX_DEPTH = 40
 # `cat <>x; ` takes a minute), so a long command is parsed in chunks cut after a `;` or a line break.
 # A cut inside a quote, a substitution, a compound command or a here-document leaves both sides
 # incomplete, which is a syntax error, which is `ask`: cutting can only make the verdict stricter.
-CHUNKED_ABOVE = 32 * 1024
+CHUNKED_ABOVE = 16 * 1024
 CHUNK = 512
 MAX_RUN = 2 * 1024  # a chunk that cannot be cut this short is not parsed at all
 
@@ -75,7 +90,7 @@ _HARMLESS_TARGETS = {"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"}
 # (`test -v 'a[$(cmd)]'`, `printf -v`, `read`, …) or a prompt expansion.
 _EVALUATED = ("$(", "`", "${", "$[")
 
-_WRITE_OPS = {">", ">>", "&>", "&>>", ">|"}
+_WRITE_OPS = {">", ">>", "&>", "&>>", ">|", "<>"}
 _DUP_OPS = {">&", "<&"}
 _REDIRECTS = {"file_redirect", "heredoc_redirect", "herestring_redirect"}
 # Nodes whose named children are statements (or words, redirects) to walk in turn.
@@ -97,6 +112,11 @@ _PLAIN_EXPANSION_OPS = {":-", "-", ":+", "+", ":?", "?", "#", "##", "%", "%%"}
 _NAME_TAKING = {"read", "mapfile", "readarray", "getopts", "wait", "declare", "typeset", "local", "export"}
 _NAME_TAKING |= {"readonly", "unset", "printf"}
 _SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "posh"}
+# Builtins and programs that can run a string or stream (see _Walker.evaluating).
+_EVALUATING = {"trap", "alias", "mapfile", "readarray", "hash", "enable", "declare", "typeset", "local"}
+_EVALUATING |= {"source", ".", "env", "script", "fc", "complete", "bind"}
+# A script "file" that is a stream: what it holds is never seen.
+_STREAM = re.compile(r"^(-|/dev/stdin|/dev/fd/\d+|/proc/self/fd/\d+|<\(.*)$")
 # Wrappers that run their arguments as a command, and the options of each that take a value (so the
 # value is not mistaken for the wrapped command). Approximate by design: what is found here is only
 # ever checked against deny and ask patterns, in addition to the wrapper's own check.
@@ -123,12 +143,22 @@ _WRAPPERS: dict[str, set[str]] = {
     "watch": {"-n", "-d"},
     "unbuffer": set(),
     "strace": {"-e", "-o", "-p", "-s", "-u"},
+    "unshare": set(),
+    "nsenter": {"-t", "-S", "-G"},
+    "runuser": {"-u", "-g", "-G"},
+    "setpriv": set(),
+    "systemd-run": {"-p", "-u", "--unit"},
+    "busybox": set(),
+    "sg": set(),
 }
 # Wrappers whose first operand is not the command (a duration, a mask, a directory, a lock file).
 _WRAPPER_SKIPS_OPERAND = {"timeout": 1, "taskset": 1, "chrt": 1, "chroot": 1, "flock": 1}
 _FIND_EXEC = {"-exec", "-execdir", "-ok", "-okdir"}
 # Spellings of the same option, so that a deny pattern written one way matches the others.
-_FLAG_ALIASES: dict[str, dict[str, str]] = {"rm": {"R": "r", "--recursive": "r", "--force": "f"}}
+_FLAG_ALIASES: dict[str, dict[str, str]] = {
+    "rm": {"R": "r", "--recursive": "r", "--force": "f"},
+    "git": {"f": "--force"},  # `git push -f` is `git push --force`
+}
 
 
 class Verdict(BaseModel):
@@ -171,6 +201,11 @@ class _Analysis:
     simples: list[_Simple] = field(default_factory=list)
     findings: list[tuple[str, str]] = field(default_factory=list)  # (part, why it must be asked)
     refusals: list[tuple[str, str]] = field(default_factory=list)  # (part, why it cannot be run at all)
+    # The tree may not be what bash reads (a syntax error, control characters, a here-document whose
+    # end bash finds elsewhere, a word the grammar stretched over a blank): deny patterns are then also
+    # matched against the text cut at every separator (`_backstop`), erring towards refusing.
+    suspect: bool = False
+    reads_outside: bool = False  # a redirection reads a file outside the working directory
     writes: list[tuple[str, _Word]] = field(default_factory=list)  # (part, redirect target)
     changes_directory: bool = False
 
@@ -267,6 +302,38 @@ def _decode_ansi_c(body: str) -> str:
             i += 1
         else:
             out.append("\\" + e)
+    # bash's value ends at a NUL (`$'rm\\0python'` runs `rm`): what follows is never seen by the command
+    return "".join(out).split("\0", 1)[0]
+
+
+_BLANK_INSIDE = re.compile(r"(?<!\\)[ \t\n]")
+
+
+def _dequote(word: str) -> str:
+    """A word's text after bash's quote removal, expansions left as written (here-document delimiters)."""
+    out: list[str] = []
+    i, n = 0, len(word)
+    while i < n:
+        c = word[i]
+        if c == "\\" and i + 1 < n:
+            out.append(word[i + 1])
+            i += 2
+        elif c == "'" or (c == "$" and word[i + 1 : i + 2] == "'"):
+            ansi = c == "$"
+            j = word.find("'", i + 1 + ansi)
+            j = n if j < 0 else j
+            body = word[i + 1 + ansi : j]
+            out.append(_decode_ansi_c(body) if ansi else body)
+            i = j + 1
+        elif c == '"':
+            j = i + 1
+            while j < n and word[j] != '"':
+                j += 2 if word[j] == "\\" else 1
+            out.append(_unescape_double(word[i + 1 : j]))
+            i = j + 1
+        else:
+            out.append(c)
+            i += 1
     return "".join(out)
 
 
@@ -305,21 +372,42 @@ class _Walker:
         if depth > MAX_DEPTH:
             self.refuse(part, "nested too deeply to classify")
             return
+        source, odd = _as_bash_reads(source)
+        if odd:
+            self.find(part, odd)
+            self.result.suspect = True
+        # bash removes a backslash-newline before it splits words, except inside single quotes, quoted
+        # here-documents and comments; the grammar does not always follow it (`a\<newline>#;cmd` is a
+        # word `a#` and then `cmd` to bash, a comment to the grammar). Both readings are walked, and the
+        # stricter verdict stands.
+        readings = [source, source.replace(b"\\\n", b"")] if b"\\\n" in source else [source]
+        for reading in reversed(readings):
+            if not self.push_script(reading, depth, nested, part):
+                return
+
+    def push_script(self, source: bytes, depth: int, nested: bool, part: str) -> bool:
+        """Parse `source` (in pieces when long) and push its trees; False once it must be refused."""
         chunks = _chunks(source)
         if chunks is None:
             self.refuse(part, f"too long to classify: over {MAX_RUN:,} bytes without a `;` or a line break")
-            return
+            return False
         # Pushed, not walked here: `eval` and `sh -c` scripts are found while the stack is being run;
         # reversed so that the first chunk's findings come first.
-        for chunk in reversed(chunks):
+        trees = []
+        for chunk in chunks:
             root = _parser().parse(chunk).root_node
             if root.has_error:
                 self.find(part, f"cannot parse it as a shell command{self._error_at(root, chunk)}")
+                self.result.suspect = True
                 if len(chunks) > 1:
                     # A cut inside a quote or a here-document reads the rest as something else: text
                     # that bash runs may be quoted text here, so even deny patterns cannot be trusted.
                     self.refuse(part, f"over {CHUNKED_ABOVE // 1024} KB and it does not parse in pieces")
+                    return False
+            trees.append((root, chunk))
+        for root, chunk in reversed(trees):
             self.stack.append((root, _Ctx(chunk, depth, nested)))
+        return True
 
     def run(self) -> _Analysis:
         while self.stack:
@@ -367,6 +455,9 @@ class _Walker:
             assigns = [node] if kind == "variable_assignment" else node.named_children
             words = [self.assignment(a, ctx, _text(node)) for a in assigns if a.type == "variable_assignment"]
             self.result.simples.append(_Simple(_text(node), words, [], ctx.nested))
+            for w in words:
+                self.check_evaluated(w, _text(node))
+                self.check_assigned(w, _text(node))
         elif kind == "compound_statement" and node.children and node.children[0].type == "((":
             self.find(_text(node), "an arithmetic command evaluates variables and array subscripts")
             self.scan(node, ctx)
@@ -483,6 +574,8 @@ class _Walker:
         self.result.simples.append(_Simple(part, assigns, argv, ctx.nested))
         for w in [*assigns, *argv]:
             self.check_evaluated(w, part)
+        for w in assigns:
+            self.check_assigned(w, part)
         if not argv:
             return
         name = argv[0]
@@ -507,6 +600,8 @@ class _Walker:
             and any(a.dynamic or "[" in a.text for a in args)
         ):
             self.find(part, f"{cmd} is given a computed or subscripted variable name, which bash evaluates")
+        if cmd in _EVALUATING:
+            self.evaluating(cmd, args, part, ctx)
         if cmd == "eval":
             if any(a.dynamic for a in args):
                 self.find(part, "eval of an expansion: what it runs is unknown")
@@ -518,11 +613,59 @@ class _Walker:
             self.find_exec(args, part, ctx)
         elif cmd in _WRAPPERS:
             inner = self.unwrap(cmd, args)
+            if inner and cmd == "xargs":  # and the arguments it reads from its input
+                inner = [*inner, _Word("<input>", "\0", True, True)]
             if inner:
                 if ctx.depth + 1 > MAX_DEPTH:
                     self.refuse(part, "nested too deeply to classify")
                 else:
                     self.command(part, [], inner, _Ctx(ctx.src, ctx.depth + 1, True))
+
+    def evaluating(self, cmd: str, args: list[_Word], part: str, ctx: _Ctx) -> None:
+        """Builtins and programs that run a string later, or a file or stream no one has read: asked
+        about, and a string they are given is parsed as a command too, so a denied one is denied."""
+        texts = [a.text for a in args]
+        scripts: list[_Word] = []
+        if cmd == "trap":
+            if len(args) >= 2 and texts[0] not in ("-", "--", "-p", "-l", "-P"):
+                scripts = [args[0]]
+        elif cmd == "alias":
+            scripts = [
+                _Word(t.split("=", 1)[1], t.split("=", 1)[1], a.dynamic)
+                for a, t in zip(args, texts, strict=True)
+                if "=" in t
+            ]
+        elif cmd in ("mapfile", "readarray"):
+            scripts = [args[i + 1] for i, t in enumerate(texts[:-1]) if t == "-C"]
+            if not scripts and not any(t.startswith("-C") for t in texts):
+                return
+        elif cmd == "hash":
+            if not any(t.startswith("-") and "p" in t for t in texts):
+                return
+        elif cmd == "declare" or cmd == "typeset" or cmd == "local":
+            if not any(t.startswith("-") and "n" in t for t in texts):
+                return
+        elif cmd in ("source", "."):
+            if args and not args[0].dynamic and not _STREAM.match(texts[0]):
+                return  # a named script file: judged by the patterns on its own argv, as `sh FILE` is
+        elif cmd == "env":
+            if not any(t.startswith(("-S", "--split-string")) or (t.startswith("-") and "S" in t[1:2]) for t in texts):
+                return
+        elif cmd == "script":
+            scripts = [
+                args[i + 1]
+                for i, t in enumerate(texts[:-1])
+                if t in ("-c", "--command") or (t.startswith("-") and not t.startswith("--") and t.endswith("c"))
+            ]
+        self.find(part, f"{cmd} {' '.join(texts)[:60]} runs something the policy cannot see in full")
+        for w in scripts:
+            if not w.dynamic and ctx.depth + 1 <= MAX_DEPTH:
+                self.script(w.text.encode("utf-8", "surrogatepass"), ctx.depth + 1, True, part)
+
+    def check_assigned(self, word: _Word, part: str) -> None:
+        name = _assigned_name(word)
+        if name in _RUNS_CODE_ENV:
+            self.find(part, f"setting {name} changes what a shell or a program runs")
 
     def check_evaluated(self, word: _Word, part: str) -> None:
         if any(s in word.skeleton for s in _EVALUATED):
@@ -531,24 +674,30 @@ class _Walker:
     def shell_script(self, args: list[_Word], part: str, ctx: _Ctx) -> None:
         """`sh -c SCRIPT`, `bash -ec SCRIPT`, `su -c SCRIPT`: SCRIPT is parsed as a command too."""
         takes_value = False
-        command_mode = False
+        command_mode = stdin = ended = False
         for a in args:
             if takes_value:
                 takes_value = False
                 continue
             t = a.text
-            if t in ("-o", "+o", "-O", "+O", "--rcfile", "--init-file"):
-                takes_value = True
-            elif t.startswith(("-", "+")) and t not in ("-", "--"):
-                command_mode = command_mode or (not t.startswith("--") and "c" in t[1:])
-            elif command_mode:
-                if a.dynamic:
-                    self.find(part, "a shell is given a script that is an expansion: what it runs is unknown")
-                else:
-                    self.script(a.text.encode(), ctx.depth + 1, True, part)
-                return
-            else:
+            if ended or not t.startswith(("-", "+")) or t == "-":
+                if command_mode:
+                    if a.dynamic:
+                        self.find(part, "a shell is given a script that is an expansion: what it runs is unknown")
+                    else:
+                        self.script(a.text.encode("utf-8", "surrogatepass"), ctx.depth + 1, True, part)
+                elif a.dynamic or _STREAM.match(t) or stdin:
+                    self.find(part, f"a shell reads its script from {t}: what it runs is unknown")
                 return  # a script file: judged by the patterns on its own argv
+            if t == "--":
+                ended = True
+            elif t in ("-o", "+o", "-O", "+O", "--rcfile", "--init-file"):
+                takes_value = True
+            elif not t.startswith("--"):
+                command_mode = command_mode or "c" in t[1:]
+                stdin = stdin or "s" in t[1:]
+        if not command_mode:  # no script at all: the shell runs whatever its standard input holds
+            self.find(part, "a shell reads its script from standard input: what it runs is unknown")
 
     def find_exec(self, args: list[_Word], part: str, ctx: _Ctx) -> None:
         inner: list[_Word] | None = None
@@ -561,7 +710,8 @@ class _Walker:
                     self.command(part, [], inner, _Ctx(ctx.src, ctx.depth + 1, True))
                 inner = None
             else:
-                inner.append(a)
+                # `{}` is each path found: only known when find runs
+                inner.append(_Word("{}", "\0", True, True) if "{}" in a.text else a)
         if inner:
             self.command(part, [], inner, _Ctx(ctx.src, ctx.depth + 1, True))
 
@@ -666,14 +816,19 @@ class _Walker:
             self.find(part, f"a redirection with {len(words)} targets")
         for w in words:
             self.check_evaluated(w, part)
+        # `2> >(grep …)`: the target is a pipe to a command, which is walked as any other
+        words = [w for w, g in zip(words, groups, strict=True) if [n.type for n in g] != ["process_substitution"]]
         writes = op in _WRITE_OPS or (op in _DUP_OPS and words and not words[0].text.isdigit())
         if writes:
             for w in words:
                 self.result.writes.append((part, w))
+        elif op in ("<", "<&") and any(_outside(w, False) for w in words if not w.text.isdigit()):
+            self.result.reads_outside = True
 
     def heredoc(self, node: Node, ctx: _Ctx, part: str) -> None:
         start = next((c for c in node.children if c.type == "heredoc_start"), None)
         quoted = start is not None and any(q in _text(start) for q in "'\"\\")
+        self.heredoc_end(node, start)
         later: list[Node] = []
         for child in node.named_children:
             if child.type == "heredoc_body":
@@ -694,6 +849,24 @@ class _Walker:
             else:
                 later.append(child)  # `cat <<EOF | sh`, `cat <<EOF && next`: statements after it
         self.push(later, ctx)
+
+    def heredoc_end(self, node: Node, start: Node | None) -> None:
+        """bash ends a here-document at the first line equal to its delimiter after quote removal
+        (`E"O"F` ends at `EOF`); the grammar may wait for the delimiter as spelled, reading the lines
+        bash runs as the body."""
+        if start is None:
+            return
+        delimiter = _dequote(_text(start))
+        strip_tabs = any(c.type == "<<-" for c in node.children)
+        body = next((c for c in node.children if c.type == "heredoc_body"), None)
+        end = next((c for c in node.children if c.type == "heredoc_end"), None)
+        lines = _text(body).split("\n") if body is not None else []
+        if strip_tabs:
+            lines = [line.lstrip("\t") for line in lines]
+        early = delimiter in lines[:-1] or (lines and lines[-1] == delimiter and end is not None)
+        if early or (end is not None and _text(end).strip() != delimiter):
+            self.find(_text(node)[:200], f"a here-document ends where bash finds {delimiter!r}, not where it seems to")
+            self.result.suspect = True
 
     # -- words
 
@@ -726,6 +899,9 @@ class _Walker:
             if quoted:
                 return _Word(raw, raw)
             value, skeleton, glob = _unescape_unquoted(raw)
+            if _BLANK_INSIDE.search(raw):  # bash ends an unquoted word at an unescaped blank
+                self.find(part, f"the parser read {raw[:60]!r} as one word, which bash splits")
+                self.result.suspect = True
             return _Word(value, skeleton, glob, glob, skeleton)
         if kind in ("number", "variable_name", "test_operator"):
             return _Word(raw, raw)
@@ -750,6 +926,9 @@ class _Walker:
                 "".join(p.bare for p in parts),
             )
         if kind == "simple_expansion":
+            if _BLANK_INSIDE.search(raw.strip()):
+                self.find(part, f"the parser read {raw.strip()[:60]!r} as one expansion, which bash splits")
+                self.result.suspect = True
             special = raw.lstrip()[1:] in ("@", "*")
             return _Word(raw.lstrip(), "\0", True, special or not quoted)
         if kind == "expansion":
@@ -769,6 +948,8 @@ class _Walker:
                 self.opaque(raw, ctx)
             return _Word(raw, raw, expands)
         if kind == "brace_expression":
+            if not quoted and all(c.type == "number" for c in node.named_children):
+                return _Word(raw, raw, False, True)  # `{1..5}`: numbers only, several words
             self.find(part, f"brace expansion {raw}: its words are only known when bash runs it")
             return _Word(raw, "\0", True, True)
         self.find(part, f"a {kind.replace('_', ' ')} in a word is not something the command policy models")
@@ -834,11 +1015,33 @@ class _Walker:
         todo = list(node.named_children)
         while todo:
             child = todo.pop()
-            if child.type != "number" and not child.named_children:
+            if child.is_named and child.type != "number" and not child.named_children:
                 self.find(part, f"arithmetic {_text(node).strip()} evaluates {_text(child)}, which can run commands")
                 self.scan(node, ctx)
                 return
             todo.extend(child.children if child.type != "number" else [])
+
+
+# Bytes bash reads as part of a word but the grammar as a blank (CR, VT, FF) or not at all (NUL and the
+# other C0 controls, DEL). Replaced, one byte for one, by a letter before parsing, so the tree has
+# bash's words; their presence is asked about.
+_CONTROL = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]")
+# A `$` that starts nothing (before a blank or at the end) is a plain `$` to bash; the grammar can take
+# `$`, a newline and the next line's first word for one expansion.
+_LONE_DOLLAR = re.compile(rb"\$(?=[ \t\n]|$)")
+
+
+def _as_bash_reads(source: bytes) -> tuple[bytes, str]:
+    """`source` with the bytes the grammar reads differently from bash made plain (same length), and
+    why that must be asked about ("" when nothing was changed that matters)."""
+    odd = ""
+    if _CONTROL.search(source):
+        found = sorted({f"\\x{b[0]:02x}" for b in _CONTROL.findall(source)})[:4]
+        odd = f"it holds control characters ({', '.join(found)}) that bash reads as part of a word"
+        source = _CONTROL.sub(b"_", source)
+    if b"$" in source:
+        source = _LONE_DOLLAR.sub(b"_", source)
+    return source, odd
 
 
 def _chunks(source: bytes) -> list[bytes] | None:
@@ -871,20 +1074,17 @@ def _separator_after(source: bytes, at: int) -> int | None:
         at = i + 1
 
 
+# `${NAME}`, or `${NAME:-text}` and the other operators that only substitute, with plain text: what an
+# unquoted here-document may hold without running anything.
+_PLAIN_BRACED = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*(?:(?::?[-+?]|##?|%%?)[^$`{}\\]*)?\}|\$\{[0-9@*#?$!-]\}")
+
+
 def _heredoc_evaluates(body: str) -> bool:
     """Whether an unquoted here-document body runs anything: `$(`, a backtick, `$[`, or a `${…}` that
-    is more than a plain name. One linear scan."""
+    is more than a plain name or a plain default. One linear scan."""
     if "`" in body or "$(" in body or "$[" in body:
         return True
-    i = body.find("${")
-    while i >= 0:
-        j = i + 2
-        while j < len(body) and (body[j].isalnum() or body[j] in "_@*#?$!-"):
-            j += 1
-        if j >= len(body) or body[j] != "}":
-            return True
-        i = body.find("${", j)
-    return False
+    return "${" in _PLAIN_BRACED.sub("", body)
 
 
 def analyse(command: str) -> _Analysis:
@@ -989,6 +1189,133 @@ def _matching(renderings: tuple[list[str], list[str], list[str]], compiled: _Pat
     return None
 
 
+@dataclass(frozen=True)
+class _Shape:
+    """A command, or a deny/ask pattern, as the two are compared word by word: the program's basename,
+    its short flags as a set, its long options and its operands in order. A pattern matches a command
+    that has at least its flags and long options and its operands in the same order among others, so
+    `rm -rfv /` and `rm -rf build /` are `rm -rf /*`. A command's `unknown` operands are only known when
+    bash runs it (an expansion, what xargs reads, a path after a `cd`): they may be anything, a flag too."""
+
+    cmd: str
+    flags: frozenset[str]
+    longs: tuple[str, ...]
+    operands: tuple[str, ...]
+    unknown: tuple[bool, ...]
+
+
+def _shape(words: Sequence[str], unknown: Sequence[bool] | None = None) -> _Shape | None:
+    if not words:
+        return None
+    cmd = _basename(words[0])
+    aliases = _FLAG_ALIASES.get(cmd, {})
+    flags: set[str] = set()
+    longs: list[str] = []
+    operands: list[str] = []
+    unknowns: list[bool] = []
+    ended = False
+    for i, w in enumerate(words[1:], 1):
+        if unknown is not None and unknown[i]:
+            operands.append(w)
+            unknowns.append(True)
+            continue
+        if ended or w == "-" or not w.startswith("-"):
+            operands.append(w)
+            unknowns.append(False)
+        elif w == "--":
+            ended = True
+        elif w.startswith("--"):
+            alias = aliases.get(w, w)
+            (longs.append(alias) if alias.startswith("--") else flags.add(alias))
+        else:
+            for c in w[1:]:
+                alias = aliases.get(c, c)
+                (longs.append(alias) if alias.startswith("--") else flags.add(alias))
+    return _Shape(cmd, frozenset(flags), tuple(longs), tuple(operands), tuple(unknowns))
+
+
+@functools.lru_cache(maxsize=1024)
+def _pattern_shape(pattern: str) -> _Shape | None:
+    return _shape(pattern.split())
+
+
+def _shape_match(command: _Shape, pattern: _Shape) -> Literal["yes", "maybe"] | None:
+    """Whether the command is what the pattern describes: yes, maybe (only if an unknown word turns
+    out to be the right one), or no (None)."""
+    if not fnmatch.fnmatchcase(command.cmd, pattern.cmd):
+        return None
+    open_ended = any(command.unknown)
+    maybe = False
+    if not pattern.flags <= command.flags:
+        if not open_ended:
+            return None
+        maybe = True
+    for want in pattern.longs:
+        if not any(fnmatch.fnmatchcase(have, want) for have in command.longs):
+            if not open_ended:
+                return None
+            maybe = True
+    at = 0
+    for want in pattern.operands:
+        while at < len(command.operands):
+            have, unknown = command.operands[at], command.unknown[at]
+            at += 1
+            if unknown:
+                maybe = True
+                break
+            if fnmatch.fnmatchcase(have, want):
+                break
+        else:
+            return None
+    return "maybe" if maybe else "yes"
+
+
+def _structured(simple: _Simple, patterns: Sequence[str], after_cd: bool) -> tuple[str, bool] | None:
+    """The first pattern the command's shape matches, and whether for certain (False: only maybe)."""
+    argv = simple.argv
+    if not argv or argv[0].dynamic:
+        return None
+    # After a `cd`, a relative path may be anywhere: it is as unknown as an expansion.
+    unknown = [w.dynamic or w.splits or (after_cd and i > 0 and _relative_path(w.text)) for i, w in enumerate(argv)]
+    shape = _shape([w.text for w in argv], unknown)
+    if shape is None:
+        return None
+    found: tuple[str, bool] | None = None
+    for pattern in patterns:
+        p = _pattern_shape(pattern)
+        if p is None:
+            continue
+        verdict = _shape_match(shape, p)
+        if verdict == "yes":
+            return pattern, True
+        if verdict == "maybe" and found is None:
+            found = (pattern, False)
+    return found
+
+
+def _relative_path(word: str) -> bool:
+    return not word.startswith(("/", "~", "-")) and word not in (".", "")
+
+
+# Where a command may begin, read crudely: what the backstop cuts the text at.
+_SEPARATORS = re.compile(r"[;&|\n(){}`<>\x00-\x1f]|\$\(")
+_QUOTING = re.compile(r"[\"'\\]")
+
+
+def _backstop(text: str) -> list[_Simple]:
+    """The text cut at every separator and stripped of quotes, each piece a command: for deny
+    patterns only, when the tree may not be what bash reads (errs towards refusing: `echo "; rm -rf /"`
+    in a command that does not parse is refused)."""
+    out: list[_Simple] = []
+    for piece in _SEPARATORS.split(text):
+        words = [_QUOTING.sub("", w) for w in piece.split()]
+        while words and re.match(r"[A-Za-z_][A-Za-z0-9_]*\+?=", words[0]):
+            words.pop(0)
+        if words:
+            out.append(_Simple(piece.strip()[:200], [], [_Word(w, w) for w in words], True))
+    return out
+
+
 def _match(part: str, patterns: Sequence[str]) -> str | None:
     """Deny and ask patterns match the part as one string: a `*` may cover anything (errs towards
     refusing and asking)."""
@@ -1000,49 +1327,94 @@ def _match(part: str, patterns: Sequence[str]) -> str | None:
 
 def allowed_words(words: Sequence[str], patterns: Sequence[str]) -> str | None:
     """The allow pattern that covers this argument list (word by word, as for allow rules)."""
+    slots = [_Slot(w, "cmd" if i == 0 else "arg") for i, w in enumerate(words)]
     for pattern in patterns:
         pats = pattern.split()
-        if pats and _words_match(list(words), [False] * len(words), pats):
+        if pats and _words_match(slots, pats):
             return pattern
     return None
 
 
-def _words_match(words: list[str], splits: list[bool], pats: list[str]) -> bool:
+@dataclass(frozen=True)
+class _Slot:
+    """One word as allow patterns see it: its text, what it is, and whether it may become several."""
+
+    text: str
+    kind: Literal["assign", "cmd", "arg"]
+    splits: bool = False
+
+    def matches(self, pat: str) -> bool:
+        if self.kind == "assign" and "=" not in pat:
+            return False  # `A=python B=simserve.py touch M` is not `*python* *simserve.py *`
+        if self.kind == "cmd" and "/" not in pat:
+            # A pattern for a program names the program: `*python*` must not match the directory in
+            # `/usr/lib/python3/../../bin/touch`.
+            return fnmatch.fnmatchcase(_basename(self.text), pat)
+        return fnmatch.fnmatchcase(self.text, pat)
+
+
+def _words_match(slots: list[_Slot], pats: list[str]) -> bool:
     """Allow patterns match word by word: a `*` stays inside its word, except in the last word, where
     it also covers the rest of the command. So `*python* simserve.py *` allows `/usr/bin/python3
     simserve.py bench` but not `bash -c 'touch x' python simserve.py bench` (errs towards asking). A
-    word that may become several (`$x`, a glob) is only covered by that final `*`."""
+    word that may become several (`$x`, a glob) is only covered by that final `*`; an assignment only
+    by a pattern word with `=` in it; the program word by its basename unless the pattern has a `/`."""
     for i, pat in enumerate(pats):
         last = i == len(pats) - 1
         if last and pat == "*":
             return True
-        if i >= len(words):
+        if i >= len(slots):
             return False
         if last and pat.endswith("*"):
-            return fnmatch.fnmatchcase(" ".join(words[i:]), pat)
-        if splits[i] or not fnmatch.fnmatchcase(words[i], pat):
+            first = slots[i]
+            if first.kind == "assign" and "=" not in pat:
+                return False
+            head = _basename(first.text) if first.kind == "cmd" and "/" not in pat else first.text
+            return fnmatch.fnmatchcase(" ".join([head, *(x.text for x in slots[i + 1 :])]), pat)
+        if slots[i].splits or not slots[i].matches(pat):
             return False
-    return len(words) == len(pats)
+    return len(slots) == len(pats)
+
+
+# Variables a command may be given in front of it without an allow pattern naming them: they choose
+# devices, threads, locale and buffering, never what runs.
+_INERT_ENV = {
+    "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS",
+    "PYTHONUNBUFFERED", "PYTHONHASHSEED", "TZ", "LANG", "LC_ALL", "NO_COLOR", "COLUMNS",
+}  # fmt: skip
+# Variables that make a shell, the dynamic linker or an interpreter run code of their choosing: setting
+# one is asked about whatever the patterns say.
+_RUNS_CODE_ENV = {
+    "BASH_ENV", "ENV", "PS4", "PS0", "PROMPT_COMMAND", "SHELLOPTS", "BASHOPTS", "PATH", "IFS", "CDPATH",
+    "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "BASH_LOADABLES_PATH", "PYTHONPATH", "PYTHONHOME",
+    "PYTHONSTARTUP", "NODE_OPTIONS", "PERL5OPT", "PERL5LIB", "RUBYOPT", "GIT_SSH_COMMAND", "GIT_EXEC_PATH",
+    "EDITOR", "VISUAL", "PAGER", "LESSOPEN", "GCONV_PATH",
+}  # fmt: skip
+
+
+def _assigned_name(word: _Word) -> str:
+    return word.text.split("=", 1)[0].split("[", 1)[0].rstrip("+")
 
 
 def _allowed_by(simple: _Simple, patterns: Sequence[str]) -> str | None:
-    all_words = [*simple.assigns, *simple.argv]
-    words = [w.text for w in all_words]
-    splits = [w.splits for w in all_words]
+    assigns = [w for w in simple.assigns if w.dynamic or _assigned_name(w) not in _INERT_ENV]
+    slots = [_Slot(w.text, "assign", w.splits) for w in assigns]
+    slots += [_Slot(w.text, "cmd" if i == 0 else "arg", w.splits) for i, w in enumerate(simple.argv)]
     for pattern in patterns:
         pats = pattern.split()
-        if pats and _words_match(words, splits, pats):
+        if pats and _words_match(slots, pats):
             return pattern
     return None
 
 
-def _outside(target: _Word, after_cd: bool) -> bool:
-    """Whether writing to `target` may land outside the working directory."""
+def _outside(target: _Word, after_cd: bool, reads_outside: bool = False) -> bool:
+    """Whether writing to `target` may land outside the working directory. /dev/stdout, /dev/fd/N, …
+    reopen whatever that descriptor is: after `1</etc/x` that is a file outside, opened anew for writing."""
     t = target.text
     if target.dynamic or target.splits:
         return True
     if t in _HARMLESS_TARGETS or (t.startswith("/dev/fd/") and t[8:].isdigit()):
-        return False
+        return reads_outside and t != "/dev/null"
     if after_cd or t.startswith(("/", "~")):
         return True
     depth = 0
@@ -1079,15 +1451,32 @@ def classify(command: str, *, allow: Sequence[str], ask: Sequence[str], deny: Se
             "the deny patterns",
         )
     result = analyse(command)
-    renderings = [_renderings(s) for s in result.simples]
+    after_cd = result.changes_directory
     denied, asked = _compiled(tuple(deny)), _compiled(tuple(ask))
-    for simple, rendered in zip(result.simples, renderings, strict=True):
-        if (pattern := _matching(rendered, denied)) is not None:
+    checked = list(result.simples)
+    if result.suspect:
+        checked += _backstop(command)
+    maybe: tuple[_Simple, str] | None = None
+    for simple in checked:
+        if (pattern := _matching(_renderings(simple), denied)) is not None:
             return Verdict(klass="deny", part=simple.part, pattern=pattern, reason=f"matches deny pattern {pattern!r}")
+        if (hit := _structured(simple, deny, after_cd)) is not None:
+            if hit[1]:
+                return Verdict(
+                    klass="deny", part=simple.part, pattern=hit[0], reason=f"matches deny pattern {hit[0]!r}"
+                )
+            maybe = maybe or (simple, hit[0])
     for part, why in result.refusals:
         return Verdict(klass="deny", part=part, pattern=None, reason=why)
-    for simple, rendered in zip(result.simples, renderings, strict=True):
-        if (pattern := _matching(rendered, asked)) is not None:
+    if maybe is not None:
+        simple, pattern = maybe
+        why = f"once expanded, it may be what deny pattern {pattern!r} forbids"
+        return Verdict(klass="ask", part=simple.part, pattern=pattern, reason=why)
+    for simple in result.simples:
+        pattern = _matching(_renderings(simple), asked)
+        if pattern is None and (hit := _structured(simple, ask, after_cd)) is not None:
+            pattern = hit[0]
+        if pattern is not None:
             return Verdict(klass="ask", part=simple.part, pattern=pattern, reason=f"matches ask pattern {pattern!r}")
     for part, why in result.findings:
         return Verdict(klass="ask", part=part, pattern=None, reason=why)
@@ -1096,7 +1485,7 @@ def classify(command: str, *, allow: Sequence[str], ask: Sequence[str], deny: Se
         if not simple.nested and _allowed_by(simple, allow) is None:
             return Verdict(klass="ask", part=simple.part, pattern=None, reason="matches no allow pattern")
     for part, target in result.writes:
-        if _outside(target, result.changes_directory):
+        if _outside(target, after_cd, result.reads_outside):
             return Verdict(
                 klass="ask", part=part, pattern=None, reason=f"writes outside the working directory: {target.text}"
             )

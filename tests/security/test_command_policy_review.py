@@ -1,0 +1,177 @@
+"""The second attack review of the tree-sitter command classifier (issue 19, H1). Each case was proved
+against bash first: it created `./M` (a hidden `touch M`), deleted a victim directory that a deny pattern
+protects, or wrote outside the working directory, while the classifier said otherwise. Where bash
+and tree-sitter-bash read text differently, what the classifier cannot be sure of is asked about; what
+may run a denied command is denied or, when only an expansion could make it one, asked about."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from policies.schema import load_policy
+from tools.commands import Verdict, classify
+
+PERMISSIVE = {"allow": ["*"], "ask": []}
+
+
+def cautious(command: str) -> Verdict:
+    rules = load_policy("cautious").model.commands
+    return classify(command, allow=rules.allow, ask=rules.ask, deny=rules.deny)
+
+
+def bash(command: str, cwd: Path) -> None:
+    subprocess.run(["bash", "-c", command], cwd=cwd, capture_output=True, timeout=10, check=False, input=b"")
+
+
+# -- bash runs a hidden `touch M` (or writes outside) where the classifier saw only allowed commands
+
+HIDDEN = {
+    "cr-comment": "echo hi\r#; touch M",
+    "vt-comment": "echo hi;\x0b# ; touch M",
+    "continuation-comment": "echo a\\\n#;touch M",
+    "continuation-crlf": "echo \\\r\ntouch M",
+    "continuation-line-start": "echo\n\\\ntouch M",
+    "herestring-dollar-newline": "echo <<<$\ntouch M",
+    "brace-bracket-comment": "echo { [#;touch M",
+    "brace-tab-bracket-comment": "echo {\t[#;touch M",
+    "heredoc-quoted-delimiter": 'cat <<E"O"F\nx\nEOF\ntouch M\nE"O"F\n',
+    "heredoc-empty-quotes": "cat <<EOF''\nx\nEOF\ntouch M\nEOF''\n",
+    "heredoc-ansi-delimiter": "cat <<$'EOF'\nx\nEOF\ntouch M\n$'EOF'\n",
+    "heredoc-continued-delimiter": "cat <<EOF\nx\nEO\\\nF\ntouch M\nEOF\n",
+    "ansi-nul": "$'touch\\0python' $'M\\0simserve.py'",
+    "ansi-nul-hex-ctrl": "$'touch\\x00python' $'M\\c@simserve.py'",
+    "assignments-as-words": "A=python B=simserve.py touch M",
+    "star-crosses-slash": "/usr/lib/python3/../../bin/touch simserve.py M",
+}
+
+
+@pytest.mark.parametrize("command", HIDDEN.values(), ids=HIDDEN.keys())
+def test_text_bash_reads_differently_is_never_allowed(command: str, tmp_path: Path) -> None:
+    bash(command, tmp_path)
+    assert (tmp_path / "M").exists(), f"not an attack: bash did not run the hidden command: {command!r}"
+    assert cautious(command).klass != "allow", (command, cautious(command))
+
+
+@pytest.mark.parametrize("fd", ["1</OUT >/dev/stdout", "3</OUT >/dev/fd/3", "2</OUT >/dev/stderr"])
+def test_dev_fd_targets_reopen_a_file_read_from_outside(fd: str, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.write_text("intact")
+    work = tmp_path / "work"
+    work.mkdir()
+    command = f"echo pwned {fd.replace('OUT', str(outside))}"
+    bash(command, work)
+    assert outside.read_text() != "intact", "not an attack: the file outside was not written"
+    assert cautious(command).klass == "ask" and "outside" in cautious(command).reason
+
+
+# -- a denied command runs; the deny pattern protects VICTIM
+
+DENIED = {
+    "ansi-nul": "$'rm\\0python' $'-rf\\0simserve.py' VICTIM",
+    "cr-comment": "echo hi\r#; rm -rf VICTIM",
+    "herestring-dollar-newline": "echo <<<$\nrm -rf VICTIM",
+    "heredoc-quoted-delimiter": 'cat <<E"O"F\nEOF\nrm -rf VICTIM\nE"O"F\n',
+    "extra-flag": "rm -rfv VICTIM",
+    "second-operand": "rm -rf x VICTIM",
+    "long-and-short": "rm --force -r VICTIM",
+    "bash-c-dashdash": "bash -c -- 'rm -rf VICTIM'",
+    "script-c": "script -qc 'rm -rf VICTIM' /dev/null",
+    "unshare": "unshare rm -rf VICTIM",
+}
+
+
+@pytest.mark.parametrize("command", DENIED.values(), ids=DENIED.keys())
+def test_a_denied_command_is_denied_whatever_surrounds_it(command: str, tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    command = command.replace("VICTIM", str(victim))
+    deny = [f"rm -rf {victim}*"]
+    if "script" not in command:  # script(1) needs a terminal to run its command here
+        bash(command, tmp_path)
+        assert not victim.exists(), f"not an attack: bash did not delete the victim: {command!r}"
+    for allow in (["*"], load_policy("cautious").model.commands.allow):
+        v = classify(command, allow=allow, ask=[], deny=deny)
+        assert v.klass == "deny", (command, v)
+
+
+# A denied command that only an expansion, stdin, a changed directory or a string bash evaluates later
+# could make one: the classifier cannot know, so it asks, even when every command is allowed.
+MAYBE_DENIED = {
+    "expanded-operand": "d=VICTIM; rm -rf $d",
+    "substituted-operand": 'rm -rf "$(echo VICTIM)"',
+    "relative-after-cd": "cd VICTIM/.. && rm -rf victim",
+    "trap": "trap 'rm -rf VICTIM' EXIT",
+    "alias": "shopt -s expand_aliases\nalias r='rm -rf'\nr VICTIM",
+    "source-substitution": "source <(echo 'rm -rf VICTIM')",
+    "source-stdin": ". /dev/stdin <<< 'rm -rf VICTIM'",
+    "bash-herestring": "bash <<< 'rm -rf VICTIM'",
+    "bash-stdin": "echo 'rm -rf VICTIM' | bash",
+    "bash-c-dollar0": "bash -c 'rm -rf \"$0\"' VICTIM",
+    "env-S": "env -S'rm -rf VICTIM'",
+    "env-split-string": "env --split-string='rm -rf VICTIM'",
+    "xargs": "echo VICTIM | xargs rm -rf",
+    "find-exec-plus": "find VICTIM/.. -maxdepth 1 -name victim -exec rm -rf {} +",
+    "hash-p": "hash -p /bin/rm ls; ls -rf VICTIM",
+    "function-shadows": 'ls() { rm "$@"; }; ls -rf VICTIM',
+    "mapfile-C": "mapfile -C 'rm -rf VICTIM #' -c 1 a <<< x",
+    "declare-i": "declare -i n; n='x[$(rm -rf VICTIM)]'",
+    "declare-n": "declare -n r; r='a[$(rm -rf VICTIM)]'; r=1",
+    "bash-env": "BASH_ENV=<(echo 'rm -rf VICTIM') bash -c true",
+    "ps4": "PS4='$(rm -rf VICTIM)'; set -x; true",
+}
+
+
+@pytest.mark.parametrize("command", MAYBE_DENIED.values(), ids=MAYBE_DENIED.keys())
+def test_what_may_become_a_denied_command_is_never_allowed(command: str, tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    command = command.replace("VICTIM", str(victim))
+    bash(command, tmp_path)
+    assert not victim.exists(), f"not an attack: bash did not delete the victim: {command!r}"
+    v = classify(command, allow=["*"], ask=[], deny=[f"rm -rf {victim}*"])
+    assert v.klass in ("ask", "deny"), (command, v)
+
+
+def test_a_script_file_is_judged_by_its_name_and_asked_about_under_cautious(tmp_path: Path) -> None:
+    """What a named script file holds is not read: `sh pgctl.sh` is judged by the patterns on its own
+    argv (the postgres example's policy allows exactly that). A deny list cannot see inside a file, so
+    under a policy that allows everything `. ./s` runs whatever `s` says; cautious asks."""
+    command = "echo 'rm -rf /tmp/x' > s; . ./s"
+    assert cautious(command).klass == "ask" and cautious(command).part == ". ./s"
+    assert classify("sh pgctl.sh init 2", allow=["sh pgctl.sh *"], ask=[], deny=["rm -rf /*"]).klass == "allow"
+
+
+@pytest.mark.parametrize("command", ["git push -f", "git push origin --force", "git -C . push --force origin"])
+def test_git_force_push_is_denied_however_it_is_spelled(command: str) -> None:
+    assert cautious(command).klass == "deny", (command, cautious(command))
+
+
+# -- ordinary campaign commands the classifier itself asked about
+
+FINE = [
+    "CUDA_VISIBLE_DEVICES=0 python3 simserve.py bench",
+    "echo $((4*1024))",
+    "python3 simserve.py bench --n=$((4*1024))",
+    "for i in {1..5}; do python3 simserve.py bench --run $i; done",
+    "cat <<EOF > config.yaml\nport: ${PORT:-8080}\nEOF",
+    "python3 simserve.py bench 2> >(grep -v warn >&2)",
+    "python3 simserve.py bench \\\n  --n 4",
+]
+
+
+@pytest.mark.parametrize("command", FINE)
+def test_ordinary_campaign_commands_are_allowed(command: str) -> None:
+    assert cautious(command).klass == "allow", (command, cautious(command))
+
+
+SLOW = {"open-arithmetic": "((a" * 10920, "backtick-paren": "`)" * 16380}
+
+
+@pytest.mark.parametrize("command", SLOW.values(), ids=SLOW.keys())
+def test_pathological_error_recovery_stays_bounded(command: str) -> None:
+    """Not a speed assertion (bench/commands.py measures that): a verdict that is not allow, reached
+    under the suite's per-test timeout."""
+    assert classify(command, deny=[], **PERMISSIVE).klass != "allow"
