@@ -8,9 +8,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import yaml
+
+from policies.yamlsrc import SourceError, YamlSource
+
+
+def _document(text: object) -> dict[str, Any]:
+    """A journaled campaign or policy text as a mapping, read with the same bounds as the files were (a
+    journal someone else wrote may hold an alias bomb); anything unreadable is an empty one."""
+    if not isinstance(text, str) or not text:
+        return {}
+    try:
+        data = YamlSource(Path("journaled.yaml"), text).data
+    except (SourceError, yaml.YAMLError, RecursionError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
 
 ACTIVE_PHASES = {"apply": "applying", "benchmark": "benchmarking", "stress": "stressing", "rollback": "rolling back"}
 
@@ -108,16 +124,16 @@ class View:
         self.brain = e.get("brain", "")
         self.started = _ts(e.get("ts"))
         self.status = "running"
-        try:
-            campaign = yaml.safe_load(e.get("campaign_text") or "") or {}
-            policy = yaml.safe_load(e.get("policy_text") or "") or {}
-        except yaml.YAMLError:
-            campaign, policy = {}, {}
-        for o in campaign.get("options", []):
+        campaign, policy = _document(e.get("campaign_text")), _document(e.get("policy_text"))
+        options = campaign.get("options")
+        for o in options if isinstance(options, list) else []:
             if isinstance(o, dict) and isinstance(o.get("id"), int):
                 self.options[o["id"]] = OptionView(id=o["id"], title=str(o.get("title", "")))
-        self.stress_total = sum(int(s.get("runs", 1)) for s in campaign.get("stress", []) if isinstance(s, dict))
-        self.budget_usd = ((policy.get("budgets") or {}).get("llm_usd")) if isinstance(policy, dict) else None
+        stress = campaign.get("stress")
+        runs = [s.get("runs", 1) for s in (stress if isinstance(stress, list) else []) if isinstance(s, dict)]
+        self.stress_total = sum(r for r in runs if isinstance(r, int) and 0 <= r < 1_000_000)
+        budgets = policy.get("budgets")
+        self.budget_usd = budgets.get("llm_usd") if isinstance(budgets, dict) else None
 
     def _on_session_resumed(self, e: dict[str, Any]) -> None:
         self.status = "running"

@@ -63,3 +63,20 @@ def test_a_file_larger_than_any_campaign_is_refused_unread(cli, tmp_path):
 def test_argv_that_is_not_utf8_is_one_line(cli):
     r = cli("decide", "20261204-000000-abcd", os.fsdecode(b"approve \xff\xfe"))
     assert one_line(r, "is not valid UTF-8"), r.stderr[-500:]
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    "text",
+    [ALIAS_BOMB, "[" * 5_000 + "]" * 5_000, "options: oops\nstress: [{runs: lots}]", "- a list\n", "::\n\t:"],
+    ids=["alias-bomb", "deep", "wrong-types", "not-a-mapping", "not-yaml"],
+)
+def test_the_tui_reads_a_hostile_journaled_campaign_with_the_files_bounds(text):
+    """A journal someone else wrote (an import, a shared store) carries the campaign text the TUI folds;
+    it was read with an unbounded yaml.safe_load, so a 5 KB alias bomb in `session.started` hung replay."""
+    from tui.view import View
+
+    view = View()
+    view.apply({"kind": "session.started", "seq": 0, "ts": "2026-12-04T00:00:00Z", "campaign_text": text,
+                "policy_text": text})  # fmt: skip
+    assert view.status == "running" and view.options == {} and view.stress_total == 0
