@@ -220,8 +220,8 @@ def test_sshd_dying_mid_benchmark_takes_the_safe_path(sshd, tmp_path, home):
 def test_a_link_dropped_mid_benchmark_is_retried_once_and_the_campaign_goes_on(sshd, tmp_path, home):
     server = harness.start()
     try:
-        proc = run_until(  # an A/B benchmark run in flight
-            mini(tmp_path, server, bench_wall="0.5"),
+        proc = run_until(  # an A/B benchmark run in flight, long enough to be cut on a loaded machine
+            mini(tmp_path, server, bench_wall="1.2"),
             home,
             lambda lines: '"bench.progress"' in "".join(lines) and '"purpose":"bench:' in lines[-1],
         )

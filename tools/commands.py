@@ -151,6 +151,23 @@ _WRAPPERS: dict[str, set[str]] = {
     "busybox": set(),
     "sg": set(),
 }
+# Programs that run other programs as their arguments, for deny and ask checks beside the above, whose
+# options are not modelled (see unwrap): profilers, sandboxes, limiters.
+for _name in (
+    "prlimit", "setarch", "perf", "valgrind", "numactl", "gdb", "ltrace", "cgexec", "firejail", "bwrap", "fakeroot",
+    "faketime", "torsocks", "proxychains", "proxychains4", "chronic", "nsys", "ncu", "nvprof", "rr", "heaptrack",
+    "catchsegv", "uftrace", "caffeinate", "ionice", "chpst", "daemonize", "start-stop-daemon",
+):  # fmt: skip
+    _WRAPPERS.setdefault(_name, set())
+_MAX_CANDIDATES = 8
+# Programs that hand a string to `sh -c` (the options that carry it; empty: every operand).
+_STRING_RUNNERS: dict[str, set[str]] = {
+    "flock": {"-c", "--command"},
+    "runuser": {"-c", "--command"},
+    "sg": set(),
+    "watch": set(),
+    "hyperfine": set(),
+}
 # Wrappers whose first operand is not the command (a duration, a mask, a directory, a lock file).
 _WRAPPER_SKIPS_OPERAND = {"timeout": 1, "taskset": 1, "chrt": 1, "chroot": 1, "flock": 1}
 _FIND_EXEC = {"-exec", "-execdir", "-ok", "-okdir"}
@@ -488,6 +505,8 @@ class _Walker:
             elif child.type in _WORDS and node.type != "program":
                 # for/case values, a function's name: words, evaluated for what they run.
                 self.word([child], ctx, _text(node))
+            elif child.type == "variable_name" and node.type == "for_statement":
+                self.check_assigned(_Word(_text(child), _text(child)), _text(node)[:200])
             else:
                 later.append(child)
         self.push(later, ctx)
@@ -590,6 +609,9 @@ class _Walker:
         texts = [a.text for a in args]
         if cmd in ("cd", "pushd", "popd"):
             self.result.changes_directory = True
+        if cmd in _NAME_TAKING:  # `read PATH`, `printf -v IFS …`, `getopts o PATH`: assignments too
+            for a in args:
+                self.check_assigned(a, part)
         if cmd in ("test", "[") and any(t in ("-v", "-R") for t in texts):
             self.find(part, f"{cmd} -v evaluates array subscripts, which can run commands")
         elif cmd == "let":
@@ -606,20 +628,25 @@ class _Walker:
             if any(a.dynamic for a in args):
                 self.find(part, "eval of an expansion: what it runs is unknown")
             elif args:
-                self.script(" ".join(texts).encode(), ctx.depth + 1, True, part)
+                self.script(" ".join(texts).encode("utf-8", "surrogatepass"), ctx.depth + 1, True, part)
         elif cmd in _SHELLS or cmd == "su":
             self.shell_script(args, part, ctx)
         elif cmd == "find":
             self.find_exec(args, part, ctx)
         elif cmd in _WRAPPERS:
-            inner = self.unwrap(cmd, args)
-            if inner and cmd == "xargs":  # and the arguments it reads from its input
-                inner = [*inner, _Word("<input>", "\0", True, True)]
-            if inner:
-                if ctx.depth + 1 > MAX_DEPTH:
-                    self.refuse(part, "nested too deeply to classify")
+            if ctx.depth + 1 > MAX_DEPTH:
+                self.refuse(part, "nested too deeply to classify")
+                return
+            for inner in self.unwrap(cmd, args):
+                if cmd == "xargs":  # and the arguments it reads from its input
+                    inner = [*inner, _Word("<input>", "\0", True, True)]
+                self.command(part, [], inner, _Ctx(ctx.src, ctx.depth + 1, True))
+        if cmd in _STRING_RUNNERS and ctx.depth + 1 <= MAX_DEPTH:
+            for w in self.run_strings(cmd, args):
+                if w.dynamic:
+                    self.find(part, f"{cmd} is given a command that is an expansion: what it runs is unknown")
                 else:
-                    self.command(part, [], inner, _Ctx(ctx.src, ctx.depth + 1, True))
+                    self.script(w.text.encode("utf-8", "surrogatepass"), ctx.depth + 1, True, part)
 
     def evaluating(self, cmd: str, args: list[_Word], part: str, ctx: _Ctx) -> None:
         """Builtins and programs that run a string later, or a file or stream no one has read: asked
@@ -716,7 +743,11 @@ class _Walker:
             self.command(part, [], inner, _Ctx(ctx.src, ctx.depth + 1, True))
 
     @staticmethod
-    def unwrap(cmd: str, args: list[_Word]) -> list[_Word]:
+    def unwrap(cmd: str, args: list[_Word]) -> list[list[_Word]]:
+        """The commands a wrapper may run: its arguments from each word that could begin the wrapped
+        command. Whether a long option takes a value (`nice --adjustment 5 rm …`) is not known here, so
+        every later word that is not an option is tried as well (these are only ever checked against
+        deny and ask patterns: more candidates can only make the verdict stricter)."""
         valued = _WRAPPERS[cmd]
         skip = _WRAPPER_SKIPS_OPERAND.get(cmd, 0)
         i = 0
@@ -734,7 +765,19 @@ class _Walker:
                 i += 1
             else:
                 break
-        return args[i:]
+        starts = [i] if i < len(args) else []
+        starts += [j for j in range(len(args)) if j != i and not args[j].text.startswith("-")]
+        return [args[j:] for j in sorted(set(starts))[:_MAX_CANDIDATES]]
+
+    @staticmethod
+    def run_strings(cmd: str, args: list[_Word]) -> list[_Word]:
+        """What a program hands to `sh -c`: `flock LOCK -c CMD`, `sg GROUP [-c] CMD`, `watch CMD`, …"""
+        texts = [a.text for a in args]
+        flag = _STRING_RUNNERS[cmd]
+        if flag:
+            return [args[k + 1] for k, t in enumerate(texts[:-1]) if t in flag]
+        operands = [a for a in args if not a.text.startswith("-")]
+        return operands[1:] if cmd == "sg" else operands
 
     def declaration(self, node: Node, ctx: _Ctx) -> None:
         part = _text(node)
@@ -757,6 +800,7 @@ class _Walker:
         self.result.simples.append(_Simple(part, [], argv, ctx.nested))
         for w in argv:
             self.check_evaluated(w, part)
+            self.check_assigned(w, part)
 
     def assignment(self, node: Node, ctx: _Ctx, part: str) -> _Word:
         name = node.child_by_field_name("name")
@@ -1276,8 +1320,13 @@ def _structured(simple: _Simple, patterns: Sequence[str], after_cd: bool) -> tup
     if not argv or argv[0].dynamic:
         return None
     # After a `cd`, a relative path may be anywhere: it is as unknown as an expansion.
-    unknown = [w.dynamic or w.splits or (after_cd and i > 0 and _relative_path(w.text)) for i, w in enumerate(argv)]
-    shape = _shape([w.text for w in argv], unknown)
+    texts = [argv[0].text]
+    unknown = [False]
+    for w in argv[1:]:
+        text, climbs = _normal_path(w.text)
+        texts.append(text)
+        unknown.append(w.dynamic or w.splits or climbs or (after_cd and _relative_path(w.text)))
+    shape = _shape(texts, unknown)
     if shape is None:
         return None
     found: tuple[str, bool] | None = None
@@ -1291,6 +1340,33 @@ def _structured(simple: _Simple, patterns: Sequence[str], after_cd: bool) -> tup
         if verdict == "maybe" and found is None:
             found = (pattern, False)
     return found
+
+
+# Files an interpreter or the dynamic linker loads from the working directory, or a shell runs.
+_CODE_FILE = re.compile(
+    r"\.(py|pyc|pth|pyz|so|sh|bash|zsh|pl|pm|rb|js|mjs|cjs|lua|php|r|jl)$|(^|/)(sitecustomize|usercustomize)\b",
+    re.IGNORECASE,
+)
+
+
+def _normal_path(word: str) -> tuple[str, bool]:
+    """A path operand as deny patterns should see it (`/tmp//x/./y` is `/tmp/x/y`), and whether it is
+    unknown here: a relative path that climbs out of the working directory goes who knows where."""
+    if "/" not in word or word.startswith("~"):
+        return word, False
+    absolute = word.startswith("/")
+    parts: list[str] = []
+    for segment in word.split("/"):
+        if segment in ("", "."):
+            continue
+        if segment == "..":
+            if parts:
+                parts.pop()
+            elif not absolute:
+                return word, True
+            continue
+        parts.append(segment)
+    return ("/" if absolute else "") + "/".join(parts) + ("/" if word.endswith("/") and parts else ""), False
 
 
 def _relative_path(word: str) -> bool:
@@ -1346,6 +1422,9 @@ class _Slot:
     def matches(self, pat: str) -> bool:
         if self.kind == "assign" and "=" not in pat:
             return False  # `A=python B=simserve.py touch M` is not `*python* *simserve.py *`
+        if self.kind == "arg" and self.text.startswith("-") and not pat.startswith("-") and pat != "*":
+            # `*simserve.py` names a script, never `-c<code>#simserve.py`
+            return False
         if self.kind == "cmd" and "/" not in pat:
             # A pattern for a program names the program: `*python*` must not match the directory in
             # `/usr/lib/python3/../../bin/touch`.
@@ -1489,4 +1568,9 @@ def classify(command: str, *, allow: Sequence[str], ask: Sequence[str], deny: Se
             return Verdict(
                 klass="ask", part=part, pattern=None, reason=f"writes outside the working directory: {target.text}"
             )
+        if _CODE_FILE.search(target.text):
+            # `echo … > json.py; python3 simserve.py` runs the planted module: the script is allowed by
+            # name, what it imports from the working directory is not.
+            why = f"writes {target.text}, code that an allowed program may load or run"
+            return Verdict(klass="ask", part=part, pattern=None, reason=why)
     return Verdict(klass="allow", part=command, pattern=None)

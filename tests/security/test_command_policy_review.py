@@ -175,3 +175,69 @@ def test_pathological_error_recovery_stays_bounded(command: str) -> None:
     """Not a speed assertion (bench/commands.py measures that): a verdict that is not allow, reached
     under the suite's per-test timeout."""
     assert classify(command, deny=[], **PERMISSIVE).klass != "allow"
+
+
+# -- the third review (after the fixes above)
+
+
+def test_planting_a_module_the_allowed_script_imports_is_asked_about(tmp_path: Path) -> None:
+    """Writing into the working directory is allowed, and Python imports from the script's directory
+    first: `simserve.py` then runs the planted `json.py`. A write of code is asked about."""
+    simserve = Path(__file__).resolve().parents[2] / "examples" / "decode-campaign" / "simserve.py"
+    (tmp_path / "simserve.py").write_bytes(simserve.read_bytes())
+    command = "echo \"__import__('os').system('touch M')\" > json.py; python3 simserve.py health"
+    bash(command, tmp_path)
+    assert (tmp_path / "M").exists(), "not an attack: the planted module did not run"
+    v = cautious(command)
+    assert v.klass == "ask" and "json.py" in v.reason, v
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "python3 \"-c__import__('os').system('touch M')#simserve.py\"",  # an option is not a script name
+        "for PATH in .; do cat x; done",  # a loop variable is an assignment too
+        "read PATH <<< .; cat x",
+        "export PATH=.; cat x",
+        "eval $'\\ud800'",  # once a traceback
+    ],
+)
+def test_third_review_cases_are_never_allowed(command: str) -> None:
+    assert cautious(command).klass != "allow", (command, cautious(command))
+
+
+THIRD_DENIED = {
+    "double-slash": "rm -rf DOUBLE",
+    "dot-segment": "rm -rf DOTTED",
+    "nice-long-value": "nice --adjustment 5 rm -rf VICTIM",
+    "env-unset": "env --unset X rm -rf VICTIM",
+    "stdbuf-long": "stdbuf --output L rm -rf VICTIM",
+    "flock-timeout": "flock --timeout 5 lk rm -rf VICTIM",
+    "xargs-long": "echo VICTIM | xargs --max-procs 1 rm -rf",
+    "flock-c": "flock lk -c 'rm  -rf VICTIM'",
+    "sg-c": "sg root -c 'rm -rf VICTIM'",
+    "sg": "sg root 'rm  -rf VICTIM'",
+    "prlimit": "prlimit rm -rf VICTIM",
+    "setarch": "setarch x86_64 rm -rf VICTIM",
+    "perf": "perf stat -o /dev/null rm -rf VICTIM",
+    "valgrind": "valgrind -q rm -rf VICTIM",
+}
+
+
+@pytest.mark.parametrize("command", THIRD_DENIED.values(), ids=THIRD_DENIED.keys())
+def test_wrappers_and_path_spellings_do_not_get_a_denied_command_past(command: str, tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    command = command.replace("DOUBLE", str(victim).replace("/", "//", 2)).replace(
+        "DOTTED", f"{victim.parent}/./victim"
+    )
+    command = command.replace("VICTIM", str(victim))
+    v = classify(command, allow=["*"], ask=[], deny=[f"rm -rf {victim}*"])
+    assert v.klass != "allow", (command, v)
+    if "xargs" not in command:  # what xargs reads could be anything: asked, not denied
+        assert v.klass == "deny", (command, v)
+
+
+def test_a_relative_path_that_climbs_out_may_be_a_denied_one(tmp_path: Path) -> None:
+    v = classify("rm -rf ../victim", allow=["*"], ask=[], deny=["rm -rf /*"])
+    assert v.klass == "ask" and "may be" in v.reason, v
