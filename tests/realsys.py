@@ -185,6 +185,21 @@ def short_home() -> Path:
     return home
 
 
+def campaign_commands(campaign_yaml: Path, base: dict[str, str]) -> list[str]:
+    """Every command a campaign can run, rendered with the built-ins in `base`: what its policy must
+    allow for a headless run never to stop at a command gate."""
+    from agent.campaign import load_campaign, render
+
+    campaign = load_campaign(campaign_yaml).campaign
+    names = {**base, **{k: render(v, base) for k, v in campaign.vars.items()}}
+    specs = [*campaign.baseline.setup, *campaign.baseline.health, campaign.benchmark, *campaign.stress]
+    commands = [s.run for s in specs] + [s.check for s in campaign.stress if s.check]
+    for option in campaign.options:
+        commands += [c.run for c in [*option.apply, *option.revert, *option.probes]]
+        commands += [option.check.run] if option.check else []
+    return [render(c, names) for c in commands]
+
+
 # ---------------------------------------------------------------- stopping what the campaign started
 
 

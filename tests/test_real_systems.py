@@ -203,7 +203,6 @@ def test_example_policy_is_the_cautious_preset_allowing_every_command_of_its_cam
     stops at a command gate; the preset's deny list is kept."""
     import yaml
 
-    from agent.campaign import load_campaign, render
     from policies.schema import load_policy
     from tools.commands import classify
 
@@ -215,16 +214,8 @@ def test_example_policy_is_the_cautious_preset_allowing_every_command_of_its_cam
     assert mine["commands"]["deny"] == preset["commands"]["deny"]
     assert mine["commands"]["ask"] == preset["commands"]["ask"]
 
-    campaign = load_campaign(directory / "campaign.yaml").campaign
     base = {"workdir": f"/tmp/signoff-rs-x/sessions/20260101-000000-abcd/hosts/{SYSTEMS[kind]['name']}"}
-    names = {**base, **{k: render(v, base) for k, v in campaign.vars.items()}}
-    specs = [*campaign.baseline.setup, *campaign.baseline.health, campaign.benchmark, *campaign.stress]
-    commands = [s.run for s in specs] + [s.check for s in campaign.stress if s.check]
-    for option in campaign.options:
-        commands += [c.run for c in [*option.apply, *option.revert, *option.probes]]
-        commands += [option.check.run] if option.check else []
     rules = policy.model.commands
-    for command in commands:
-        rendered = render(command, names)
+    for rendered in realsys.campaign_commands(directory / "campaign.yaml", base):
         verdict = classify(rendered, allow=rules.allow, ask=rules.ask, deny=rules.deny)
         assert verdict.klass == "allow", (rendered, verdict)

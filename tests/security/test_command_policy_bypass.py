@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.campaign import load_campaign, render
 from policies.schema import load_policy
+from tests import realsys
 from tests.conftest import journal_events
 from tools.commands import Verdict, classify
 
@@ -308,15 +308,8 @@ def test_ordinary_shell_stays_allowed(command: str) -> None:
 
 
 def campaign_commands(campaign_yaml: Path, python: str) -> list[str]:
-    campaign = load_campaign(campaign_yaml).campaign
     base = {"workdir": "/tmp/signoff-x/sessions/20260101-000000-abcd/hosts/h1", "python": python, "num_prompts": "40"}
-    names = {**base, **{k: render(v, base) for k, v in campaign.vars.items()}}
-    specs = [*campaign.baseline.setup, *campaign.baseline.health, campaign.benchmark, *campaign.stress]
-    commands = [s.run for s in specs] + [s.check for s in campaign.stress if s.check]
-    for option in campaign.options:
-        commands += [c.run for c in [*option.apply, *option.revert, *option.probes]]
-        commands += [option.check.run] if option.check else []
-    return [render(c, names) for c in commands]
+    return realsys.campaign_commands(campaign_yaml, base)
 
 
 @pytest.mark.parametrize("python", [sys.executable, "python3"])
