@@ -83,7 +83,10 @@ def write_record(journal: Path, record: Head) -> None:
     """Both copies of a head beside `journal`: the `head` file and the checkpoint DB's table."""
     events, head = record.events, record.head
     write_private(journal.with_name("head"), record.model_dump_json(exclude_none=True) + "\n")
-    db = private_file(journal.with_name(DB_NAME))
+    try:
+        db = private_file(journal.with_name(DB_NAME))
+    except OSError:
+        return  # a link planted in its place is never written through; the runner reports the DB
     conn = sqlite3.connect(db, timeout=10)
     try:
         _upsert(conn, events, head, record)

@@ -397,7 +397,11 @@ class SessionDir(Session):
     def saver(self) -> Iterator[Any]:
         from langgraph.checkpoint.sqlite import SqliteSaver
 
-        conn = sqlite3.connect(private_file(self.checkpoints), check_same_thread=False)
+        try:
+            path = private_file(self.checkpoints)
+        except OSError as exc:  # a link planted in its place (O_NOFOLLOW), or no permission
+            raise CheckpointUnreadable(f"{self.checkpoints}: {exc.strerror}") from None
+        conn = sqlite3.connect(path, check_same_thread=False)
         try:
             try:
                 saver = SqliteSaver(conn, serde=serializer())

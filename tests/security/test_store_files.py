@@ -79,3 +79,18 @@ def test_a_sessions_root_that_is_a_link_is_refused(home, tmp_path):
     with pytest.raises(SessionError, match="symbolic link"):
         LocalStore().new("20261204-000000-cccc")
     assert list(trap.iterdir()) == []
+
+
+def test_a_link_planted_at_a_sessions_checkpoint_db_is_never_written_through(home, tmp_path):
+    """The checkpoint DB is made 0600 with O_NOFOLLOW: a link in its place is refused as unreadable
+    (one line from the runner), and what it points to is left alone."""
+    from agent.store import CheckpointUnreadable
+
+    target = tmp_path / "elsewhere.sqlite"
+    target.write_bytes(b"")
+    session = LocalStore().new("20261204-000000-dddd")
+    session.checkpoints.symlink_to(target)
+    with pytest.raises(CheckpointUnreadable, match="checkpoints.sqlite"):
+        with session.saver():
+            pass
+    assert target.read_bytes() == b""
