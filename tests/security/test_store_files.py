@@ -90,7 +90,6 @@ def test_a_link_planted_at_a_sessions_checkpoint_db_is_never_written_through(hom
     target.write_bytes(b"")
     session = LocalStore().new("20261204-000000-dddd")
     session.checkpoints.symlink_to(target)
-    with pytest.raises(CheckpointUnreadable, match="checkpoints.sqlite"):
-        with session.saver():
-            pass
+    with pytest.raises(CheckpointUnreadable, match=r"checkpoints\.sqlite"), session.saver():
+        pass
     assert target.read_bytes() == b""
