@@ -654,14 +654,17 @@ class _Walker:
         texts = [a.text for a in args]
         scripts: list[_Word] = []
         if cmd == "trap":
-            if len(args) >= 2 and texts[0] not in ("-", "--", "-p", "-l", "-P"):
-                scripts = [args[0]]
+            if len(args) < 2 or texts[0] in ("-", "--", "-p", "-l", "-P"):
+                return  # listing or resetting traps runs nothing
+            scripts = [args[0]]
         elif cmd == "alias":
             scripts = [
                 _Word(t.split("=", 1)[1], t.split("=", 1)[1], a.dynamic)
                 for a, t in zip(args, texts, strict=True)
                 if "=" in t
             ]
+            if not scripts:
+                return  # listing aliases
         elif cmd in ("mapfile", "readarray"):
             scripts = [args[i + 1] for i, t in enumerate(texts[:-1]) if t == "-C"]
             if not scripts and not any(t.startswith("-C") for t in texts):
@@ -683,6 +686,11 @@ class _Walker:
                 args[i + 1]
                 for i, t in enumerate(texts[:-1])
                 if t in ("-c", "--command") or (t.startswith("-") and not t.startswith("--") and t.endswith("c"))
+            ]
+            scripts += [
+                _Word(t.split("=", 1)[1], t.split("=", 1)[1], a.dynamic)
+                for a, t in zip(args, texts, strict=True)
+                if t.startswith("--command=")
             ]
         self.find(part, f"{cmd} {' '.join(texts)[:60]} runs something the policy cannot see in full")
         for w in scripts:
@@ -795,6 +803,8 @@ class _Walker:
             elif child.type != "comment":
                 pieces.append(child)
         argv.extend(self.word(g, ctx, part) for g in self.group(pieces, ctx.src))
+        if argv and argv[0].text in _EVALUATING:  # `declare -n`, `local -n`: namerefs
+            self.evaluating(argv[0].text, argv[1:], part, ctx)
         if any(w.dynamic or "[" in w.text for w in argv[1:]):
             self.find(part, f"{argv[0].text} is given a computed or subscripted variable name, which bash evaluates")
         self.result.simples.append(_Simple(part, [], argv, ctx.nested))

@@ -241,3 +241,19 @@ def test_wrappers_and_path_spellings_do_not_get_a_denied_command_past(command: s
 def test_a_relative_path_that_climbs_out_may_be_a_denied_one(tmp_path: Path) -> None:
     v = classify("rm -rf ../victim", allow=["*"], ask=[], deny=["rm -rf /*"])
     assert v.klass == "ask" and "may be" in v.reason, v
+
+
+@pytest.mark.parametrize(
+    ("command", "klass"),
+    [
+        ("declare -n r", "ask"),  # a nameref: an assignment through it evaluates a subscript
+        ("local -n r=x", "ask"),
+        ('trap "rm -rf /" EXIT', "deny"),  # the trap's string is parsed
+        ('script --command="rm -rf /x" /dev/null', "deny"),
+        ("trap -p", "allow"),  # listing runs nothing
+        ("alias", "allow"),
+        ("declare -a x", "allow"),
+    ],
+)
+def test_builtins_that_keep_a_string_to_run_later(command: str, klass: str) -> None:
+    assert classify(command, allow=["*"], ask=[], deny=["rm -rf /*"]).klass == klass, command
