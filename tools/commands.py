@@ -637,10 +637,13 @@ class _Walker:
             if ctx.depth + 1 > MAX_DEPTH:
                 self.refuse(part, "nested too deeply to classify")
                 return
-            for inner in self.unwrap(cmd, args):
+            for k, inner in enumerate(self.unwrap(cmd, args)):
                 if cmd == "xargs":  # and the arguments it reads from its input
                     inner = [*inner, _Word("<input>", "\0", True, True)]
+                asked = len(self.result.findings)
                 self.command(part, [], inner, _Ctx(ctx.src, ctx.depth + 1, True))
+                if k:  # a guessed start (`5 rm …` after `--adjustment`): for deny and ask patterns only
+                    del self.result.findings[asked:]
         if cmd in _STRING_RUNNERS and ctx.depth + 1 <= MAX_DEPTH:
             for w in self.run_strings(cmd, args):
                 if w.dynamic:

@@ -257,3 +257,10 @@ def test_a_relative_path_that_climbs_out_may_be_a_denied_one(tmp_path: Path) -> 
 )
 def test_builtins_that_keep_a_string_to_run_later(command: str, klass: str) -> None:
     assert classify(command, allow=["*"], ask=[], deny=["rm -rf /*"]).klass == klass, command
+
+
+def test_a_guessed_start_of_a_wrapped_command_adds_no_question() -> None:
+    """Every later word of a wrapper is tried as the start of the wrapped command, for deny and ask
+    patterns only: `sh` as an option's value is not a shell reading stdin."""
+    assert classify("timeout 60 python3 bench.py --mode sh", allow=["timeout *"], ask=[], deny=[]).klass == "allow"
+    assert classify("nice --adjustment 5 bash -c 'rm -rf /x'", allow=["*"], ask=[], deny=["rm -rf /*"]).klass == "deny"
