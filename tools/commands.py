@@ -1365,7 +1365,7 @@ _CODE_FILE = re.compile(
 def _normal_path(word: str) -> tuple[str, bool]:
     """A path operand as deny patterns should see it (`/tmp//x/./y` is `/tmp/x/y`), and whether it is
     unknown here: a relative path that climbs out of the working directory goes who knows where."""
-    if "/" not in word or word.startswith("~"):
+    if ("/" not in word and word != "..") or word.startswith("~"):
         return word, False
     absolute = word.startswith("/")
     parts: list[str] = []
@@ -1509,15 +1509,7 @@ def _outside(target: _Word, after_cd: bool, reads_outside: bool = False) -> bool
         return reads_outside and t != "/dev/null"
     if after_cd or t.startswith(("/", "~")):
         return True
-    depth = 0
-    for segment in t.split("/"):
-        if segment == "..":
-            depth -= 1
-            if depth < 0:
-                return True
-        elif segment not in ("", "."):
-            depth += 1
-    return False
+    return _normal_path(t)[1]  # a relative path that climbs out
 
 
 def split_compound(command: str) -> list[str]:

@@ -6,7 +6,6 @@ around them, must stay allowed."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -28,10 +27,15 @@ def cautious(command: str) -> Verdict:
     return classify(command, allow=rules.allow, ask=rules.ask, deny=rules.deny)
 
 
+def bash(command: str, cwd: Path) -> None:
+    """Run `command` as signoff would (`bash -c` in a working directory), to prove a case is an attack."""
+    subprocess.run(["bash", "-c", command], cwd=cwd, capture_output=True, timeout=10, check=False, input=b"")
+
+
 def ran_in_bash(command: str, workdir: Path) -> bool:
     """Whether bash itself runs the hidden `touch M` in `command`: proof that a case is a real attack
     and not one the classifier merely dislikes."""
-    subprocess.run(["bash", "-c", command], cwd=workdir, capture_output=True, timeout=10, check=False)
+    bash(command, workdir)
     return (workdir / "M").exists()
 
 
@@ -146,8 +150,6 @@ EVALUATING = [
 
 @pytest.mark.parametrize("command", EVALUATING)
 def test_an_expansion_that_runs_code_is_never_allowed(command: str, tmp_path: Path) -> None:
-    if shutil.which("bash") is None:  # pragma: no cover - bash is part of the supported platforms
-        pytest.skip("needs bash")
     assert ran_in_bash(command, tmp_path), f"not an attack: bash did not run the hidden command: {command!r}"
     v = cautious(command)
     assert v.klass in ("ask", "deny"), (command, v)

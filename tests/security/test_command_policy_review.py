@@ -6,24 +6,23 @@ may run a denied command is denied or, when only an expansion could make it one,
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from policies.schema import load_policy
-from tools.commands import Verdict, classify
+from tests.security.test_command_policy_bypass import bash, cautious
+from tools.commands import classify
 
 PERMISSIVE = {"allow": ["*"], "ask": []}
 
 
-def cautious(command: str) -> Verdict:
-    rules = load_policy("cautious").model.commands
-    return classify(command, allow=rules.allow, ask=rules.ask, deny=rules.deny)
-
-
-def bash(command: str, cwd: Path) -> None:
-    subprocess.run(["bash", "-c", command], cwd=cwd, capture_output=True, timeout=10, check=False, input=b"")
+@pytest.fixture
+def victim(tmp_path: Path) -> Path:
+    """A directory that deny patterns protect: `rm -rf VICTIM*` in each test's own deny list."""
+    path = tmp_path / "victim"
+    path.mkdir()
+    return path
 
 
 # -- bash runs a hidden `touch M` (or writes outside) where the classifier saw only allowed commands
@@ -84,9 +83,7 @@ DENIED = {
 
 
 @pytest.mark.parametrize("command", DENIED.values(), ids=DENIED.keys())
-def test_a_denied_command_is_denied_whatever_surrounds_it(command: str, tmp_path: Path) -> None:
-    victim = tmp_path / "victim"
-    victim.mkdir()
+def test_a_denied_command_is_denied_whatever_surrounds_it(command: str, tmp_path: Path, victim: Path) -> None:
     command = command.replace("VICTIM", str(victim))
     deny = [f"rm -rf {victim}*"]
     if "script" not in command:  # script(1) needs a terminal to run its command here
@@ -125,9 +122,7 @@ MAYBE_DENIED = {
 
 
 @pytest.mark.parametrize("command", MAYBE_DENIED.values(), ids=MAYBE_DENIED.keys())
-def test_what_may_become_a_denied_command_is_never_allowed(command: str, tmp_path: Path) -> None:
-    victim = tmp_path / "victim"
-    victim.mkdir()
+def test_what_may_become_a_denied_command_is_never_allowed(command: str, tmp_path: Path, victim: Path) -> None:
     command = command.replace("VICTIM", str(victim))
     bash(command, tmp_path)
     assert not victim.exists(), f"not an attack: bash did not delete the victim: {command!r}"
@@ -225,9 +220,7 @@ THIRD_DENIED = {
 
 
 @pytest.mark.parametrize("command", THIRD_DENIED.values(), ids=THIRD_DENIED.keys())
-def test_wrappers_and_path_spellings_do_not_get_a_denied_command_past(command: str, tmp_path: Path) -> None:
-    victim = tmp_path / "victim"
-    victim.mkdir()
+def test_wrappers_and_path_spellings_do_not_get_a_denied_command_past(command: str, victim: Path) -> None:
     command = command.replace("DOUBLE", str(victim).replace("/", "//", 2)).replace(
         "DOTTED", f"{victim.parent}/./victim"
     )
