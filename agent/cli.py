@@ -101,7 +101,8 @@ def _fail(message: str, code: int) -> typer.Exit:
 
 def _store(url: str | None) -> Any:
     """The store `--store`/`SIGNOFF_STORE` names, or a one-line error (exit 2)."""
-    from agent.store import SessionError, open_store
+    from agent.errors import SessionError
+    from agent.store import open_store
 
     try:
         return open_store(url)
@@ -110,7 +111,7 @@ def _store(url: str | None) -> Any:
 
 
 def _find(session: str, store: str | None) -> Any:
-    from agent.store import SessionError
+    from agent.errors import SessionError
 
     try:
         return _store(store).find(session)
@@ -122,7 +123,7 @@ FAIL_ON_MATCHED = 4
 
 
 def _finish(out: Any, as_json: bool, fail_on: list[str] | None = None) -> None:
-    from agent.render import print_paused, print_report, summary_json
+    from agent.report.console import print_paused, print_report, summary_json
 
     if as_json:
         typer.echo(json.dumps(summary_json(out), indent=2))
@@ -162,7 +163,7 @@ screens: Screens | None = None
 
 def _live_tui(d: Any) -> Any:
     """Run a new session under the TUI; the outcome once the person quits (paused, finished, …)."""
-    from agent.session import Runner, SessionError
+    from agent.run.runner import Runner, SessionError
 
     assert screens is not None
     if screens.live(d):
@@ -176,7 +177,7 @@ def _live_tui(d: Any) -> Any:
 
 def _served(d: Any, out: Any, wait: bool, listeners: list[Any]) -> Any:
     """With --wait, answer-and-go-on until the session ends (the caller holds the lease)."""
-    from agent.session import Runner
+    from agent.run.runner import Runner
 
     while wait and out.status == "paused":
         if not Runner(d, headless=True).wait_for_answer():
@@ -197,7 +198,7 @@ def _fail_on(values: list[str] | None) -> list[str]:
 def _existing_session(session: str, store: str | None, *, accept_policy_change: bool = False) -> Iterator[Any]:
     """Find and lock a session, refusing to go on under a policy file that changed on disk unless
     the person accepts the change; errors become one-line messages and exit codes."""
-    from agent.session import RunFailed, SessionError
+    from agent.run.runner import RunFailed, SessionError
 
     d = _find(session, store)
     try:
@@ -215,8 +216,8 @@ def _existing_session(session: str, store: str | None, *, accept_policy_change: 
 def _policy_drift(d: Any, accept_policy_change: bool) -> None:
     """Refuse (SessionError) to go on under a policy file that changed on disk, unless accepted; an
     accepted change is journaled. The caller holds the session lock."""
-    from agent.session import SessionError, check_documents, policy_drift
-    from agent.session import accept_policy_change as accept
+    from agent.run.runner import SessionError, check_documents, policy_drift
+    from agent.run.runner import accept_policy_change as accept
     from policies.yamlsrc import SourceError
 
     check_documents(d)  # a tampered copy is named as such, not taken for a changed policy file
@@ -251,8 +252,8 @@ def _run(
     store: str | None = None,
     wait: bool = False,
 ) -> None:
-    from agent.render import Progress
-    from agent.session import RunFailed, Runner, SessionError, SourceError, create
+    from agent.report.console import Progress
+    from agent.run.runner import RunFailed, Runner, SessionError, SourceError, create
 
     checks = _fail_on(fail_on)
     try:
@@ -302,7 +303,7 @@ def demo(
     wait: WaitOpt = False,
 ) -> None:
     """Run the built-in decode-throughput demo (simulated hosts; no keys, no network)."""
-    from agent.session import SessionError, demo_campaign, demo_over_ssh
+    from agent.run.runner import SessionError, demo_campaign, demo_over_ssh
 
     try:
         campaign = demo_campaign()
@@ -371,8 +372,8 @@ def decide(
 ) -> None:
     """Answer the gate a paused session is waiting at, then resume it (or, when a runner on any machine
     holds the session waiting for this answer, hand the answer to it and report where it got to)."""
-    from agent.render import Progress
-    from agent.session import DecisionError, RunFailed, Runner, SessionBusy, SessionError
+    from agent.report.console import Progress
+    from agent.run.runner import DecisionError, RunFailed, Runner, SessionBusy, SessionError
 
     checks = _fail_on(fail_on)
     if by is not None and not re.fullmatch(r"[\w.@+-][\w .@+-]{0,63}", by):
@@ -412,7 +413,7 @@ def _hand_over(d: Any, busy: Exception, text: str, *, who: str, yes: bool, no_re
     runner dies instead, take the session over and resume it here."""
     import time
 
-    from agent.session import DecisionError, Runner, SessionBusy
+    from agent.run.runner import DecisionError, Runner, SessionBusy
 
     deadline = time.monotonic() + 5.0
     while not (waiting := d.meta().get("waiting")):
@@ -460,8 +461,8 @@ def resume(
 ) -> None:
     """Continue a paused or interrupted session (applies decisions recorded with --no-resume and expired
     gate deadlines); with --revisit, reopen a finished session's deferred options."""
-    from agent.render import Progress
-    from agent.session import Runner
+    from agent.report.console import Progress
+    from agent.run.runner import Runner
 
     checks = _fail_on(fail_on)
     with _existing_session(session, store, accept_policy_change=accept_policy_change) as d:
@@ -526,11 +527,11 @@ def _replay(
     as_json: bool,
     tui: bool,
 ) -> None:
-    from agent.checkpoint import load_public_key
-    from agent.replay import describe, events, verify_session
+    from agent.journal.head import load_public_key
+    from agent.report.replay import describe, events, verify_session
 
     if export is not None:
-        from agent.export import export as write_report
+        from agent.report.audit import export as write_report
 
         try:
             write_report(journal, export)
@@ -613,7 +614,7 @@ def _since(text: str) -> str:
 def _counterfactual(d: Any, journal: Path, ref: str, *, as_json: bool, fail_on_diff: bool) -> None:
     from rich.table import Table
 
-    from agent.replay import counterfactual
+    from agent.report.replay import counterfactual
     from policies.schema import load_policy
     from policies.yamlsrc import SourceError
     from tools.terminal import safe_console
@@ -670,7 +671,7 @@ def attach(
 ) -> None:
     """Follow a running or paused session in the TUI; answer its gate when it waits for one (the session
     lock decides who runs: while another process runs it, you watch)."""
-    from agent.session import Runner, SessionBusy, SessionError
+    from agent.run.runner import Runner, SessionBusy, SessionError
 
     d = _find(session, store)
     if follow:
@@ -708,8 +709,8 @@ def _follow(d: Any, *, as_json: bool) -> None:
     """Print events as they arrive (on PostgreSQL a commit's NOTIFY wakes us; the local store's tail
     checks the file's size), until the session stands still: its last event is a pause or an end and
     nobody holds its lease."""
-    from agent.replay import describe
-    from agent.session import Runner, SessionBusy
+    from agent.report.replay import describe
+    from agent.run.runner import Runner, SessionBusy
 
     tail = d.tail()
     opened: dict[str, str] = {}
@@ -758,8 +759,8 @@ def sessions(
     """List the sessions of a store (default: the local one under $SIGNOFF_HOME, ./.signoff): owner,
     status (paused at which gate), campaign, start, duration and outcome counts."""
     if compact is not None:
-        from agent.session import SessionError
-        from agent.session import compact as compact_session
+        from agent.run.runner import SessionError
+        from agent.run.runner import compact as compact_session
 
         d = _find(compact, store)
         try:
@@ -807,8 +808,8 @@ def export_cmd(
     """Write a session — journal and head, artifacts, checkpoints, documents, answers — to a directory
     laid out like a local session: `signoff replay --verify` reads it, `signoff import` loads it into
     any store. The session must not be running."""
-    from agent.session import SessionError
-    from agent.transfer import export_session
+    from agent.run.runner import SessionError
+    from agent.store.bundle import export_session
 
     d = _find(session, store)
     try:
@@ -834,8 +835,8 @@ def import_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Load an exported session into a store (verified first; refused if the store has it already)."""
-    from agent.session import SessionError
-    from agent.transfer import import_session
+    from agent.run.runner import SessionError
+    from agent.store.bundle import import_session
 
     target = _store(store)
     try:
@@ -909,7 +910,7 @@ def policy_suggest(
     """Suggest rules from gates people answered the same way repeatedly: printed as a diff, never applied."""
     from contextlib import ExitStack
 
-    from agent.suggest import suggest
+    from agent.report.suggest import suggest
     from policies.schema import load_policy, load_policy_text
     from policies.yamlsrc import SourceError
 
@@ -1035,7 +1036,7 @@ def store_init(
         from langgraph.checkpoint.postgres import PostgresSaver
     except ImportError:
         raise _fail("the PostgreSQL store needs its extra: pip install 'signoff[postgres]'", BAD_INPUT) from None
-    from agent import pgjournal
+    from agent.journal import pg as pgjournal
 
     try:
         with PostgresSaver.from_conn_string(store) as saver:

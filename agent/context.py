@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent.brain import Brain
-from agent.effects import Ledger
-from agent.journal import Journal
+from agent.journal.chain import Journal
 from agent.models import Campaign
+from agent.run.effects import Ledger
 from policies.engine import PolicyEngine
 from policies.schema import Policy
 from tools.artifacts import ArtifactStore

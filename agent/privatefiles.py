@@ -1,7 +1,7 @@
 """Files in a session's directory that only their owner may read or write.
 
 The directories on the way to a local host's working directory are passable by others (0711, see
-`agent.store.PASSABLE`), so every file the store keeps must be 0600 on its own: the checkpoint DB and
+`agent.store.local.PASSABLE`), so every file the store keeps must be 0600 on its own: the checkpoint DB and
 the head carry command output and the journal's chain.
 """
 

@@ -2,7 +2,7 @@
 
   1. Append throughput: events/s through `Journal.append`, with the usual mix (one durable event —
      fsync and head checkpoint — per 50 events, as gates and decisions are in a real session).
-  2. Verification of a 100,000-event journal (`agent.journal.verify`: chain, seq, head copies)
+  2. Verification of a 100,000-event journal (`agent.journal.chain.verify`: chain, seq, head copies)
      against `sha256sum` of the same file, and the verifier's peak memory growth (it streams).
 Prints figures and ratios. Target (issue 8): verify ≤ 1.5× sha256sum, memory flat in the size.
 """
@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from table import record
 
-from agent.journal import Journal, verify
+from agent.journal.chain import Journal, verify
 
 N = int(os.environ.get("BENCH_EVENTS", "100000"))
 

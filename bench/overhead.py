@@ -34,7 +34,7 @@ RUNS = int(os.environ.get("BENCH_RUNS", "5"))
 
 from table import record  # noqa: E402
 
-from agent.session import Runner, SessionDir, create  # noqa: E402
+from agent.run.runner import Runner, SessionDir, create  # noqa: E402
 from tools.transport import CommandResult, Host  # noqa: E402
 
 

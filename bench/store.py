@@ -23,9 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from table import record
 
-from agent import pgjournal
-from agent.journal import Journal, verify
-from agent.pgjournal import PgJournal
+from agent.journal import pg as pgjournal
+from agent.journal.chain import Journal, verify
+from agent.journal.pg import PgJournal
 from tests import pg
 
 N = int(os.environ.get("BENCH_EVENTS", "2000"))
@@ -83,8 +83,8 @@ def round_trips(session) -> list[float]:
 
 
 def gate_bench(url: str, work: Path) -> tuple[float, float]:
-    from agent.pgstore import PgSession
-    from agent.store import SessionDir
+    from agent.store.local import SessionDir
+    from agent.store.pg import PgSession
 
     os.environ["SIGNOFF_HOME"] = str(work / "home")
     local, team = [], []

@@ -18,7 +18,7 @@ import pytest
 from agent.brain.claude import ClaudeBrain
 from agent.brain.client import ASSUMED, PRICES, cost_usd, price_for
 from agent.campaign import load_campaign
-from agent.journal import Journal
+from agent.journal.chain import Journal
 from agent.models import BrainSpec, Finding
 from tests.conftest import DEMO, ROOT, SIGNOFF, Result, fast, journal_events
 from tests.engineer_model import EngineerModel
@@ -278,7 +278,7 @@ def test_unknown_models_are_priced_at_the_dearest_known_rate() -> None:
 def test_a_finding_must_cite_calls_the_subagent_made_and_probe_blockers_survive() -> None:
     from agent.brain.claude import _merge
     from agent.brain.schemas import FindingSubmission
-    from agent.investigation import Toolbox, ToolCall
+    from agent.run.investigation import Toolbox, ToolCall
 
     tools = Toolbox.__new__(Toolbox)  # only its call log matters to the citation check
     tools.calls = [ToolCall("read_file", "gpu-a", path="src/scheduler.py")]
@@ -544,8 +544,8 @@ def test_findings_re_rank_the_plan(tmp_path: Path, variant: Callable[..., Path])
 
 @pytest.fixture
 def toolbox(home: Path, variant: Callable[..., Path]) -> Any:
-    from agent.investigation import Toolbox
-    from agent.session import Runner, create
+    from agent.run.investigation import Toolbox
+    from agent.run.runner import Runner, create
 
     d = create(variant(), "cautious")
     runner = Runner(d)
@@ -591,7 +591,7 @@ def test_credentials_never_leave_the_host(toolbox: Any) -> None:
         assert failed and "REFUSED" in text
     text, failed = tools.run_readonly("gpu-a", "grep -r password /home")
     assert failed and "use the grep tool" in text
-    assert "--exclude-dir=.ssh" in __import__("agent.investigation").investigation.SECRET_EXCLUDES
+    assert "--exclude-dir=.ssh" in __import__("agent.run.investigation").investigation.SECRET_EXCLUDES
     tools.ctx.journal.close()
     refused = [e for e in journal_events(d.journal) if e["kind"] == "command.refused"]
     assert len(refused) == 4 and all(e["actor"] == "investigator#2" for e in refused)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.answers import answer
+from agent.run.answers import answer
 from policies.decisions import parse_decision
 from policies.gates import ALLOWED, GATE_KINDS, suggested_answer
 from tests.conftest import journal_events

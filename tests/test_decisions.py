@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.answers import answer
+from agent.run.answers import answer
 from policies.decisions import DecisionError, parse_decision
 from policies.gates import Gate
 from tests.conftest import SAFETY

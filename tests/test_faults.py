@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.journal import verify
+from agent.journal.chain import verify
 from tests.conftest import ROOT, SIGNOFF
 
 

@@ -26,7 +26,7 @@ def modules_after(code: str) -> set[str]:
 
 
 def test_core_packages_never_import_textual():
-    mods = modules_after("import agent.cli, agent.session, agent.graph, policies.engine, tools.transport")
+    mods = modules_after("import agent.cli, agent.run.runner, agent.graph, policies.engine, tools.transport")
     assert "textual" not in mods
 
 
@@ -52,7 +52,7 @@ def test_listing_sessions_imports_no_heavy_framework(tmp_path):
 
 def test_the_anthropic_sdk_loads_only_when_a_model_is_called():
     # Choosing the Claude brain, building it and the graph must not pay the SDK's import cost.
-    mods = modules_after("import agent.brain.claude, agent.session, agent.graph")
+    mods = modules_after("import agent.brain.claude, agent.run.runner, agent.graph")
     assert "anthropic" not in mods
 
 

@@ -1,7 +1,7 @@
 import json
 from pathlib import Path
 
-from agent.journal import Journal, read_events, verify
+from agent.journal.chain import Journal, read_events, verify
 
 
 def make(tmp_path: Path, n: int = 5) -> Path:
@@ -91,7 +91,7 @@ def test_a_write_the_disk_refuses_leaves_no_half_line_and_the_chain_goes_on(tmp_
     script = f"""
 import resource, signal
 from pathlib import Path
-from agent.journal import Journal
+from agent.journal.chain import Journal
 from tools.artifacts import StorageFull
 
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write fails with EFBIG instead of killing us

@@ -12,7 +12,7 @@ import random
 import pytest
 
 from agent.models import RollbackSpec
-from agent.verification import judge, settled
+from agent.run.verification import judge, settled
 from tests.conftest import journal_events
 from tests.test_evidence import ALLOW_ALL
 from tools.abstats import BenchRun, analyse

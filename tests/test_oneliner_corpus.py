@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.answers import check_targets
+from agent.run.answers import check_targets
 from policies.decisions import DecisionError, parse_decision
 from policies.gates import ALLOWED, Decision, Gate
 from tests.oneliner_corpus import ATTACKS, COMMANDS, CORPUS, GATE_OPTION, TITLES

@@ -9,9 +9,9 @@ import uuid
 import psycopg
 import pytest
 
-from agent import pgjournal
-from agent.journal import Journal, read_events, verify
-from agent.pgjournal import PgJournal
+from agent.journal import pg as pgjournal
+from agent.journal.chain import Journal, read_events, verify
+from agent.journal.pg import PgJournal
 
 
 @pytest.fixture
@@ -103,7 +103,7 @@ def test_writers_in_parallel_extend_one_gapless_chain(store, tmp_path):
 
 HOLD = """
 import sys, time
-from agent.pgjournal import Lease
+from agent.journal.pg import Lease
 lease = Lease(sys.argv[1], "20261203-race", holder=f"pid {__import__('os').getpid()} (tester)")
 who = lease.acquire()
 print("got" if who is None else f"refused: {who}", flush=True)
@@ -139,7 +139,7 @@ def test_one_runner_per_session_across_processes_and_a_killed_holder_loses_its_l
 
 
 def test_a_watcher_reads_the_journal_only_when_a_commit_wakes_it(store):
-    from agent.pgstore import PgTail
+    from agent.store.pg import PgTail
 
     writer = PgJournal(store, "watched")
     writer.append("session.started", n=0)

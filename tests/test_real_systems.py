@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.journal import verify
-from agent.replay import verify_session
+from agent.journal.chain import verify
+from agent.report.replay import verify_session
 from tests import realsys
 from tests.conftest import journal_events
 

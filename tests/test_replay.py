@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import rfc8785
 
-from agent import checkpoint
-from agent.journal import GENESIS, read_events
+from agent.journal import head as checkpoint
+from agent.journal.chain import GENESIS, read_events
 from tests.conftest import ed25519_keypair
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.journal import verify
+from agent.journal.chain import verify
 from tests import sshd as harness
 from tests.conftest import ROOT, SIGNOFF, journal_events
 
@@ -245,7 +245,7 @@ def test_a_link_dropped_mid_benchmark_is_retried_once_and_the_campaign_goes_on(s
 
 def test_ssh_import_stays_lazy_for_local_campaigns():
     code = (
-        "import sys\nfrom agent.transports import HostRouter\nfrom agent.session import Runner\n"
+        "import sys\nfrom agent.run.connect import HostRouter\nfrom agent.run.runner import Runner\n"
         "print('paramiko' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)

@@ -15,8 +15,8 @@ from langgraph.func import entrypoint
 from agent.brain.rules import RuleBrain
 from agent.campaign import load_campaign
 from agent.context import RunContext
-from agent.execute import LinkLost, Planned, _command_task
-from agent.journal import Journal
+from agent.journal.chain import Journal
+from agent.run.execute import LinkLost, Planned, _command_task
 from policies.engine import PolicyEngine
 from policies.schema import load_policy
 from tests import sshd as harness

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from agent.journal import Journal, read_events, verify
-from agent.session import campaign_dir, create
-from agent.store import LocalStore, SessionError
+from agent.errors import SessionError
+from agent.journal.chain import Journal, read_events, verify
+from agent.run.runner import campaign_dir, create
+from agent.store.local import LocalStore
 from tests.conftest import DEMO_DIR, ROOT, fast
 
 WRITER = """
@@ -21,7 +22,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from agent.journal import Journal
+from agent.journal.chain import Journal
 j = Journal(Path(sys.argv[1]), "s")
 for i in range(200):
     j.append("command.finished", writer=sys.argv[2], i=i)

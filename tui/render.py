@@ -14,8 +14,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from agent.journal import Event
-from agent.render import progress_line
+from agent.journal.chain import Event
+from agent.report.console import progress_line
 from tui.view import GateView, OptionView, View
 
 STATUS_STYLE = {

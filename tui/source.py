@@ -14,8 +14,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from agent.session import DecisionError, Runner, SessionError
-from agent.store import Session
+from agent.run.runner import DecisionError, Runner, SessionError
+from agent.store.base import Session
 from tools.terminal import MAX_LINE, printable
 
 

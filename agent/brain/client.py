@@ -15,9 +15,9 @@ from typing import Any
 
 from langgraph.func import task
 
-from agent.effects import graph_task
-from agent.journal import Journal
+from agent.journal.chain import Journal
 from agent.models import BrainSpec, Price
+from agent.run.effects import graph_task
 
 # $/MTok, from Anthropic's published price list (5-minute cache writes).
 PRICES: dict[str, Price] = {

@@ -7,8 +7,8 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from agent.context import RunContext
-from agent.effects import MutationInDoubt
-from agent.execute import CommandRefused, rendered, run_spec
+from agent.run.effects import MutationInDoubt
+from agent.run.execute import CommandRefused, rendered, run_spec
 from agent.state import State
 
 

@@ -13,9 +13,9 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from agent.context import RunContext
-from agent.effects import MutationInDoubt
-from agent.execute import CommandRefused, run_spec
 from agent.models import CommandSpec
+from agent.run.effects import MutationInDoubt
+from agent.run.execute import CommandRefused, run_spec
 from agent.state import State
 from tools.abstats import ABResult, BenchRun, analyse, outlier_pairs, pair_order
 from tools.benchparse import BenchParseError, parse

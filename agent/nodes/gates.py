@@ -12,8 +12,8 @@ from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from agent.context import RunContext
-from agent.execute import rendered
 from agent.models import CommandSpec
+from agent.run.execute import rendered
 from agent.state import State
 from policies.engine import SessionRule
 from policies.gates import ALLOWED, Decision, Gate, GateKind
@@ -134,7 +134,7 @@ def requeue(
     """Apply skip/defer/select targets to the queue; returns (queue, per-option updates).
 
     Only pending options can be skipped or deferred, and kept or no-go options are never selected:
-    `agent.answers` refuses such decisions, and this keeps a policy or session rule from doing it.
+    `agent.run.answers` refuses such decisions, and this keeps a policy or session rule from doing it.
     """
     updates: dict[str, Any] = {}
     queue = list(queue)

@@ -18,8 +18,8 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from agent.context import RunContext
-from agent.investigation import Toolbox
 from agent.models import Finding
+from agent.run.investigation import Toolbox
 from agent.state import State
 
 

@@ -9,9 +9,9 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from agent.context import RunContext
-from agent.execute import command_class, rendered, upload_class, upload_command
 from agent.models import CommandSpec
 from agent.nodes.investigate import pending_requests
+from agent.run.execute import command_class, rendered, upload_class, upload_command
 from agent.state import State
 
 

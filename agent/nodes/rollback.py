@@ -11,12 +11,12 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from agent.context import RunContext
-from agent.effects import MutationInDoubt
-from agent.execute import CommandRefused, run_spec
 from agent.nodes.benchmark import bench_once
 from agent.nodes.gates import option_hosts
+from agent.run.effects import MutationInDoubt
+from agent.run.execute import CommandRefused, run_spec
+from agent.run.verification import judge, settled, state_check
 from agent.state import State
-from agent.verification import judge, settled, state_check
 from tools.noise import noise_of
 
 

@@ -11,8 +11,8 @@ from langgraph.runtime import Runtime
 
 from agent.campaign import with_proposals
 from agent.context import RunContext
-from agent.execute import CommandRefused, run_spec, upload, upload_class, upload_command
 from agent.nodes.benchmark import bench_once
+from agent.run.execute import CommandRefused, run_spec, upload, upload_class, upload_command
 from agent.state import State
 from tools.abstats import t975
 from tools.noise import MIN_RUNS

@@ -8,11 +8,11 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from agent.context import RunContext
-from agent.execute import CommandRefused, run_spec
 from agent.models import CommandSpec, StressSpec
 from agent.nodes.benchmark import bench_once
+from agent.run.execute import CommandRefused, run_spec
+from agent.run.verification import recent
 from agent.state import State
-from agent.verification import recent
 from tools.noise import band, delta_pct, noise_of, runs_for
 from tools.stress import StressResult, classify
 from tools.transport import Host

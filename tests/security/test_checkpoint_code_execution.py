@@ -13,7 +13,7 @@ from pathlib import Path
 import ormsgpack
 from langgraph.checkpoint.serde.jsonplus import EXT_CONSTRUCTOR_SINGLE_ARG, JsonPlusSerializer
 
-from agent.serde import serializer
+from agent.store.serde import serializer
 
 
 def payload(marker: Path) -> bytes:
@@ -38,7 +38,7 @@ def test_signoffs_serializer_does_not_run_it(tmp_path: Path) -> None:
 
 
 def test_a_sessions_saver_reading_a_tampered_checkpoint_runs_nothing(tmp_path: Path, monkeypatch) -> None:
-    from agent.store import LocalStore
+    from agent.store.local import LocalStore
 
     monkeypatch.setenv("SIGNOFF_HOME", str(tmp_path / "home"))
     marker = tmp_path / "pwned"

@@ -17,8 +17,8 @@ import pytest
 import rfc8785
 from cryptography.hazmat.primitives import serialization
 
-from agent import checkpoint
-from agent.journal import read_events, verify
+from agent.journal import head as checkpoint
+from agent.journal.chain import read_events, verify
 from tests.conftest import ed25519_keypair
 
 

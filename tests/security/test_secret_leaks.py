@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from agent.execute import Planned, plan
 from agent.models import Campaign, CommandSpec
+from agent.run.execute import Planned, plan
 from tests.conftest import ROOT, SIGNOFF
 from tools.artifacts import ArtifactStore
 from tools.output import StreamSink

@@ -83,7 +83,7 @@ def screen_text(app) -> str:  # type: ignore[no-untyped-def]
 async def test_the_tui_shows_host_output_and_a_hostile_journal_as_escapes(evil_session, home):
     """Rich's Text keeps ESC, so before the TUI sanitized its source a journal's strings and an artifact
     reached the terminal raw. Every step of the replay and the artifact screen are checked."""
-    from agent.store import LocalStore
+    from agent.store.local import LocalStore
     from tui.app import SignoffApp
     from tui.screens import ArtifactScreen
     from tui.source import ReplaySource

@@ -22,8 +22,8 @@ from langgraph.types import RetryPolicy
 from agent import crashpoints
 from agent.campaign import render
 from agent.context import RunContext
-from agent.effects import Effect, MutationInDoubt, graph_task, mutate
 from agent.models import TEMPLATE_VAR, CommandSpec
+from agent.run.effects import Effect, MutationInDoubt, graph_task, mutate
 from tools.artifacts import StorageFull
 from tools.commands import Verdict, classify
 from tools.secrets import delivery_script, encode_for_delivery

@@ -23,8 +23,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from agent.context import RunContext
-from agent.execute import CommandRefused, plan, run_spec
 from agent.models import CommandSpec, RollbackSpec
+from agent.run.execute import CommandRefused, plan, run_spec
 from tools.noise import Band, Noise, band, delta_pct, trend_level
 
 RECENT = 4  # baseline-arm readings taken as "the baseline now": the last few of the A/B

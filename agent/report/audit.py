@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from agent.journal import read_events
+from agent.journal.chain import read_events
 from tools.terminal import printable
 
 

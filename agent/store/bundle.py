@@ -22,9 +22,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from agent.checkpoint import Head
-from agent.serde import blocked_types, serializer
-from agent.store import Session, SessionDir, SessionError, Store, check_session_id
+from agent.errors import SessionError
+from agent.journal.head import Head
+from agent.store.base import Session, Store, check_session_id
+from agent.store.local import SessionDir
+from agent.store.serde import blocked_types, serializer
 
 DOCS = ("campaign.yaml", "policy.yaml", "parses.json", "known_hosts.pinned", "campaign-files.json")
 MANIFEST = "export.json"
@@ -96,7 +98,7 @@ def export_session(d: Session, out: Path, *, source: str) -> dict[str, Any]:
 
 
 def _head_into_db(root: Path) -> None:
-    from agent import checkpoint
+    from agent.journal import head as checkpoint
 
     checkpoint.write_record(root / "journal.jsonl", Head.model_validate_json((root / "head").read_text()))
 
@@ -107,7 +109,7 @@ def import_session(store: Store, src: Path) -> tuple[Session, dict[str, Any]]:
     links, no FIFOs), the session id must be one (never a path) and the journal's own, and anything that
     cannot be read refuses the import in one line and leaves nothing behind in the embedded store. The
     meta document goes in last, so a session half imported (a crash) is not listed."""
-    from agent.replay import verify_session
+    from agent.report.replay import verify_session
 
     meta_path, journal = src / "meta.json", src / "journal.jsonl"
     if not meta_path.is_file() or not journal.is_file():

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.context import RunContext
-from agent.execute import CommandRefused, Planned, command_class, plan, run_one, run_spec
 from agent.models import Option, Probe
+from agent.run.execute import CommandRefused, Planned, command_class, plan, run_one, run_spec
 from tools.commands import allowed_words, classify
 from tools.transport import CommandResult
 

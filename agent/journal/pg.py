@@ -19,8 +19,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from agent import checkpoint, crashpoints
-from agent.journal import ARTIFACT_FIELDS, ENDING_KINDS, GENESIS, Event, Listener, encode
+from agent import crashpoints
+from agent.journal import head as checkpoint
+from agent.journal.chain import ARTIFACT_FIELDS, ENDING_KINDS, GENESIS, Event, Listener, encode
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS signoff_journal (

@@ -1,14 +1,5 @@
-"""Where sessions live: the one seam between signoff and its storage (issue 10).
-
-A `Store` finds, creates and lists sessions; a `Session` is everything a run needs from storage:
-small named documents (meta, campaign and policy texts, model parses), recorded answers, the
-journal, the graph's checkpointer, the single-runner lease, and a local working directory for what
-must sit on the runner's own disk (local hosts, the artifact cache, pinned host keys).
-
-Two stores implement it: the embedded one here (a directory per session under `$SIGNOFF_HOME`:
-JSONL journal, SQLite checkpoints, a `flock`), and PostgreSQL (`agent/pgstore.py`) for a team.
-`open_store` picks one from `--store`/`SIGNOFF_STORE`; nothing else knows which is in use.
-"""
+"""The embedded store: a directory per session under `$SIGNOFF_HOME` (JSONL journal, SQLite checkpoints,
+a `flock` lease). `agent.store.pg` is the team's PostgreSQL one; both implement `agent.store.base`."""
 
 from __future__ import annotations
 
@@ -16,39 +7,26 @@ import fcntl
 import getpass
 import json
 import os
-import re
 import shutil
-import socket
 import sqlite3
 import tempfile
-from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from agent.journal import Event, Journal, Listener, read_events
-from agent.listing import list_sessions, sessions_root
+from agent.errors import SessionError
+from agent.journal.chain import Journal, read_events
 from agent.privatefiles import private_file, write_private
-from agent.serde import serializer
-
-
-class SessionError(RuntimeError):
-    """A session cannot do what was asked (missing, busy, not waiting); the message says why."""
-
-
-# What a session id may be: what `new_session_id` makes (`20261204-113247-74d9`) and names people
-# choose, never a path (no `/`, no `..`, no leading dot or dash), so an id from meta.json, a URL or
-# the command line cannot say where a session is written.
-SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
-
-
-def check_session_id(session_id: object) -> str:
-    if not isinstance(session_id, str) or SESSION_ID.fullmatch(session_id) is None:
-        shown = repr(session_id)[:80]
-        raise SessionError(f"{shown} is not a session id (1-64 letters, digits, '-' or '_'; a letter or digit first)")
-    return session_id
-
+from agent.store.base import (
+    CheckpointUnreadable,
+    Session,
+    SessionBusy,
+    Store,
+    check_session_id,
+)
+from agent.store.listing import list_sessions, sessions_root
+from agent.store.serde import serializer
 
 # The sessions root, each session directory and `hosts/` are 0711: only their owner lists or writes them,
 # while others may pass through to a local host's working directory, which the programs a campaign starts
@@ -67,178 +45,6 @@ def private_dir(path: Path, mode: int = PASSABLE) -> Path:
     if path.stat().st_mode & 0o777 != mode:
         path.chmod(mode)
     return path
-
-
-class SessionBusy(SessionError):
-    """Another process holds the session's lease (it is running the session)."""
-
-
-class CheckpointUnreadable(RuntimeError):
-    """The session's checkpoint store cannot be read, so the graph cannot resume."""
-
-
-class JournalWriter(Protocol):
-    def subscribe(self, listener: Listener) -> None: ...
-
-    def append(self, kind: str, *, actor: str = "signoff", **data: Any) -> Event: ...
-
-    def close(self) -> None: ...
-
-
-class Tail(Protocol):
-    """Complete journal events appended since the last read."""
-
-    offset: int
-
-    def read(self) -> list[dict[str, Any]]: ...
-
-    def wait(self, timeout: float) -> None: ...  # block until something may have been appended
-
-    def close(self) -> None: ...
-
-
-def owner() -> str:
-    """Who started a session, as a team sees it: user@host."""
-    return f"{getpass.getuser()}@{socket.gethostname()}"
-
-
-class Session(ABC):
-    """One session in some store (see the module docstring for what it offers)."""
-
-    id: str
-    work: Path  # the runner's local working directory
-
-    @property
-    def hosts(self) -> Path:
-        return self.work / "hosts"
-
-    @property
-    def artifacts(self) -> Path:
-        return self.work / "artifacts"
-
-    @property
-    def pinned(self) -> Path:
-        return self.work / "known_hosts.pinned"
-
-    @property
-    @abstractmethod
-    def label(self) -> str:
-        """Where the journal is, for people: a path, or the store and session."""
-
-    # -- small documents (meta.json, campaign.yaml, policy.yaml, parses.json)
-
-    @abstractmethod
-    def read(self, name: str) -> str | None: ...
-
-    @abstractmethod
-    def write(self, name: str, text: str) -> None: ...
-
-    def meta(self) -> dict[str, Any]:
-        text = self.read("meta.json")
-        if text is None:
-            raise SessionError(f"session {self.id} has no meta.json")
-        return json.loads(text)
-
-    def write_meta(self, meta: dict[str, Any]) -> None:
-        self.write("meta.json", json.dumps(meta, indent=2, sort_keys=True) + "\n")
-
-    # -- answers recorded for paused gates, keyed by interrupt id
-
-    @abstractmethod
-    def answers(self) -> dict[str, Any]: ...
-
-    @abstractmethod
-    def claim_answer(self, interrupt: str, payload: dict[str, Any]) -> dict[str, Any]:
-        """Record `payload` as the answer for `interrupt` unless one is recorded already; returns the
-        answer that stands (first writer wins, across processes and machines)."""
-
-    @abstractmethod
-    def clear_answers(self, ids: list[str]) -> None: ...
-
-    # -- the journal
-
-    @abstractmethod
-    def open_journal(self) -> JournalWriter: ...
-
-    @abstractmethod
-    def events(self) -> Iterator[dict[str, Any]]: ...
-
-    @abstractmethod
-    def journal_file(self) -> Any:
-        """Context manager: the path of a file journal with its head and artifacts beside it (the
-        embedded store's own; an export for other stores), for the readers that verify and report."""
-
-    @abstractmethod
-    def tail(self) -> Tail: ...
-
-    @abstractmethod
-    def adopt_journal(self, journal: Path) -> None:
-        """Take a verified file journal (its lines byte for byte, its head record and the artifacts
-        beside it) as this session's, which has none yet (an import)."""
-
-    # -- checkpoints and the lease
-
-    @abstractmethod
-    def saver(self) -> Any:
-        """Context manager: a LangGraph checkpointer for this session (CheckpointUnreadable if not)."""
-
-    @abstractmethod
-    def locked(self) -> Any:
-        """Context manager: the single-runner lease; SessionBusy names the holder."""
-
-    def prepare(self) -> None:  # noqa: B027 - the embedded store has nothing to fetch
-        """Bring what a runner needs onto its own disk (before it runs the session here)."""
-
-    def pinned_changed(self) -> None:  # noqa: B027 - the embedded store's pinned file is the record
-        """A host key was pinned into `self.pinned`: keep the store's copy current."""
-
-    @abstractmethod
-    def compact(self) -> tuple[int, int]:
-        """Drop the graph checkpoints (bytes before, after); the journal and artifacts stay."""
-
-    @abstractmethod
-    def wait_for_answer(self, interrupt: str, timeout: float) -> dict[str, Any] | None:
-        """Block up to `timeout` s for an answer to `interrupt` (a `decide` from any machine)."""
-
-    def close(self) -> None:  # noqa: B027 - nothing held open by default
-        """Release connections this handle opened."""
-
-
-class Store(ABC):
-    url: str  # "local" or the database URL without its password
-
-    @abstractmethod
-    def session(self, session_id: str) -> Session: ...
-
-    def find(self, session_id: str) -> Session:
-        s = self.session(session_id)
-        if s.read("meta.json") is None:
-            s.close()
-            recent = ", ".join(r["id"] for r in self.list_sessions()[-5:])
-            raise SessionError(f"no session {session_id!r} in {self.where}" + (f"; recent: {recent}" if recent else ""))
-        return s
-
-    @property
-    @abstractmethod
-    def where(self) -> str: ...
-
-    @abstractmethod
-    def new(self, session_id: str) -> Session: ...
-
-    @abstractmethod
-    def list_sessions(self) -> list[dict[str, Any]]: ...
-
-
-def open_store(url: str | None = None) -> Store:
-    """`--store` beats `SIGNOFF_STORE`; neither means the embedded store under `$SIGNOFF_HOME`."""
-    url = url if url is not None else os.environ.get("SIGNOFF_STORE", "")
-    if not url or url == "local":
-        return LocalStore()
-    if url.startswith(("postgresql://", "postgres://")):
-        from agent.pgstore import PgStore
-
-        return PgStore(url)
-    raise SessionError(f"unknown store {url!r}: use postgresql://… or leave it unset for the local store")
 
 
 # -- the embedded store
@@ -381,7 +187,7 @@ class SessionDir(Session):
         return FileTail(self.journal)
 
     def adopt_journal(self, journal: Path) -> None:
-        from agent import checkpoint
+        from agent.journal import head as checkpoint
 
         if journal.resolve() == self.journal.resolve():
             return

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent.journal import read_events
+from agent.journal.chain import read_events
 from policies.expr import Condition, EvalError, ExprError
 from policies.gates import FACTS, GateKind
 from policies.schema import Policy, load_policy_text

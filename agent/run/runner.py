@@ -27,31 +27,25 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from agent import crashpoints
-from agent.answers import answer as answer_gate
-from agent.answers import keeps_unsafe
 from agent.brain import Brain
 from agent.brain.rules import RuleBrain
 from agent.campaign import LoadedCampaign, load_campaign, refuse_literal_secrets, with_proposals
-from agent.checkpoint import Signer
 from agent.context import RunContext
-from agent.documents import DOCUMENTS, journaled_digests, mismatch
-from agent.effects import Ledger
-from agent.journal import ENDING_KINDS, Event
-from agent.listing import list_sessions
+from agent.errors import SessionError
+from agent.journal.chain import ENDING_KINDS, Event
+from agent.journal.documents import DOCUMENTS, journaled_digests, mismatch
+from agent.journal.head import Signer
 from agent.models import BrainSpec
-from agent.serde import blocked_types
+from agent.run.answers import answer as answer_gate
+from agent.run.answers import keeps_unsafe
+from agent.run.connect import HostRouter, ssh_factory
+from agent.run.effects import Ledger
 from agent.stopping import stop_requested
-from agent.store import (
-    CheckpointUnreadable,
-    Session,
-    SessionBusy,
-    SessionDir,
-    SessionError,
-    Store,
-    open_store,
-    owner,
-)
-from agent.transports import HostRouter, ssh_factory
+from agent.store import open_store
+from agent.store.base import CheckpointUnreadable, Session, SessionBusy, Store, owner
+from agent.store.listing import list_sessions
+from agent.store.local import SessionDir
+from agent.store.serde import blocked_types
 from policies.decisions import DecisionError
 from policies.engine import PolicyEngine
 from policies.expr import engine_version
@@ -938,7 +932,7 @@ def compact(d: Session) -> tuple[int, int]:
 
 
 def demo_campaign() -> Path:
-    path = Path(__file__).resolve().parent.parent / "examples" / "decode-campaign" / "campaign.yaml"
+    path = Path(__file__).resolve().parents[2] / "examples" / "decode-campaign" / "campaign.yaml"
     if not path.exists():
         raise SessionError(f"the demo campaign is missing ({path}); run from a signoff checkout")
     return path

@@ -23,7 +23,7 @@ from tools.transport import CommandResult
 
 if TYPE_CHECKING:
     from agent.context import RunContext
-    from agent.execute import Planned
+    from agent.run.execute import Planned
 
 Effect = Literal["apply", "revert"]
 
@@ -88,7 +88,7 @@ def mutate(
     approved: tuple[str, ...] = (),
     last: bool = True,
 ) -> CommandResult:
-    from agent.execute import run_one
+    from agent.run.execute import run_one
 
     def recovered(action: str, **extra: Any) -> None:
         ctx.journal.append(
@@ -129,8 +129,8 @@ def took_effect(
     last: bool,
 ) -> bool:
     """Run the option's check on the host in doubt; raise MutationInDoubt when it cannot tell."""
-    from agent.execute import command_class, plan, run_one
     from agent.models import CommandSpec
+    from agent.run.execute import command_class, plan, run_one
 
     spec = ctx.campaign.option(option).check if option is not None else None
     why = None

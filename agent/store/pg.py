@@ -22,19 +22,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from agent import pgjournal
-from agent.listing import home, summarize
-from agent.serde import serializer
-from agent.store import (
-    CheckpointUnreadable,
-    Session,
-    SessionBusy,
-    SessionError,
-    Store,
-    check_session_id,
-    private_dir,
-    scratch_dir,
-)
+from agent.errors import SessionError
+from agent.journal import pg as pgjournal
+from agent.store.base import CheckpointUnreadable, Session, SessionBusy, Store, check_session_id
+from agent.store.listing import home, summarize
+from agent.store.local import private_dir, scratch_dir
+from agent.store.serde import serializer
 
 # The checkpoint tables PostgresSaver.setup creates, and the journal's: all must exist to run.
 REQUIRED = ("checkpoints", "checkpoint_blobs", "checkpoint_writes", "signoff_journal", "signoff_docs")
@@ -266,7 +259,7 @@ class PgSession(Session):
         return PgTail(self.url, self.id)
 
     def adopt_journal(self, journal: Path) -> None:
-        from agent.checkpoint import Head
+        from agent.journal.head import Head
 
         head = journal.with_name("head")
         record = Head.model_validate_json(head.read_text()) if head.exists() else None

@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from agent.journal import Event
+from agent.journal.chain import Event
 from tools.terminal import printable, safe_console
 
 

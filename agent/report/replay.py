@@ -13,8 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agent.documents import journaled_digests, mismatch
-from agent.journal import ARTIFACT_FIELDS, read_events, verify
+from agent.journal.chain import ARTIFACT_FIELDS, read_events, verify
+from agent.journal.documents import journaled_digests, mismatch
 from policies.engine import PolicyEngine
 from policies.schema import Policy, load_policy_text
 from policies.yamlsrc import SourceError
@@ -69,7 +69,7 @@ def verify_session(
     documents: Mapping[str, str | None] | None = None,
     meta: Mapping[str, Any] | None = None,
 ) -> ReplayVerdict:
-    """The chain and head (`agent.journal.verify`), the artifacts, every policy decision re-derived,
+    """The chain and head (`agent.journal.chain.verify`), the artifacts, every policy decision re-derived,
     and, when given, the session's own copies of its `documents` (campaign.yaml, policy.yaml) against the
     journaled digests and its `meta` status against how the journal ends."""
     chain = verify(journal, key=key)

@@ -25,7 +25,8 @@ from typing import Any
 import rfc8785
 from pydantic import BaseModel
 
-from agent import checkpoint, crashpoints
+from agent import crashpoints
+from agent.journal import head as checkpoint
 from tools.artifacts import StorageFull
 
 FORMAT_VERSION = 1

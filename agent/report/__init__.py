@@ -1,0 +1,1 @@
+"""What a finished or running session says to a person: console output, replay, audit report."""
