@@ -22,7 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from table import record
 
-from agent.journal.chain import Journal, verify
+from agent.journal.chain import Journal
+from agent.journal.verify import verify
 
 N = int(os.environ.get("BENCH_EVENTS", "100000"))
 

@@ -24,8 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from table import record
 
 from agent.journal import pg as pgjournal
-from agent.journal.chain import Journal, verify
+from agent.journal.chain import Journal
 from agent.journal.pg import PgJournal
+from agent.journal.verify import verify
 from tests import pg
 
 N = int(os.environ.get("BENCH_EVENTS", "2000"))

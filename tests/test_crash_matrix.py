@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from agent.journal.chain import verify
+from agent.journal.verify import verify
 from tests.conftest import DEMO, ROOT, SIGNOFF, fast
 
 # Each session is killed three times, each time at a later point of the run (a point's count starts

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent.journal.chain import verify
+from agent.journal.verify import verify
 from policies.schema import SourceError, lint, load_policy_text
 from tests.conftest import ROOT, journal_events
 

@@ -1,7 +1,8 @@
 import json
 from pathlib import Path
 
-from agent.journal.chain import Journal, read_events, verify
+from agent.journal.chain import Journal, read_events
+from agent.journal.verify import verify
 
 
 def make(tmp_path: Path, n: int = 5) -> Path:

@@ -10,8 +10,9 @@ import psycopg
 import pytest
 
 from agent.journal import pg as pgjournal
-from agent.journal.chain import Journal, read_events, verify
+from agent.journal.chain import Journal, read_events
 from agent.journal.pg import PgJournal
+from agent.journal.verify import verify
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.journal.chain import verify
+from agent.journal.verify import verify
 from agent.report.replay import verify_session
 from tests import realsys
 from tests.conftest import journal_events

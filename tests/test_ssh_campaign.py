@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.journal.chain import verify
+from agent.journal.verify import verify
 from tests import sshd as harness
 from tests.conftest import ROOT, SIGNOFF, journal_events
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from agent.errors import SessionError
-from agent.journal.chain import Journal, read_events, verify
+from agent.journal.chain import Journal, read_events
+from agent.journal.verify import verify
 from agent.run.runner import campaign_dir, create
 from agent.store.local import LocalStore
 from tests.conftest import DEMO_DIR, ROOT, fast

@@ -13,8 +13,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agent.journal.chain import ARTIFACT_FIELDS, read_events, verify
+from agent.journal.chain import ARTIFACT_FIELDS, read_events
 from agent.journal.documents import journaled_digests, mismatch
+from agent.journal.verify import verify
 from policies.engine import PolicyEngine
 from policies.schema import Policy, load_policy_text
 from policies.yamlsrc import SourceError

@@ -18,7 +18,8 @@ import rfc8785
 from cryptography.hazmat.primitives import serialization
 
 from agent.journal import head as checkpoint
-from agent.journal.chain import read_events, verify
+from agent.journal.chain import read_events
+from agent.journal.verify import verify
 from tests.conftest import ed25519_keypair
 
 
