@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from table import record
 
+from agent.journal import events as ev
 from agent.journal import pg as pgjournal
 from agent.journal.chain import Journal
 from agent.journal.pg import PgJournal
@@ -70,12 +71,12 @@ def round_trips(session) -> list[float]:
             t = time.perf_counter()
             snapshot = graph.get_state(cfg)
             interrupt_id = snapshot.interrupts[0].id
-            journal.append("gate.opened", gate=f"g{k}", interrupt=interrupt_id)
-            journal.append("session.paused", gate=f"g{k}", interrupt=interrupt_id)
+            journal.append(ev.GateOpened(gate_kind="safety", gate=f"g{k}", interrupt=interrupt_id))
+            journal.append(ev.SessionPaused(gate=f"g{k}", interrupt=interrupt_id))
             session.claim_answer(interrupt_id, {"decision": "continue"})  # `signoff decide`
-            journal.append("decision", gate=f"g{k}", by="human:bench", interrupt=interrupt_id)
+            journal.append(ev.Decision(gate=f"g{k}", by="human:bench", interrupt=interrupt_id))
             ready = session.answers()
-            journal.append("session.resumed", answers=sorted(ready))
+            journal.append(ev.SessionResumed(answers=sorted(ready)))
             session.clear_answers(list(ready))
             graph.invoke(Command(resume=ready[interrupt_id]), cfg, durability="sync")
             times.append((time.perf_counter() - t) * 1000)

@@ -23,10 +23,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from agent.journal import events as ev
 from agent.journal.chain import Journal
 j = Journal(Path(sys.argv[1]), "s")
 for i in range(200):
-    j.append("command.finished", writer=sys.argv[2], i=i)
+    j.append(ev.CommandFinished(host="h", writer=sys.argv[2], i=i))
 j.close()
 """
 

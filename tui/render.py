@@ -14,7 +14,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from agent.journal.chain import Event
+from agent.journal.chain import Record
 from agent.report.console import progress_line
 from tui.view import GateView, OptionView, View
 
@@ -58,7 +58,9 @@ def ci_text(ci: list[float] | None) -> str:
 def event_line(e: dict[str, Any]) -> Text | None:
     """One line of the event stream, or None for events too fine-grained to show."""
     data = {k: v for k, v in e.items() if k not in ("v", "seq", "ts", "session", "kind", "actor", "prev")}
-    event = Event(seq=e.get("seq", 0), kind=e["kind"], ts=e.get("ts", ""), actor=e.get("actor", ""), data=data, hash="")
+    event = Record(
+        seq=e.get("seq", 0), kind=e["kind"], ts=e.get("ts", ""), actor=e.get("actor", ""), data=data, hash=""
+    )
     try:
         line = progress_line(event)
     except (KeyError, TypeError, ValueError):

@@ -30,6 +30,7 @@ from agent.brain.schemas import (
     RationaleSubmission,
     tool_spec,
 )
+from agent.journal import events as ev
 from agent.journal.chain import Journal
 from agent.models import BUILTIN_VARS, TEMPLATE_VAR, Assessment, BrainSpec, Campaign, CommandSpec, Finding, Option, Plan
 from agent.run.investigation import TOOL_SPECS, Toolbox
@@ -146,7 +147,7 @@ class ClaudeBrain:
         try:
             return self._plan(campaign, findings)
         except ADVISORY as exc:
-            self.journal.append("brain.fallback", actor="planner", step="plan", error=_why(exc))
+            self.journal.append(ev.BrainFallback(step="plan", error=_why(exc)), actor="planner")
             return self.fallback.plan(campaign, findings)
 
     def investigate(self, option: Option, tools: Toolbox) -> Finding:
@@ -155,7 +156,7 @@ class ClaudeBrain:
             return self._investigate(option, tools, prior)
         except ADVISORY as exc:
             self.journal.append(
-                "brain.fallback", actor=tools.agent, step="investigate", option=option.id, error=str(exc)
+                ev.BrainFallback(step="investigate", option=option.id, error=str(exc)), actor=tools.agent
             )
             return prior
 
@@ -164,7 +165,7 @@ class ClaudeBrain:
         try:
             words = self._rationale(option, evidence, measured)
         except ADVISORY as exc:
-            self.journal.append("brain.fallback", actor="assessor", step="assess", option=option.id, error=_why(exc))
+            self.journal.append(ev.BrainFallback(step="assess", option=option.id, error=_why(exc)), actor="assessor")
             return measured
         rationale = words.rationale + "".join(f"\n- concern: {c}" for c in words.concerns)
         return measured.model_copy(update={"rationale": rationale, "next_step": words.next_step or None})
@@ -178,7 +179,7 @@ class ClaudeBrain:
             except NotUnderstood:
                 raise  # the model read it and found no decision: that is an answer, not a failure
             except ADVISORY as exc:
-                self.journal.append("brain.fallback", actor="interpreter", step="interpret", error=_why(exc))
+                self.journal.append(ev.BrainFallback(step="interpret", error=_why(exc)), actor="interpreter")
                 raise grammar from None
 
     # ------------------------------------------------------------------ plan
@@ -296,12 +297,10 @@ class ClaudeBrain:
             messages.append({"role": "assistant", "content": blocks})
             calls = [b for b in blocks if b["type"] == "tool_use"]
             self.journal.append(
-                "subagent.turn",
+                ev.SubagentTurn(
+                    option=option.id, turn=turn, tools=[c["name"] for c in calls], said=self.redact(_said(blocks))
+                ),
                 actor=agent,
-                option=option.id,
-                turn=turn,
-                tools=[c["name"] for c in calls],
-                said=self.redact(_said(blocks)),
             )
             results = []
             for call in calls:
@@ -315,11 +314,8 @@ class ClaudeBrain:
                             raise StepFailed(f"submit_finding invalid twice: {_one_line(exc)}") from None
                         repaired = True
                         self.journal.append(
-                            "llm.invalid",
+                            ev.LlmInvalid(purpose="investigate", option=option.id, error=self.redact(_one_line(exc))),
                             actor=agent,
-                            purpose="investigate",
-                            option=option.id,
-                            error=self.redact(_one_line(exc)),
                         )
                         results.append(
                             _result(call, f"invalid finding: {_one_line(exc)}. Fix it and call again.", True)
@@ -481,7 +477,7 @@ class ClaudeBrain:
                 except (ValidationError, ValueError) as exc:
                     error = _one_line(exc)
             self.journal.append(
-                "llm.invalid", actor=actor, purpose=purpose, option=option, attempt=attempt, error=error
+                ev.LlmInvalid(purpose=purpose, option=option, attempt=attempt, error=error), actor=actor
             )
             if attempt == 1:
                 messages.append({"role": "assistant", "content": blocks})

@@ -15,6 +15,7 @@ from typing import Any
 
 from langgraph.func import task
 
+from agent.journal import events as ev
 from agent.journal.chain import Journal
 from agent.models import BrainSpec, Price
 from agent.run.effects import graph_task
@@ -149,19 +150,15 @@ class LLMClient:
                 return message, self._account(message, purpose, actor, option, attempt, time.monotonic() - started)
             if not retryable or attempt == attempts:
                 self.journal.append(
-                    "llm.failed", actor=actor, purpose=purpose, option=option, attempts=attempt, error=failure
+                    ev.LlmFailed(purpose=purpose, option=option, attempts=attempt, error=failure), actor=actor
                 )
                 raise LLMError(f"{purpose}: {failure} (after {attempt} attempt(s))")
             wait = self._backoff(attempt, retry_after)
             self.journal.append(
-                "llm.retry",
+                ev.LlmRetry(
+                    purpose=purpose, option=option, attempt=attempt, status=status, error=failure, wait_s=round(wait, 3)
+                ),
                 actor=actor,
-                purpose=purpose,
-                option=option,
-                attempt=attempt,
-                status=status,
-                error=failure,
-                wait_s=round(wait, 3),
             )
             self.sleep(wait)
         raise AssertionError("unreachable")
@@ -192,7 +189,7 @@ class LLMClient:
             "attempt": attempt,
             "duration_s": round(elapsed, 3),
         }
-        self.journal.append("llm.call", actor=actor, purpose=purpose, option=option, **record)
+        self.journal.append(ev.LlmCall(purpose=purpose, option=option, **record), actor=actor)
         self.on_cost(cost)
         return record
 

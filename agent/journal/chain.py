@@ -25,6 +25,7 @@ import rfc8785
 from pydantic import BaseModel
 
 from agent import crashpoints
+from agent.journal import events
 from agent.journal import head as checkpoint
 from tools.artifacts import StorageFull
 
@@ -42,7 +43,7 @@ ENDING_KINDS = ("session.finished",)
 ARTIFACT_FIELDS = ("artifact", "stderr_artifact", "diagnosis")
 
 
-class Event(BaseModel):
+class Record(BaseModel):
     seq: int
     kind: str
     ts: str
@@ -51,7 +52,7 @@ class Event(BaseModel):
     hash: str
 
 
-Listener = Callable[[Event], None]
+Listener = Callable[[Record], None]
 
 
 def _plain(value: Any) -> Any:
@@ -73,14 +74,15 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def encode(*, seq: int, prev: str, session: str, kind: str, actor: str, data: dict[str, Any]) -> tuple[bytes, Event]:
-    """One journal line (RFC 8785 canonical JSON, no newline) and the event it records. Every store
-    writes exactly these bytes, so one verifier serves them all."""
+def encode(*, seq: int, prev: str, session: str, event: events.Event, actor: str) -> tuple[bytes, Record]:
+    """One journal line (RFC 8785 canonical JSON, no newline) and the record of it. Every store writes
+    exactly these bytes, so one verifier serves them all."""
+    kind, data = event.kind, event.fields()
     ts = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
     plain = _plain(data)
     record = {"v": FORMAT_VERSION, "seq": seq, "ts": ts, "session": session, "kind": kind, "actor": actor, "prev": prev}
     line = rfc8785.dumps({**record, **plain})
-    event = Event(seq=seq, kind=kind, ts=ts, actor=actor, data=plain, hash=hashlib.sha256(line).hexdigest())
+    event = Record(seq=seq, kind=kind, ts=ts, actor=actor, data=plain, hash=hashlib.sha256(line).hexdigest())
     return line, event
 
 
@@ -106,7 +108,7 @@ class Journal:
         finally:
             fcntl.flock(self._fh, fcntl.LOCK_UN)
         if recovered is not None:
-            self.append("log.recovered", actor="signoff", **recovered)
+            self.append(events.LogRecovered(**recovered))
 
     @contextlib.contextmanager
     def _exclusive(self) -> Iterator[None]:
@@ -138,11 +140,11 @@ class Journal:
     def subscribe(self, listener: Listener) -> None:
         self._listeners.append(listener)
 
-    def append(self, kind: str, *, actor: str = "signoff", **data: Any) -> Event:
+    def append(self, new: events.Event, *, actor: str = "signoff") -> Record:
+        kind = new.kind
         with self._lock, self._exclusive():
-            line, event = encode(
-                seq=self._seq, prev=self._prev, session=self.session, kind=kind, actor=actor, data=data
-            )
+            line, event = encode(seq=self._seq, prev=self._prev, session=self.session, event=new, actor=actor)
+            data = event.data
             points = (kind, f"{kind}/{data['purpose']}") if data.get("purpose") else (kind,)
             if crashpoints.armed(f"torn:{kind}"):
                 self._fh.write(line[: len(line) // 2])

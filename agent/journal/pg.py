@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from agent import crashpoints
+from agent.journal import events
 from agent.journal import head as checkpoint
-from agent.journal.chain import ARTIFACT_FIELDS, ENDING_KINDS, GENESIS, Event, Listener, encode
+from agent.journal.chain import ARTIFACT_FIELDS, ENDING_KINDS, GENESIS, Listener, Record, encode
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS signoff_journal (
@@ -112,28 +113,30 @@ class PgJournal:
     def subscribe(self, listener: Listener) -> None:
         self._listeners.append(listener)
 
-    def append(self, kind: str, *, actor: str = "signoff", **data: Any) -> Event:
+    def append(self, new: events.Event, *, actor: str = "signoff") -> Record:
+        kind = new.kind
         with self._lock, self._conn.transaction():
             self._conn.execute(
                 "INSERT INTO signoff_journal_head (session, events, head) VALUES (%s, 0, %s) ON CONFLICT DO NOTHING",
                 (self.session, GENESIS),
             )
-            events, head = self._conn.execute(
+            count, head = self._conn.execute(
                 "SELECT events, head FROM signoff_journal_head WHERE session = %s FOR UPDATE", (self.session,)
             ).fetchone()
-            line, event = encode(seq=events, prev=head, session=self.session, kind=kind, actor=actor, data=data)
+            line, event = encode(seq=count, prev=head, session=self.session, event=new, actor=actor)
             self._store_artifacts(event.data)
             self._conn.execute(
                 "INSERT INTO signoff_journal (session, seq, line, hash, kind, ts) VALUES (%s, %s, %s, %s, %s, %s)",
-                (self.session, events, line, event.hash, kind, event.ts),
+                (self.session, count, line, event.hash, kind, event.ts),
             )
             # Unsigned heads are recorded too (they carry `final`); heads stored before that have none.
-            record = checkpoint.record(self.session, events + 1, event.hash, self._signer, final=kind in ENDING_KINDS)
+            record = checkpoint.record(self.session, count + 1, event.hash, self._signer, final=kind in ENDING_KINDS)
             self._conn.execute(
                 "UPDATE signoff_journal_head SET events = %s, head = %s, record = %s WHERE session = %s",
-                (events + 1, event.hash, record.model_dump_json(exclude_none=True), self.session),
+                (count + 1, event.hash, record.model_dump_json(exclude_none=True), self.session),
             )
-            self._conn.execute("SELECT pg_notify(%s, %s)", (channel(self.session), str(events)))
+            self._conn.execute("SELECT pg_notify(%s, %s)", (channel(self.session), str(count)))
+        data = event.data
         points = (kind, f"{kind}/{data['purpose']}") if data.get("purpose") else (kind,)
         crashpoints.reached(*(f"journal:{p}" for p in points))  # the crash tests' kill points, after the commit
         for listener in self._listeners:

@@ -7,6 +7,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from agent.context import RunContext
+from agent.journal import events as ev
 from agent.run.effects import MutationInDoubt
 from agent.run.execute import CommandRefused, rendered, run_spec
 from agent.state import State
@@ -18,20 +19,21 @@ def apply(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     key = str(option.id)
     undo = [{"host": h.name, "command": c} for spec in option.revert for h, c in rendered(ctx, spec)]
     ctx.journal.append(
-        "undo.recorded",
-        option=option.id,
-        revert=undo,
-        verify={
-            "health": [s.run for s in ctx.campaign.baseline.health],
-            "baseline_runs": ctx.campaign.rollback.verify_runs,
-            "settle_runs": ctx.campaign.rollback.settle_runs,
-            "tolerance_pct": ctx.campaign.rollback.tolerance_pct,
-            "check": option.check is not None,
-            "floor_pct": ctx.campaign.rollback.floor_pct,
-            "ceiling_pct": ctx.campaign.rollback.ceiling_pct,
-        },
+        ev.UndoRecorded(
+            option=option.id,
+            revert=undo,
+            verify={
+                "health": [s.run for s in ctx.campaign.baseline.health],
+                "baseline_runs": ctx.campaign.rollback.verify_runs,
+                "settle_runs": ctx.campaign.rollback.settle_runs,
+                "tolerance_pct": ctx.campaign.rollback.tolerance_pct,
+                "check": option.check is not None,
+                "floor_pct": ctx.campaign.rollback.floor_pct,
+                "ceiling_pct": ctx.campaign.rollback.ceiling_pct,
+            },
+        )
     )
-    ctx.journal.append("phase", phase="apply", option=option.id, title=option.title)
+    ctx.journal.append(ev.Phase(phase="apply", option=option.id, title=option.title))
     tried = {"tried": [option.id]}
     try:
         results = [
@@ -56,7 +58,7 @@ def apply(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         f = failed[0]
         said = (f.stderr_tail or f.stdout_tail).strip().splitlines()[-1:] or [""]
         reason = f"apply failed on {f.host}: {'timeout' if f.timed_out else f'exit {f.exit_code}'} {said[0]}".strip()
-        ctx.journal.append("apply.failed", option=option.id, reason=reason)
+        ctx.journal.append(ev.ApplyFailed(option=option.id, reason=reason))
         # Half-applied is the worst state to leave a host in: roll back.
         return {**tried, "route": "failed", "options": {key: {"outcome": "untested", "reasons": [reason]}}}
     return {**tried, "route": "benchmark"}

@@ -7,6 +7,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from agent.context import RunContext
+from agent.journal import events as ev
 from agent.state import State
 
 
@@ -25,7 +26,7 @@ def assess(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     }
     assessment = ctx.brain.assess(option, evidence)
     data = assessment.model_dump(mode="json")
-    ctx.journal.append("assessment", brain=ctx.brain.name, **data)
+    ctx.journal.append(ev.Assessment(brain=ctx.brain.name, **data))
     return {
         "assessments": {key: data},
         "options": {

@@ -13,6 +13,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from agent.context import RunContext
+from agent.journal import events as ev
 from agent.models import CommandSpec
 from agent.run.effects import MutationInDoubt
 from agent.run.execute import CommandRefused, run_spec
@@ -40,7 +41,7 @@ def bench_once(
             prepared = run_spec(ctx, prep, purpose=f"{step}:{arm}", option=option, approved=approved, only=only)
             if not all(r.ok for r in prepared):
                 run = BenchRun(pair=pair, arm=arm, value=None, valid=False, reason=f"{step} command failed")
-                ctx.journal.append("bench.run", option=option, purpose=purpose, **run.model_dump(mode="json"))
+                ctx.journal.append(ev.BenchRun(option=option, purpose=purpose, **run.model_dump(mode="json")))
                 return run
     results = run_spec(ctx, spec, purpose=f"bench:{arm}", option=option, approved=approved, only=only)
     readings = [_reading(ctx, r) for r in results]
@@ -59,7 +60,7 @@ def bench_once(
         )
     else:
         run = _fleet_run(results, readings, pair=pair, arm=arm)
-    ctx.journal.append("bench.run", option=option, purpose=purpose, **run.model_dump(mode="json"))
+    ctx.journal.append(ev.BenchRun(option=option, purpose=purpose, **run.model_dump(mode="json")))
     return run
 
 
@@ -124,7 +125,7 @@ def benchmark(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     key = str(option.id)
     approved = state.get("approved", [])
     target = state.get("retry_pairs") or spec.pairs
-    ctx.journal.append("phase", phase="benchmark", option=option.id, pairs=target)
+    ctx.journal.append(ev.Phase(phase="benchmark", option=option.id, pairs=target))
     runs: list[BenchRun] = []
     applied = True  # the apply node left the option on
 
@@ -147,7 +148,7 @@ def benchmark(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
             for arm in pair_order(pair):
                 set_arm(arm)
                 runs.append(bench_once(ctx, pair=pair, arm=arm, option=option.id, approved=approved))
-            ctx.journal.append("bench.progress", option=option.id, pair=pair + 1, of=of or stop)
+            ctx.journal.append(ev.BenchProgress(option=option.id, pair=pair + 1, of=of or stop))
 
     try:
         first = min(BROKEN_AFTER_PAIRS, target)
@@ -162,7 +163,7 @@ def benchmark(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
             # An outlier pair is measured again and the first measurement kept in the journal, not dropped.
             old = [r for r in runs if r.pair == pair]
             ctx.journal.append(
-                "bench.outlier", option=option.id, pair=pair, values={r.arm: r.value for r in old}, action="re-run"
+                ev.BenchOutlier(option=option.id, pair=pair, values={r.arm: r.value for r in old}, action="re-run")
             )
             runs[:] = [r for r in runs if r.pair != pair]
             for arm in pair_order(pair):
@@ -171,11 +172,9 @@ def benchmark(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         result = _analyse(ctx, runs, state)
         if result.verdict == "inconclusive" and target < spec.max_pairs and not state.get("retry_pairs"):
             ctx.journal.append(
-                "bench.extended",
-                option=option.id,
-                from_pairs=target,
-                to_pairs=spec.max_pairs,
-                reason="; ".join(result.reasons),
+                ev.BenchExtended(
+                    option=option.id, from_pairs=target, to_pairs=spec.max_pairs, reason="; ".join(result.reasons)
+                )
             )
             run_pairs(target, spec.max_pairs)
             result = _analyse(ctx, runs, state)
@@ -183,10 +182,10 @@ def benchmark(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     except MutationInDoubt as exc:
         from agent.nodes.apply import in_doubt
 
-        ctx.journal.append("bench.aborted", option=option.id, reason=str(exc))
+        ctx.journal.append(ev.BenchAborted(option=option.id, reason=str(exc)))
         return in_doubt(key, exc)
     except (CommandRefused, RuntimeError) as exc:
-        ctx.journal.append("bench.aborted", option=option.id, reason=str(exc))
+        ctx.journal.append(ev.BenchAborted(option=option.id, reason=str(exc)))
         return {"route": "failed", "options": {key: {"outcome": "untested", "reasons": [str(exc)]}}}
     failed_candidate = sum(1 for r in runs if r.arm == "B" and not r.valid)
     failed_baseline = sum(1 for r in runs if r.arm == "A" and not r.valid)
@@ -204,7 +203,7 @@ def benchmark(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         ab["hosts"] = hosts
     extra = {"hosts": hosts} if hosts else {}
     ctx.journal.append(
-        "ab.result", option=option.id, summary=result.summary(), **result.model_dump(mode="json"), **extra
+        ev.ABResult(option=option.id, summary=result.summary(), **result.model_dump(mode="json"), **extra)
     )
     return {"ab": {key: ab}, "route": "stress"}
 
@@ -230,8 +229,8 @@ def _broken(ctx: RunContext, state: State, option_id: int, runs: list[BenchRun])
         "b_values": [],
         "invalid": [{"pair": r.pair, "arm": r.arm, "reason": r.reason} for r in runs],
     }
-    ctx.journal.append("bench.broken", option=option_id, runs=len(runs), reasons=reasons[:5])
-    ctx.journal.append("ab.result", option=option_id, summary=why, **result.model_dump(mode="json"))
+    ctx.journal.append(ev.BenchBroken(option=option_id, runs=len(runs), reasons=reasons[:5]))
+    ctx.journal.append(ev.ABResult(option=option_id, summary=why, **result.model_dump(mode="json")))
     # Straight to the assessment: stressing an option nobody could measure proves nothing either.
     return {"ab": {str(option_id): ab}, "route": "assess"}
 

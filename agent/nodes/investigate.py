@@ -18,6 +18,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from agent.context import RunContext
+from agent.journal import events as ev
 from agent.models import Finding
 from agent.run.investigation import Toolbox
 from agent.state import State
@@ -47,7 +48,7 @@ def explore(s: Subagent, runtime: Runtime[RunContext]) -> dict[str, Any]:
     option = ctx.campaign.option(s["option_id"])
     agent = f"investigator#{option.id}"
     ctx.journal.append(
-        "subagent.started", actor=agent, option=option.id, probes=len(option.probes), brain=ctx.brain.name
+        ev.SubagentStarted(option=option.id, probes=len(option.probes), brain=ctx.brain.name), actor=agent
     )
     tools = Toolbox(ctx, option, agent, approved=frozenset(s.get("approved", [])))
     finding = ctx.brain.investigate(option, tools)
@@ -58,7 +59,7 @@ def explore(s: Subagent, runtime: Runtime[RunContext]) -> dict[str, Any]:
 def conclude(s: Subagent, runtime: Runtime[RunContext]) -> dict[str, Any]:
     finding = Finding.model_validate(s["finding"])
     key = str(finding.option)
-    runtime.context.journal.append("finding", actor=f"investigator#{key}", **finding.model_dump(mode="json"))
+    runtime.context.journal.append(ev.Finding(**finding.model_dump(mode="json")), actor=f"investigator#{key}")
     return {
         "findings": {key: finding.model_dump(mode="json")},
         "permission_requests": {key: finding.permission_requests},
@@ -102,5 +103,5 @@ def review(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     order = [o for o in ranked if o in plan] + [o for o in plan if o not in ranked]
     if [o for o in order if o in ranked] == [o for o in plan if o in ranked]:
         return {"route": "triage"}
-    ctx.journal.append("plan.reranked", brain=ctx.brain.name, before=plan, after=order)
+    ctx.journal.append(ev.PlanReranked(brain=ctx.brain.name, before=plan, after=order))
     return {"route": "triage", "plan": order}

@@ -7,6 +7,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from agent.context import RunContext
+from agent.journal import events as ev
 from agent.state import State
 
 
@@ -110,5 +111,5 @@ def build_report(state: State, campaign_name: str) -> dict[str, Any]:
 def report(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
     summary = build_report(state, ctx.campaign.name)
-    ctx.journal.append("report", **summary)
+    ctx.journal.append(ev.Report(**summary))
     return {"report": summary}

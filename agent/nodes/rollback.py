@@ -11,6 +11,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from agent.context import RunContext
+from agent.journal import events as ev
 from agent.nodes.benchmark import bench_once
 from agent.nodes.gates import option_hosts
 from agent.run.effects import MutationInDoubt
@@ -28,7 +29,7 @@ def keep(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     excepted = decided.get("except_hosts") or []
     if excepted:
         return _keep_except(state, runtime, excepted)
-    ctx.journal.append("kept", option=state["current"], gain_pct=a["gain_pct"], ci=a["ci"], by=decided.get("by"))
+    ctx.journal.append(ev.Kept(option=state["current"], gain_pct=a["gain_pct"], ci=a["ci"], by=decided.get("by")))
     reason = f"kept by {decided.get('by')}: {a['reasons'][-1]}"
     # The kept option is the new known-good baseline; its candidate-arm runs measured exactly that.
     new_reference = state.get("ab", {}).get(key, {}).get("b_values") or state.get("reference", [])
@@ -50,13 +51,14 @@ def _keep_except(state: State, runtime: Runtime[RunContext], excepted: list[str]
     decided = state["gates"][-1]["decision"]
     kept_on = [h for h in option_hosts(ctx, state["current"]) if h not in excepted]
     ctx.journal.append(
-        "kept",
-        option=state["current"],
-        gain_pct=a["gain_pct"],
-        ci=a["ci"],
-        by=decided.get("by"),
-        hosts=kept_on,
-        except_hosts=excepted,
+        ev.Kept(
+            option=state["current"],
+            gain_pct=a["gain_pct"],
+            ci=a["ci"],
+            by=decided.get("by"),
+            hosts=kept_on,
+            except_hosts=excepted,
+        )
     )
     v = _revert_on(state, runtime, excepted)
     reason = f"kept by {decided.get('by')} on {len(kept_on)} host(s), rolled back on {', '.join(excepted)}"
@@ -103,7 +105,7 @@ def _revert_on(state: State, runtime: Runtime[RunContext], hosts: list[str]) -> 
     ctx = runtime.context
     option = ctx.campaign.option(state["current"])
     approved = state.get("approved", [])
-    ctx.journal.append("phase", phase="rollback", option=option.id, hosts=hosts)
+    ctx.journal.append(ev.Phase(phase="rollback", option=option.id, hosts=hosts))
     try:
         reverted = [
             r
@@ -122,7 +124,7 @@ def _revert_on(state: State, runtime: Runtime[RunContext], hosts: list[str]) -> 
         v = {"verified": False, "health_ok": False, "delta_pct": None, "detail": str(exc), "hosts": hosts}
         if isinstance(exc, MutationInDoubt):
             v["in_doubt"] = True
-        ctx.journal.append("rollback", option=option.id, **v)
+        ctx.journal.append(ev.Rollback(option=option.id, **v))
         return v
     health_ok = all(r.ok for r in reverted) and all(r.ok for r in health)
     state_ok, state_detail, said = state_check(ctx, option.id, hosts, approved) if health_ok else (None, "", {})
@@ -187,7 +189,7 @@ def _revert_on(state: State, runtime: Runtime[RunContext], hosts: list[str]) -> 
         if not health_ok
         else "; ".join(problems or details),
     }
-    ctx.journal.append("rollback", option=option.id, **v)
+    ctx.journal.append(ev.Rollback(option=option.id, **v))
     return v
 
 
@@ -201,7 +203,7 @@ def rollback(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         return {"verification": v, "options": {key: {"rollback": v}}}
     option = ctx.campaign.option(state["current"])
     approved = state.get("approved", [])
-    ctx.journal.append("phase", phase="rollback", option=option.id)
+    ctx.journal.append(ev.Phase(phase="rollback", option=option.id))
     try:
         results = [
             r
@@ -225,7 +227,7 @@ def rollback(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         v = {"verified": False, "health_ok": False, "delta_pct": None, "detail": str(exc)}
         if isinstance(exc, MutationInDoubt):
             v["in_doubt"] = True
-        ctx.journal.append("rollback", option=option.id, **v)
+        ctx.journal.append(ev.Rollback(option=option.id, **v))
         return {"verification": v}
     revert_ok = all(r.ok for r in results)
     health_ok = revert_ok and all(r.ok for r in health)
@@ -236,7 +238,7 @@ def rollback(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
             "delta_pct": None,
             "detail": "revert or health check failed" if revert_ok else "revert command failed",
         }
-        ctx.journal.append("rollback", option=option.id, **v)
+        ctx.journal.append(ev.Rollback(option=option.id, **v))
         return _noted(state, option.id, v)
     hosts = option_hosts(ctx, option.id)
     state_ok, state_detail, _ = state_check(ctx, option.id, hosts, approved)
@@ -256,7 +258,7 @@ def rollback(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
             + ("; " + state_detail if state_ok else "")
             + "; there is no valid baseline measurement to compare the metric with",
         }
-        ctx.journal.append("rollback", option=option.id, **v)
+        ctx.journal.append(ev.Rollback(option=option.id, **v))
         return _noted(state, option.id, v)
     readings: list[float] = []
     verdict: dict[str, Any] = {}
@@ -295,7 +297,7 @@ def rollback(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     if state_ok:
         detail = f"{state_detail}; {detail}"
     v = {**j, "health_ok": True, "detail": detail}
-    ctx.journal.append("rollback", option=option.id, **v)
+    ctx.journal.append(ev.Rollback(option=option.id, **v))
     update = _noted(state, option.id, v)
     return {**update, "baseline_now": after} if v["verified"] else update
 
@@ -314,7 +316,7 @@ def measure_back(
         wait = settle_pause(taken - spec.verify_runs, max(durations), spec.settle_wait_s)
         if taken == spec.verify_runs:
             ctx.journal.append(
-                "rollback.settling", option=option_id, runs=taken, up_to=taken + spec.settle_runs, first_wait_s=wait
+                ev.RollbackSettling(option=option_id, runs=taken, up_to=taken + spec.settle_runs, first_wait_s=wait)
             )
         time.sleep(wait)
         durations.append(take(taken))

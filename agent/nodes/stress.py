@@ -8,6 +8,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from agent.context import RunContext
+from agent.journal import events as ev
 from agent.models import CommandSpec, StressSpec
 from agent.nodes.benchmark import bench_once
 from agent.run.execute import CommandRefused, run_spec
@@ -22,7 +23,7 @@ def stress(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
     option = state["current"]
     results: list[dict[str, Any]] = []
-    ctx.journal.append("phase", phase="stress", option=option, scenarios=len(ctx.campaign.stress))
+    ctx.journal.append(ev.Phase(phase="stress", option=option, scenarios=len(ctx.campaign.stress)))
     for spec in ctx.campaign.stress:
         for run in range(1, spec.runs + 1):
             try:
@@ -54,7 +55,7 @@ def stress(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
                     r = _checked(ctx, spec, r, option, state)
                 if r.diagnosis:
                     r.evidence += f"; diagnosis before the kill: artifacts/{r.diagnosis}"
-                ctx.journal.append("stress.result", option=option, **r.model_dump(mode="json"))
+                ctx.journal.append(ev.StressResult(option=option, **r.model_dump(mode="json")))
                 results.append(r.model_dump(mode="json"))
     results += degraded_check(ctx, state, option)
     return {"stress": {str(option): results}, "route": "assess"}
@@ -120,7 +121,7 @@ def degraded_check(ctx: RunContext, state: State, option: int) -> list[dict[str,
         timeout_s=ctx.campaign.benchmark.timeout,
         evidence=evidence,
     )
-    ctx.journal.append("stress.result", option=option, **r.model_dump(mode="json"))
+    ctx.journal.append(ev.StressResult(option=option, **r.model_dump(mode="json")))
     return [r.model_dump(mode="json")]
 
 
@@ -137,12 +138,9 @@ def _diagnoser(ctx: RunContext, spec: StressSpec, option: int, state: State):
         except CommandRefused:
             return None  # journaled as command.refused; the wedge is still killed and recorded
         ctx.journal.append(
-            "stress.diagnosis",
-            option=option,
-            scenario=spec.name,
-            host=host.name,
-            exit=result.exit_code,
-            artifact=result.artifact,
+            ev.StressDiagnosis(
+                option=option, scenario=spec.name, host=host.name, exit=result.exit_code, artifact=result.artifact
+            )
         )
         return result.artifact or None
 

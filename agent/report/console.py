@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from agent.journal.chain import Event
+from agent.journal.chain import Record
 from tools.terminal import printable, safe_console
 
 
@@ -22,7 +22,7 @@ def _pct(value: float | None) -> str:
     return "—" if value is None else f"{value:+.1f}%"
 
 
-def progress_line(event: Event) -> str | None:
+def progress_line(event: Record) -> str | None:
     """One line per event worth watching; None for events too fine-grained to print."""
     d = event.data
     k = event.kind
@@ -96,7 +96,7 @@ class Progress:
         self.plain = not sys.stderr.isatty() if plain is None else plain
         self.console = safe_console(stderr=True, highlight=False)
 
-    def __call__(self, event: Event) -> None:
+    def __call__(self, event: Record) -> None:
         line = progress_line(event)
         if line is None:
             return

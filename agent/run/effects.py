@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
+from agent.journal import events as ev
 from tools.transport import CommandResult
 
 if TYPE_CHECKING:
@@ -92,7 +93,7 @@ def mutate(
 
     def recovered(action: str, **extra: Any) -> None:
         ctx.journal.append(
-            "mutation.recovered", key=key, host=p.host.name, effect=effect, option=option, action=action, **extra
+            ev.MutationRecovered(key=key, host=p.host.name, effect=effect, option=option, action=action, **extra)
         )
 
     done = ctx.ledger.finished.get(key)
@@ -151,7 +152,7 @@ def took_effect(
                 return in_effect if effect == "apply" else not in_effect
             failure = r.error or ("timeout" if r.timed_out else "no exit status")
             why = f"its check {checking.command!r} gave no answer ({failure})"
-    ctx.journal.append("mutation.in_doubt", key=key, host=p.host.name, effect=effect, option=option, reason=why)
+    ctx.journal.append(ev.MutationInDoubt(key=key, host=p.host.name, effect=effect, option=option, reason=why))
     raise MutationInDoubt(key, p.host.name, effect, option, why)
 
 
@@ -165,6 +166,6 @@ def _outwait(ctx: RunContext, p: Planned, started: dict[str, Any], *, key: str) 
     wait = (until - datetime.now(UTC)).total_seconds()
     if wait > 0:
         ctx.journal.append(
-            "mutation.waiting", key=key, host=p.host.name, until=until.isoformat(), seconds=round(wait, 3)
+            ev.MutationWaiting(key=key, host=p.host.name, until=until.isoformat(), seconds=round(wait, 3))
         )
         time.sleep(wait)

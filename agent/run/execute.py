@@ -22,6 +22,7 @@ from langgraph.types import RetryPolicy
 from agent import crashpoints
 from agent.campaign import render
 from agent.context import RunContext
+from agent.journal import events as ev
 from agent.models import TEMPLATE_VAR, CommandSpec
 from agent.run.effects import Effect, MutationInDoubt, graph_task, mutate
 from tools.artifacts import StorageFull
@@ -133,14 +134,15 @@ def run_spec(
         verdict = command_class(ctx, p.command)
         if verdict.klass == "deny" or (verdict.klass == "ask" and p.command not in allowed):
             ctx.journal.append(
-                "command.refused",
-                purpose=purpose,
-                option=option,
-                host=p.host.name,
-                command=p.command,
-                klass=verdict.klass,
-                pattern=verdict.pattern,
-                part=verdict.part,
+                ev.CommandRefused(
+                    purpose=purpose,
+                    option=option,
+                    host=p.host.name,
+                    command=p.command,
+                    klass=verdict.klass,
+                    pattern=verdict.pattern,
+                    part=verdict.part,
+                )
             )
             raise CommandRefused(p.command, verdict)
     limit = timeout or spec.timeout
@@ -306,14 +308,15 @@ def _run_one(
     # A mutation's lines carry its idempotency key and are fsynced: after a crash they are the ledger.
     keyed = {"key": key, "effect": effect} if key else {}
     event = ctx.journal.append(
-        "command.started",
-        host=p.host.name,
-        command=ctx.redact(p.command),
-        purpose=purpose,
-        option=option,
-        timeout_s=timeout,
-        secrets=list(p.secrets),
-        **keyed,
+        ev.CommandStarted(
+            host=p.host.name,
+            command=ctx.redact(p.command),
+            purpose=purpose,
+            option=option,
+            timeout_s=timeout,
+            secrets=list(p.secrets),
+            **keyed,
+        )
     )
     if key:
         ctx.ledger.started[key] = {**event.data, "ts": event.ts}
@@ -340,19 +343,20 @@ def _finished(
         )
         keyed = {**keyed, "result": recorded.model_dump(mode="json")}
     ctx.journal.append(
-        "command.finished",
-        host=p.host.name,
-        purpose=purpose,
-        option=option,
-        exit=result.exit_code,
-        timed_out=result.timed_out,
-        killed=result.killed,
-        duration_s=result.duration_s,
-        stdout_digest=result.stdout_digest,
-        artifact=result.artifact,
-        stderr_artifact=result.stderr_artifact,
-        error=result.error,
-        **keyed,
+        ev.CommandFinished(
+            host=p.host.name,
+            purpose=purpose,
+            option=option,
+            exit=result.exit_code,
+            timed_out=result.timed_out,
+            killed=result.killed,
+            duration_s=result.duration_s,
+            stdout_digest=result.stdout_digest,
+            artifact=result.artifact,
+            stderr_artifact=result.stderr_artifact,
+            error=result.error,
+            **keyed,
+        )
     )
     if keyed:
         ctx.ledger.finished[keyed["key"]] = keyed["result"]
@@ -388,7 +392,7 @@ def upload(ctx: RunContext, src: Path, dest: str, on: str) -> list[str]:
             ctx.transport.put(host, src, dest)
         except (TransportError, OSError) as exc:
             errors.append(f"{host.name}: {exc}")
-            ctx.journal.append("file.upload_failed", host=host.name, src=src.name, dest=dest, error=str(exc))
+            ctx.journal.append(ev.FileUploadFailed(host=host.name, src=src.name, dest=dest, error=str(exc)))
             continue
-        ctx.journal.append("file.uploaded", host=host.name, src=src.name, dest=dest, sha256=digest)
+        ctx.journal.append(ev.FileUploaded(host=host.name, src=src.name, dest=dest, sha256=digest))
     return errors

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.context import RunContext
+from agent.journal import events as ev
 from agent.models import Option, Probe
 from agent.run.execute import CommandRefused, Planned, command_class, plan, run_one, run_spec
 from tools.commands import allowed_words, classify
@@ -143,12 +144,8 @@ class Toolbox:
         if request not in self.requests:
             self.requests.append(request)
             self.ctx.journal.append(
-                "permission.requested",
+                ev.PermissionRequested(option=self.option.id, host=host, command=self.ctx.redact(command), why=why),
                 actor=self.agent,
-                option=self.option.id,
-                host=host,
-                command=self.ctx.redact(command),
-                why=why,
             )
 
     def read_file(self, host: str, path: str, start: int = 1, end: int = 200) -> tuple[str, bool]:
@@ -188,7 +185,7 @@ class Toolbox:
         return text, failed
 
     def _run(self, host: Any, command: str, *, tool: str) -> tuple[str, bool]:
-        self.ctx.journal.append("subagent.tool", actor=self.agent, option=self.option.id, tool=tool, host=host.name)
+        self.ctx.journal.append(ev.SubagentTool(option=self.option.id, tool=tool, host=host.name), actor=self.agent)
         result = run_one(
             self.ctx,
             Planned(host=host, command=command),
@@ -200,15 +197,16 @@ class Toolbox:
 
     def _refused(self, host: str, command: str, pattern: str | None, part: str) -> None:
         self.ctx.journal.append(
-            "command.refused",
+            ev.CommandRefused(
+                purpose="investigate",
+                option=self.option.id,
+                host=host,
+                command=command,
+                klass="deny",
+                pattern=pattern,
+                part=part,
+            ),
             actor=self.agent,
-            purpose="investigate",
-            option=self.option.id,
-            host=host,
-            command=command,
-            klass="deny",
-            pattern=pattern,
-            part=part,
         )
 
     def _host(self, name: str) -> Any:

@@ -32,7 +32,8 @@ from agent.brain.rules import RuleBrain
 from agent.campaign import LoadedCampaign, load_campaign, refuse_literal_secrets, with_proposals
 from agent.context import RunContext
 from agent.errors import SessionError
-from agent.journal.chain import ENDING_KINDS, Event
+from agent.journal import events as ev
+from agent.journal.chain import ENDING_KINDS, Record
 from agent.journal.documents import DOCUMENTS, journaled_digests, mismatch
 from agent.journal.head import Signer
 from agent.models import BrainSpec
@@ -267,7 +268,7 @@ def check_documents(d: Session, journal: Any = None) -> None:
         if problem is None:
             return
         if not events or events[-1]["kind"] not in ENDING_KINDS:
-            journal.append("documents.mismatch", problem=problem)
+            journal.append(ev.DocumentsMismatch(problem=problem))
         raise DocumentsChanged(d.id, problem)
     finally:
         if mine:
@@ -287,13 +288,14 @@ def accept_policy_change(d: Session, *, by: str) -> str:
     # refuses to run under, and the drift stays visible, so accepting again completes it.
     journal = d.open_journal()
     journal.append(
-        "policy.changed",
-        policy=str(path),
-        policy_name=new.name,
-        policy_text=text,
-        policy_sha256=new.sha256,
-        previous_sha256=old.sha256,
-        by=by,
+        ev.PolicyChanged(
+            policy=str(path),
+            policy_name=new.name,
+            policy_text=text,
+            policy_sha256=new.sha256,
+            previous_sha256=old.sha256,
+            by=by,
+        )
     )
     journal.close()
     d.write("policy.yaml", text)
@@ -310,7 +312,7 @@ def choose_brain(spec: BrainSpec, policy: Policy, kind: str | None, model: str |
     return {"kind": chosen, "model": model or spec.model}
 
 
-Listener = Callable[[Event], None]
+Listener = Callable[[Record], None]
 
 
 class Runner:
@@ -409,7 +411,7 @@ class Runner:
     def _pinned(self, hostname: str, key_type: str, fingerprint: str) -> None:
         self.dir.pinned_changed()
         self.journal.append(
-            "hostkey.pinned", host=hostname, key_type=key_type, fingerprint=fingerprint, by="--accept-new-host-keys"
+            ev.HostkeyPinned(host=hostname, key_type=key_type, fingerprint=fingerprint, by="--accept-new-host-keys")
         )
 
     def _campaign(self) -> LoadedCampaign:
@@ -429,7 +431,7 @@ class Runner:
             saver = stack.enter_context(self.dir.saver())
         except CheckpointUnreadable as exc:
             where, _, error = str(exc).rpartition(": ")
-            self.journal.append("checkpoint.unreadable", path=where, error=error)
+            self.journal.append(ev.CheckpointUnreadable(path=where, error=error))
             self.journal.close()
             raise RunFailed(
                 f"its checkpoint DB cannot be read ({error}), so it cannot resume; the journal is kept "
@@ -445,7 +447,7 @@ class Runner:
                 error = (
                     f"it names code to run on load ({', '.join(sorted(set(foreign))[:3])}), which signoff never writes"
                 )
-                self.journal.append("checkpoint.unreadable", path=self.dir.label, error=error)
+                self.journal.append(ev.CheckpointUnreadable(path=self.dir.label, error=error))
                 self.journal.close()
                 raise RunFailed(
                     f"its checkpoint DB was tampered with: {error}; nothing was run. The journal is kept apart "
@@ -463,19 +465,20 @@ class Runner:
 
     def start(self) -> Outcome:
         self.journal.append(
-            "session.started",
-            campaign=self.meta["campaign"],
-            campaign_name=self.meta["campaign_name"],
-            campaign_sha256=self.meta["campaign_sha256"],
-            campaign_text=self.loaded.text,
-            policy=self.meta["policy"],
-            policy_name=self.policy.name,
-            policy_sha256=self.policy.sha256,
-            policy_text=self.policy.text,
-            engine=engine_version(),
-            brain=self.ctx.brain.name,
-            headless=self.headless,
-            user=getpass.getuser(),
+            ev.SessionStarted(
+                campaign=self.meta["campaign"],
+                campaign_name=self.meta["campaign_name"],
+                campaign_sha256=self.meta["campaign_sha256"],
+                campaign_text=self.loaded.text,
+                policy=self.meta["policy"],
+                policy_name=self.policy.name,
+                policy_sha256=self.policy.sha256,
+                policy_text=self.policy.text,
+                engine=engine_version(),
+                brain=self.ctx.brain.name,
+                headless=self.headless,
+                user=getpass.getuser(),
+            )
         )
         return self._drive({})
 
@@ -497,18 +500,18 @@ class Runner:
                 if expired is None:
                     return self._outcome_paused(snapshot, note="still waiting for a decision")
                 ready = {snapshot.interrupts[0].id: expired}
-            self.journal.append("session.resumed", answers=sorted(ready))
+            self.journal.append(ev.SessionResumed(answers=sorted(ready)))
             ready = {k: {n: v for n, v in answer.items() if n != "answer_id"} for k, answer in ready.items()}
             self.dir.clear_answers(list(ready))
             return self._drive(Command(resume=ready))
         if snapshot.created_at is None:
             # Killed before the graph saved its first checkpoint: nothing ran yet, so start it.
-            self.journal.append("session.resumed", answers=[], from_step=None)
+            self.journal.append(ev.SessionResumed(answers=[], from_step=None))
             return self._drive({})
         if snapshot.next or snapshot.tasks:
             # Interrupted by a crash or a signal: continue from the last checkpoint. (After a hard kill
             # `next` can be empty while tasks of the step are still pending, so both are looked at.)
-            self.journal.append("session.resumed", answers=[], from_step=snapshot.metadata.get("step"))
+            self.journal.append(ev.SessionResumed(answers=[], from_step=snapshot.metadata.get("step")))
             return self._drive(None)
         ended = self._ended()
         if ended is None:
@@ -546,14 +549,15 @@ class Runner:
         if standing.get("answer_id") != mine["answer_id"]:
             return standing  # a person's answer (from another machine) arrived just before the deadline
         self.journal.append(
-            "decision",
-            gate=gate["id"],
-            gate_kind=gate["kind"],
-            option=gate.get("option"),
-            decision=decision.model_dump(mode="json", exclude_none=True),
-            by="deadline",
-            interrupt=interrupt.id,
-            opened=opened.isoformat(),
+            ev.Decision(
+                gate=gate["id"],
+                gate_kind=gate["kind"],
+                option=gate.get("option"),
+                decision=decision.model_dump(mode="json", exclude_none=True),
+                by="deadline",
+                interrupt=interrupt.id,
+                opened=opened.isoformat(),
+            )
         )
         return standing
 
@@ -570,7 +574,7 @@ class Runner:
         due = opened + timedelta(seconds=value["deadline_s"]) if value.get("deadline_s") and opened else None
         self.dir.write_meta({**self.dir.meta(), "waiting": owner()})
         journal = self.dir.open_journal()
-        journal.append("session.waiting", interrupt=interrupt_id, runner=owner(), deadline=due and due.isoformat())
+        journal.append(ev.SessionWaiting(interrupt=interrupt_id, runner=owner(), deadline=due and due.isoformat()))
         journal.close()
         try:
             while not stop_requested():
@@ -614,7 +618,7 @@ class Runner:
                 snapshot = graph.get_state(cfg)
         except KeyboardInterrupt:
             # The last checkpoint stands; `signoff resume` continues from the step that was running.
-            self.journal.append("session.interrupted", reason="signal" if stop_requested() else "SIGINT")
+            self.journal.append(ev.SessionInterrupted(reason="signal" if stop_requested() else "SIGINT"))
             self._set_status("interrupted")
             self.journal.close()
             raise
@@ -623,14 +627,14 @@ class Runner:
             message = f"disk full: {exc.strerror}; free space, then `signoff resume {self.dir.id}` continues"
             # The journal and meta.json may sit on the same full disk: the message goes out regardless.
             with contextlib.suppress(OSError):
-                self.journal.append("session.failed", error=message, errno=exc.errno, reason="storage-full")
+                self.journal.append(ev.SessionFailed(error=message, errno=exc.errno, reason="storage-full"))
             with contextlib.suppress(OSError):
                 self._set_status("failed")
             with contextlib.suppress(OSError):
                 self.journal.close()
             raise RunFailed(message) from exc
         except Exception as exc:  # the run failed: record why, keep the checkpoint for resume
-            self.journal.append("session.failed", error=f"{type(exc).__name__}: {exc}")
+            self.journal.append(ev.SessionFailed(error=f"{type(exc).__name__}: {exc}"))
             self._set_status("failed")
             self.journal.close()
             raise RunFailed(f"{type(exc).__name__}: {exc}") from exc
@@ -644,12 +648,8 @@ class Runner:
         values = snapshot.values
         report = values.get("report") or {}
         status: Status = "failed" if report.get("error") else ("stopped" if values.get("stopping") else "finished")
-        self.journal.append(
-            f"session.{'failed' if status == 'failed' else 'finished'}",
-            status=status,
-            elapsed_s=round(elapsed, 3),
-            error=report.get("error"),
-        )
+        ended = ev.SessionFailed if status == "failed" else ev.SessionFinished
+        self.journal.append(ended(status=status, elapsed_s=round(elapsed, 3), error=report.get("error")))
         self._set_status(status)
         self.journal.close()
         return self.outcome()
@@ -662,24 +662,26 @@ class Runner:
             self._journaled_gates.add(g["id"])
             extra = {"recovered": True} if recovered else {}
             self.journal.append(
-                "gate.opened",
-                gate=g["id"],
-                gate_kind=g["kind"],
-                option=g.get("option"),
-                question=g["question"],
-                facts=g["facts"],
-                **extra,
+                ev.GateOpened(
+                    gate=g["id"],
+                    gate_kind=g["kind"],
+                    option=g.get("option"),
+                    question=g["question"],
+                    facts=g["facts"],
+                    **extra,
+                )
             )
             self.journal.append(
-                "decision",
-                gate=g["id"],
-                gate_kind=g["kind"],
-                option=g.get("option"),
-                decision=g["decision"],
-                by=by,
-                rule=g["decision"].get("rule"),
-                policy_sha256=self.policy.sha256,
-                **extra,
+                ev.Decision(
+                    gate=g["id"],
+                    gate_kind=g["kind"],
+                    option=g.get("option"),
+                    decision=g["decision"],
+                    by=by,
+                    rule=g["decision"].get("rule"),
+                    policy_sha256=self.policy.sha256,
+                    **extra,
+                )
             )
 
     def _outcome_paused(self, snapshot: Any, *, elapsed: float | None = None, note: str | None = None) -> Outcome:
@@ -688,17 +690,18 @@ class Runner:
         opened = {e.get("interrupt") for e in self.dir.events() if e["kind"] == "gate.opened"}
         if interrupt.id not in opened:
             self.journal.append(
-                "gate.opened",
-                gate=gate["id"],
-                gate_kind=gate["kind"],
-                option=gate.get("option"),
-                question=gate["question"],
-                facts=gate["facts"],
-                interrupt=interrupt.id,
-                recommendation=gate.get("recommendation"),
+                ev.GateOpened(
+                    gate=gate["id"],
+                    gate_kind=gate["kind"],
+                    option=gate.get("option"),
+                    question=gate["question"],
+                    facts=gate["facts"],
+                    interrupt=interrupt.id,
+                    recommendation=gate.get("recommendation"),
+                )
             )
             self.journal.append(
-                "session.paused", gate=gate["id"], interrupt=interrupt.id, elapsed_s=round(elapsed or 0.0, 3)
+                ev.SessionPaused(gate=gate["id"], interrupt=interrupt.id, elapsed_s=round(elapsed or 0.0, 3))
             )
         self._set_status("paused")
         self.journal.close()
@@ -730,7 +733,7 @@ class Runner:
             decision = self._interpret(text, gate).model_copy(update={"by": by})
             return interrupt_id, gate, decision, answer_gate(gate, decision, next_rule=self._rule_count() + 1)
         except DecisionError as exc:
-            self.journal.append("decision.rejected", gate=gate.id, gate_kind=gate.kind, raw=text, by=by, error=str(exc))
+            self.journal.append(ev.DecisionRejected(gate=gate.id, gate_kind=gate.kind, raw=text, by=by, error=str(exc)))
             self.journal.close()
             raise
 
@@ -768,29 +771,30 @@ class Runner:
             if keeps_unsafe(gate, decision):
                 why = "keep-an-unsafe-option"
             message = f"understood as: {result.echo} — a {why} decision needs confirmation: repeat it with --yes"
-            self.journal.append("decision.rejected", gate=gate.id, gate_kind=gate.kind, raw=text, by=by, error=message)
+            self.journal.append(ev.DecisionRejected(gate=gate.id, gate_kind=gate.kind, raw=text, by=by, error=message))
             self.journal.close()
             raise DecisionError(message)
         for rule in result.rules:
-            self.journal.append("rule.added", rule=rule.model_dump(mode="json"), gate=gate.id, by=by, raw=text)
+            self.journal.append(ev.RuleAdded(rule=rule.model_dump(mode="json"), gate=gate.id, by=by, raw=text))
         self.journal.append(
-            "decision",
-            gate=gate.id,
-            gate_kind=gate.kind,
-            option=gate.option,
-            raw=text,
-            by=by,
-            parsed=decision.model_dump(mode="json", exclude_none=True),
-            decision=result.decision.model_dump(mode="json", exclude_none=True) if result.decision else None,
-            echo=result.echo,
-            interrupt=interrupt_id,
+            ev.Decision(
+                gate=gate.id,
+                gate_kind=gate.kind,
+                option=gate.option,
+                raw=text,
+                by=by,
+                parsed=decision.model_dump(mode="json", exclude_none=True),
+                decision=result.decision.model_dump(mode="json", exclude_none=True) if result.decision else None,
+                echo=result.echo,
+                interrupt=interrupt_id,
+            )
         )
         mine = {**result.payload(), "echo": result.echo, "answer_id": secrets.token_hex(8)}
         standing = self.dir.claim_answer(interrupt_id, mine)
         if standing.get("answer_id") != mine["answer_id"]:
             # Someone on another machine answered the same gate a moment earlier: theirs stands.
             message = f"gate {gate.id} was answered first by another decision ({standing.get('echo', 'see journal')})"
-            self.journal.append("decision.rejected", gate=gate.id, gate_kind=gate.kind, raw=text, by=by, error=message)
+            self.journal.append(ev.DecisionRejected(gate=gate.id, gate_kind=gate.kind, raw=text, by=by, error=message))
             self.journal.close()
             raise SessionError(message)
         self.journal.close()
@@ -825,7 +829,7 @@ class Runner:
                 {"queue": deferred, "stopping": False, "route": "next", "report": None, "options": reopened},
                 as_node="continue_gate",
             )
-        self.journal.append("session.revisit", options=deferred, user=getpass.getuser())
+        self.journal.append(ev.SessionRevisit(options=deferred, user=getpass.getuser()))
         return self._drive(None)
 
     def _rule_count(self) -> int:

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from agent.errors import SessionError
-from agent.journal.chain import Event, Listener
+from agent.journal import events
+from agent.journal.chain import Listener, Record
 
 # What a session id may be: what `new_session_id` makes (`20261204-113247-74d9`) and names people
 # choose, never a path (no `/`, no `..`, no leading dot or dash), so an id from meta.json, a URL or
@@ -42,7 +43,7 @@ class CheckpointUnreadable(RuntimeError):
 class JournalWriter(Protocol):
     def subscribe(self, listener: Listener) -> None: ...
 
-    def append(self, kind: str, *, actor: str = "signoff", **data: Any) -> Event: ...
+    def append(self, new: events.Event, *, actor: str = "signoff") -> Record: ...
 
     def close(self) -> None: ...
 
