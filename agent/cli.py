@@ -527,8 +527,10 @@ def _replay(
     as_json: bool,
     tui: bool,
 ) -> None:
+    from agent.journal.events import entry
     from agent.journal.head import load_public_key
-    from agent.report.replay import describe, events, verify_session
+    from agent.journal.view import SessionView
+    from agent.report.replay import describe, events, select, verify_session
 
     if export is not None:
         from agent.report.audit import export as write_report
@@ -562,7 +564,8 @@ def _replay(
         cutoff = _since(since) if since else None
     except ValueError as exc:
         raise _fail(str(exc), BAD_INPUT) from None
-    chosen = events(journal, kind=kind, option=option, since=cutoff)
+    everything = events(journal)
+    chosen = select(everything, kind=kind, option=option, since=cutoff)
     if as_json:
         typer.echo(json.dumps(chosen, indent=2))
         return
@@ -571,9 +574,13 @@ def _replay(
     from tools.terminal import safe_console
 
     console = safe_console(highlight=False, soft_wrap=True)
-    opened = {e["gate"]: e["ts"] for e in events(journal, kind="gate.opened")}
-    for e in chosen:
-        line = describe(e, opened)
+    shown = {id(e) for e in chosen}
+    view = SessionView()
+    for e in everything:  # the whole journal folds; the filters pick what is printed
+        view.apply(entry(e))
+        if id(e) not in shown:
+            continue
+        line = describe(e, view)
         if line is not None:
             text = Text(f"{e['seq']:>5} {e['ts'][11:23]} ", style="dim")
             text.append(line, style=TIMELINE_STYLE.get(e["kind"], ""))
@@ -709,22 +716,23 @@ def _follow(d: Any, *, as_json: bool) -> None:
     """Print events as they arrive (on PostgreSQL a commit's NOTIFY wakes us; the local store's tail
     checks the file's size), until the session stands still: its last event is a pause or an end and
     nobody holds its lease."""
+    from agent.journal.events import entry
+    from agent.journal.view import SessionView
     from agent.report.replay import describe
     from agent.run.runner import Runner, SessionBusy
 
     tail = d.tail()
-    opened: dict[str, str] = {}
+    view = SessionView()
     last = None
 
     def show(batch: list[dict[str, Any]]) -> None:
         nonlocal last
         for e in batch:
             last = e["kind"]
-            if e["kind"] == "gate.opened":
-                opened[e["gate"]] = e["ts"]
+            view.apply(entry(e))
             if as_json:
                 typer.echo(json.dumps(e, sort_keys=True))
-            elif (line := describe(e, opened)) is not None:
+            elif (line := describe(e, view)) is not None:
                 typer.echo(f"{e['seq']:>5} {e['ts'][11:23]} {line}")
 
     try:

@@ -74,11 +74,13 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def encode(*, seq: int, prev: str, session: str, event: events.Event, actor: str) -> tuple[bytes, Record]:
+def encode(
+    *, seq: int, prev: str, session: str, event: events.Event, actor: str, ts: str | None = None
+) -> tuple[bytes, Record]:
     """One journal line (RFC 8785 canonical JSON, no newline) and the record of it. Every store writes
-    exactly these bytes, so one verifier serves them all."""
+    exactly these bytes, so one verifier serves them all. (`ts` is now unless given: a test re-encodes.)"""
     kind, data = event.kind, event.fields()
-    ts = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    ts = ts or datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
     plain = _plain(data)
     record = {"v": FORMAT_VERSION, "seq": seq, "ts": ts, "session": session, "kind": kind, "actor": actor, "prev": prev}
     line = rfc8785.dumps({**record, **plain})

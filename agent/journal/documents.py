@@ -13,20 +13,14 @@ import hashlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from agent.journal.view import fold
+
 DOCUMENTS = ("campaign.yaml", "policy.yaml")
 
 
 def journaled_digests(events: Iterable[Mapping[str, Any]]) -> dict[str, str]:
-    """The sha256 each document must have now, by the journal: the campaign's at the start, the policy's
-    at the start or at its last accepted change. Empty before `session.started`."""
-    out: dict[str, str] = {}
-    for e in events:
-        kind = e.get("kind")
-        if kind == "session.started":
-            out = {"campaign.yaml": str(e.get("campaign_sha256", "")), "policy.yaml": str(e.get("policy_sha256", ""))}
-        elif kind == "policy.changed" and out:
-            out["policy.yaml"] = str(e.get("policy_sha256", ""))
-    return out
+    """The sha256 each document must have now, by the journal (see `SessionView.digests`)."""
+    return fold(events).digests
 
 
 def mismatch(texts: Mapping[str, str | None], expected: Mapping[str, str]) -> str | None:

@@ -630,6 +630,7 @@ class Entry:
     ts: str
     actor: str
     event: Event
+    session: str = ""
 
     @property
     def kind(self) -> str:
@@ -653,12 +654,13 @@ def parse(record: Mapping[str, Any]) -> Event:
 
 def entry(record: Mapping[str, Any]) -> Entry:
     """A journal line as an `Entry` (envelope fields of the wrong type read as empty, never raise)."""
-    seq, ts, actor = record.get("seq"), record.get("ts"), record.get("actor")
+    seq, ts, actor, session = (record.get(k) for k in ("seq", "ts", "actor", "session"))
     return Entry(
         seq=seq if isinstance(seq, int) and not isinstance(seq, bool) else -1,
         ts=ts if isinstance(ts, str) else "",
         actor=actor if isinstance(actor, str) else "",
         event=parse(record),
+        session=session if isinstance(session, str) else "",
     )
 
 

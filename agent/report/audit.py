@@ -6,186 +6,128 @@ from __future__ import annotations
 
 import html
 import re
-from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
-from typing import Any
 
+from agent.journal import events as ev
 from agent.journal.chain import read_events
+from agent.journal.view import OptionView, SessionView, fold
 from tools.terminal import printable
 
 
-@dataclass
-class OptionRecord:
-    id: int
-    title: str = ""
-    outcome: str = "untested"
-    finding: dict[str, Any] | None = None
-    runs: list[dict[str, Any]] = field(default_factory=list)
-    ab: dict[str, Any] | None = None
-    stress: list[dict[str, Any]] = field(default_factory=list)
-    assessment: dict[str, Any] | None = None
-    rollback: dict[str, Any] | None = None
-    reasons: list[str] = field(default_factory=list)
-
-
-@dataclass
-class GateRecord:
-    gate: str
-    kind: str
-    option: int | None
-    question: str
-    facts: dict[str, Any]
-    opened: str
-    action: str = "(open)"
-    by: str = ""
-    raw: str | None = None
-    latency_s: float | None = None
-
-
-@dataclass
-class SessionRecord:
-    session: str = ""
-    started: dict[str, Any] = field(default_factory=dict)
-    options: dict[int, OptionRecord] = field(default_factory=dict)
-    gates: list[GateRecord] = field(default_factory=list)
-    report: dict[str, Any] | None = None
-    finished: dict[str, Any] | None = None
-    llm_calls: int = 0
-    llm_usd: float = 0.0
-    events: int = 0
-
-
-def collect(journal: Path) -> SessionRecord:
-    rec = SessionRecord()
-    opened: dict[str, GateRecord] = {}
-
-    def option(e: dict[str, Any]) -> OptionRecord | None:
-        o = e.get("option")
-        return None if o is None else rec.options.setdefault(int(o), OptionRecord(id=int(o)))
-
-    for e in read_events(journal):
-        rec.events += 1
-        k = e["kind"]
-        if k == "session.started":
-            rec.session, rec.started = e["session"], e
-        elif k == "finding" and (o := option(e)):
-            o.finding = e
-        elif k == "bench.run" and e.get("purpose") == "ab" and (o := option(e)):
-            o.runs.append(e)
-        elif k == "ab.result" and (o := option(e)):
-            o.ab = e
-        elif k == "stress.result" and (o := option(e)):
-            o.stress.append(e)
-        elif k == "assessment" and (o := option(e)):
-            o.assessment = e
-        elif k == "rollback" and (o := option(e)):
-            o.rollback = e
-        elif k == "gate.opened" and e["gate"] not in opened:
-            g = GateRecord(
-                e["gate"], e["gate_kind"], e.get("option"), e.get("question", ""), e.get("facts", {}), e["ts"]
-            )
-            opened[e["gate"]] = g
-            rec.gates.append(g)
-        elif k == "decision" and e.get("gate") in opened:
-            g = opened[e["gate"]]
-            g.action = (e.get("decision") or {}).get("action", "ask")
-            g.by, g.raw = e.get("by", ""), e.get("raw")
-            g.latency_s = (_ts(e["ts"]) - _ts(g.opened)).total_seconds()
-        elif k == "llm.call":
-            rec.llm_calls += 1
-            rec.llm_usd += float(e.get("cost_usd", 0.0))
-        elif k == "report":
-            rec.report = e
-            for r in e.get("options", []):
-                o = rec.options.setdefault(r["id"], OptionRecord(id=r["id"]))
-                o.title, o.outcome, o.reasons = r.get("title", ""), r.get("outcome", ""), r.get("reasons", [])
-        elif k == "session.finished":
-            rec.finished = e
-    return rec
-
-
-def _ts(value: str) -> datetime:
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+def collect(journal: Path) -> SessionView:
+    return fold(read_events(journal))
 
 
 def _pct(v: float | None) -> str:
     return "—" if v is None else f"{v:+.1f}%"
 
 
-def _who(by: str) -> str:
+def _who(by: str | None) -> str:
     return by or "—"
+
+
+def _duration(seconds: float) -> str:
+    seconds = round(seconds)
+    if seconds < 120:
+        return f"{seconds}s"
+    minutes, s = divmod(seconds, 60)
+    return f"{minutes}m {s:02d}s" if minutes < 120 else f"{minutes // 60}h {minutes % 60:02d}m"
 
 
 # ---------------------------------------------------------------------- Markdown
 
 
-def markdown(rec: SessionRecord) -> str:
-    s = rec.started
+def markdown(view: SessionView) -> str:
+    s = view.started_event or ev.SessionStarted()
+    status = view.ended.status if view.ended is not None and view.ended.status else view.status
     out = [
-        f"# signoff session {rec.session}",
+        f"# signoff session {view.session}",
         "",
-        f"- campaign: **{s.get('campaign_name', '?')}** (`{s.get('campaign_sha256', '')[:12]}`)",
-        f"- policy: **{s.get('policy_name', '?')}** (`{s.get('policy_sha256', '')[:12]}`)",
-        f"- brain: {s.get('brain', '?')} · started {s.get('ts', '?')} by {s.get('user', '?')}",
-        f"- status: {(rec.finished or {}).get('status', 'not finished')} · {rec.events} journal events",
+        f"- campaign: **{s.campaign_name or '?'}** (`{(s.campaign_sha256 or '')[:12]}`)",
+        f"- policy: **{s.policy_name or '?'}** (`{(s.policy_sha256 or '')[:12]}`)",
+        f"- brain: {s.brain or '?'} · started {view.started_ts or '?'} by {s.user or '?'}",
+        f"- status: {status if view.ended is not None else f'not finished ({status})'} · {view.events} journal events",
     ]
-    if rec.report and rec.report.get("estimated_gain_pct") is not None:
-        out.append(f"- estimated gain of what was kept: {_pct(rec.report['estimated_gain_pct'])}")
-    if rec.finished and rec.finished.get("elapsed_s") is not None:
-        out.append(f"- wall time of the last run: {rec.finished['elapsed_s']:.0f}s")
-    if rec.llm_calls:
-        out.append(f"- model calls: {rec.llm_calls}, ${rec.llm_usd:.4f}")
+    if view.report is not None and view.report.estimated_gain_pct is not None:
+        out.append(f"- estimated gain of what was kept: {_pct(view.report.estimated_gain_pct)}")
+    if view.started is not None:
+        waited = view.wall_s - view.run_s
+        out.append(
+            f"- wall time: {_duration(view.wall_s)} from the first event to the last"
+            + (f" ({_duration(view.run_s)} running, {_duration(waited)} paused at gates)" if waited >= 1 else "")
+        )
+    if view.llm_calls:
+        out.append(f"- model calls: {view.llm_calls}, ${view.llm_usd:.4f}")
     out += ["", "## Options", "", "| option | outcome | gain | 95% CI | safety |", "|---|---|---|---|---|"]
-    for o in sorted(rec.options.values(), key=lambda o: o.id):
-        ci = f"[{o.ab['ci_low']:+.1f}, {o.ab['ci_high']:+.1f}]" if o.ab and o.ab.get("ci_low") is not None else "—"
-        gain = _pct(o.ab.get("effect_pct")) if o.ab else "—"
-        safety = (o.assessment or {}).get("verdict", "—")
+    for o in sorted(view.options.values(), key=lambda o: o.id):
+        ab = o.ab
+        ci = (
+            f"[{ab.ci_low:+.1f}, {ab.ci_high:+.1f}]" if ab and ab.ci_low is not None and ab.ci_high is not None else "—"
+        )
+        gain = _pct(ab.effect_pct) if ab else "—"
+        safety = (o.assessment.verdict if o.assessment else None) or "—"
         out.append(f"| #{o.id} {_cell(o.title)} | **{o.outcome}** | {gain} | {ci} | {safety} |")
-    for o in sorted(rec.options.values(), key=lambda o: o.id):
+    for o in sorted(view.options.values(), key=lambda o: o.id):
         out += ["", f"### #{o.id} {o.title} — {o.outcome}", ""]
-        said: set[str] = set()
-        if o.finding:
-            said |= {f"blocker: {b}" for b in o.finding.get("blockers", [])}
-            said |= {f"hazard: {h}" for h in o.finding.get("hazards", [])}
-            out += [f"- {line}" for line in sorted(said)]
-        if o.ab:
-            out.append(f"- A/B: {o.ab.get('summary', '')}")
-            out += ["", "| pair | A (baseline) | B (option) |", "|---|---|---|"]
-            for pair, a, b in pairs(o):
-                out.append(f"| {pair} | {_num(a)} | {_num(b)} |")
-            out.append("")
-        for st in o.stress:
-            out.append(
-                f"- stress {st.get('scenario')} run {st.get('run')}: **{st.get('outcome')}** — {st.get('evidence')}"
-            )
-        if o.assessment and o.assessment.get("rationale"):
-            out.append(f"- assessor: {o.assessment['rationale']}")
-        if o.rollback:
-            out.append(
-                f"- rollback {'verified' if o.rollback.get('verified') else 'NOT verified'}: {o.rollback.get('detail')}"
-            )
-        out += [f"- {r}" for r in o.reasons if r not in said and not (o.ab and r == o.ab.get("summary"))]
+        out += _evidence(o)
     out += ["", "## Decisions", "", "| gate | kind | option | answer | decided by | text typed | waited |"]
     out.append("|---|---|---|---|---|---|---|")
-    for g in rec.gates:
-        wait = f"{g.latency_s:.1f}s" if g.latency_s is not None else "—"
+    for g in view.gates:
+        wait = f"{g.waited_s:.1f}s" if g.waited_s is not None else "—"
         opt = f"#{g.option}" if g.option is not None else "—"
-        out.append(f"| {g.gate} | {g.kind} | {opt} | **{g.action}** | {_who(g.by)} | {_cell(g.raw or '')} | {wait} |")
-    for g in rec.gates:
+        action = g.action or "(open)"
+        out.append(f"| {g.gate} | {g.kind} | {opt} | **{action}** | {_who(g.by)} | {_cell(g.raw or '')} | {wait} |")
+    for g in view.gates:
         facts = ", ".join(f"{k}={v}" for k, v in g.facts.items())
         out += ["", f"**{g.gate} ({g.kind})** — facts shown: {facts}", "", "> " + g.question.replace("\n", "\n> ")]
-    deferred = (rec.report or {}).get("deferred") or []
+    deferred = view.report.deferred if view.report is not None else []
     if deferred:
         out += ["", "## Deferred", "", *[f"- #{d}" for d in deferred]]
     return "\n".join(out) + "\n"
 
 
-def pairs(o: OptionRecord) -> list[tuple[int, float | None, float | None]]:
-    by_pair: dict[int, dict[str, float | None]] = {}
-    for r in o.runs:
-        by_pair.setdefault(int(r.get("pair", 0)), {})[str(r.get("arm"))] = r.get("value") if r.get("valid") else None
-    return [(p + 1, v.get("A"), v.get("B")) for p, v in sorted(by_pair.items())]
+def _evidence(o: OptionView) -> list[str]:
+    """An option's evidence, each fact once: the report's reasons repeat what the finding, the A/B, the
+    stress runs and the rollback already said, so a reason is left out when its text was already shown."""
+    out: list[str] = []
+    shown: list[str] = []
+
+    def say(line: str, *, facts: tuple[str, ...] = ()) -> None:
+        out.append(line)
+        shown.extend(f for f in facts if f)
+
+    if o.finding is not None:
+        lines = sorted({f"blocker: {b}" for b in o.finding.blockers} | {f"hazard: {h}" for h in o.finding.hazards})
+        for line in lines:
+            say(f"- {line}", facts=(line.split(": ", 1)[1],))
+    if o.ab is not None:
+        say(f"- A/B: {o.ab.summary or ''}", facts=(o.ab.summary or "",))
+        out += ["", "| pair | A (baseline) | B (option) |", "|---|---|---|"]
+        out += [f"| {pair} | {_num(a)} | {_num(b)} |" for pair, a, b in o.pairs()]
+        out.append("")
+    for st in o.stress:
+        say(
+            f"- stress {st.scenario} run {st.run}: **{st.outcome}** — {st.evidence}",
+            facts=(st.evidence or "",),
+        )
+    if o.assessment is not None and o.assessment.get("rationale"):
+        say(f"- assessor: {o.assessment.get('rationale')}", facts=(str(o.assessment.get("rationale")),))
+    if o.rollback is not None:
+        verified = "verified" if o.rollback.verified else "NOT verified"
+        say(f"- rollback {verified}: {o.rollback.detail}", facts=(o.rollback.detail or "",))
+    for reason in o.reasons:
+        rest = reason
+        for fact in shown:
+            rest = rest.replace(fact, "") if fact else rest
+        if rest == reason:
+            say(f"- {reason}", facts=(reason,))
+            continue
+        # What is left once the facts shown above are cut is said only when it adds something: "kept by
+        # human:root" or "WEDGE in 1 of 3 runs" do, a bare "rollback verified" heading does not.
+        rest = rest.strip().rstrip(":—-;,( ").strip()
+        if rest and not any(line.startswith(f"- {rest}") for line in out):
+            say(f"- {rest} (evidence above)")
+    return out
 
 
 def _cell(text: str) -> str:
@@ -199,9 +141,9 @@ def _num(v: float | None) -> str:
 # ---------------------------------------------------------------------- HTML
 
 
-def svg_plot(o: OptionRecord, width: int = 420, height: int = 160) -> str:
+def svg_plot(o: OptionView, width: int = 420, height: int = 160) -> str:
     """Both arms per pair (A grey, B blue), and the effect's 95% CI as a bar against zero."""
-    rows = [(p, a, b) for p, a, b in pairs(o) if a is not None or b is not None]
+    rows = [(p, a, b) for p, a, b in o.pairs() if a is not None or b is not None]
     if not rows:
         return ""
     values = [v for _, a, b in rows for v in (a, b) if v is not None]
@@ -226,10 +168,11 @@ def svg_plot(o: OptionRecord, width: int = 420, height: int = 160) -> str:
         parts += [f'<circle cx="{px:.1f}" cy="{py:.1f}" r="3" fill="{color}"/>' for px, py in pts]
     parts.append(f'<text x="40" y="{height - 8}" font-size="10" fill="#888">A baseline</text>')
     parts.append(f'<text x="110" y="{height - 8}" font-size="10" fill="#1f6feb">B option, per pair</text>')
-    if o.ab and o.ab.get("ci_low") is not None:
+    ab = o.ab
+    if ab is not None and ab.ci_low is not None and ab.ci_high is not None and ab.effect_pct is not None:
         # The CI bar: a vertical scale of effect % at the right, zero marked.
         top, bottom = 10, height - 30
-        e_lo, e_hi = min(0.0, o.ab["ci_low"]), max(0.0, o.ab["ci_high"])
+        e_lo, e_hi = min(0.0, ab.ci_low), max(0.0, ab.ci_high)
         e_span = (e_hi - e_lo) or 1.0
 
         def ey(v: float) -> float:
@@ -238,16 +181,16 @@ def svg_plot(o: OptionRecord, width: int = 420, height: int = 160) -> str:
         cx = width - 60
         parts.append(f'<line x1="{cx - 20}" x2="{cx + 20}" y1="{ey(0):.1f}" y2="{ey(0):.1f}" stroke="#aaa"/>')
         parts.append(
-            f'<line x1="{cx}" x2="{cx}" y1="{ey(o.ab["ci_low"]):.1f}" y2="{ey(o.ab["ci_high"]):.1f}" '
+            f'<line x1="{cx}" x2="{cx}" y1="{ey(ab.ci_low):.1f}" y2="{ey(ab.ci_high):.1f}" '
             'stroke="#d73a49" stroke-width="4"/>'
         )
-        parts.append(f'<circle cx="{cx}" cy="{ey(o.ab["effect_pct"]):.1f}" r="4" fill="#d73a49"/>')
-        parts.append(f'<text x="{cx - 30}" y="{height - 8}" font-size="10">{o.ab["effect_pct"]:+.1f}% CI</text>')
+        parts.append(f'<circle cx="{cx}" cy="{ey(ab.effect_pct):.1f}" r="4" fill="#d73a49"/>')
+        parts.append(f'<text x="{cx - 30}" y="{height - 8}" font-size="10">{ab.effect_pct:+.1f}% CI</text>')
     parts.append("</svg>")
     return "".join(parts)
 
 
-def to_html(rec: SessionRecord) -> str:
+def to_html(rec: SessionView) -> str:
     md = markdown(rec)
     body: list[str] = []
     in_table = False

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from pydantic import BaseModel
 from agent.journal.chain import ARTIFACT_FIELDS, read_events
 from agent.journal.documents import journaled_digests, mismatch
 from agent.journal.verify import verify
+from agent.journal.view import SessionView
 from policies.engine import PolicyEngine
 from policies.schema import Policy, load_policy_text
 from policies.yamlsrc import SourceError
@@ -51,8 +51,15 @@ class ReplayVerdict(BaseModel):
 def events(
     journal: Path, *, kind: str | None = None, option: int | None = None, since: str | None = None
 ) -> list[dict[str, Any]]:
+    return select(list(read_events(journal)), kind=kind, option=option, since=since)
+
+
+def select(
+    records: list[dict[str, Any]], *, kind: str | None = None, option: int | None = None, since: str | None = None
+) -> list[dict[str, Any]]:
+    """The journal lines a replay's filters keep (`kind` is a prefix; `since` an ISO time)."""
     out = []
-    for e in read_events(journal):
+    for e in records:
         if kind is not None and not e["kind"].startswith(kind):
             continue
         if option is not None and e.get("option") != option:
@@ -228,13 +235,9 @@ def _artifact_problem(root: Path, name: str) -> str | None:
     return None
 
 
-def _when(ts: str) -> datetime:
-    return datetime.fromisoformat(ts.replace("Z", "+00:00"))
-
-
-def describe(e: dict[str, Any], opened: dict[str, str] | None = None) -> str | None:
-    """One timeline line per event worth reading back (`opened`: gate id → when it opened, for the
-    time a decision took)."""
+def describe(e: dict[str, Any], view: SessionView | None = None) -> str | None:
+    """One timeline line per event worth reading back (`view`: the session up to and including this event,
+    for the time a decision took)."""
     k = e["kind"]
     opt = f"#{e['option']} " if e.get("option") is not None else ""
     if k == "command.finished":
@@ -252,10 +255,8 @@ def describe(e: dict[str, Any], opened: dict[str, str] | None = None) -> str | N
         d = e.get("decision") or {}
         raw = f" — {e['raw']!r}" if e.get("raw") else ""
         policy = f" (policy {e['policy_sha256'][:12]})" if str(e.get("by", "")).startswith("policy:") else ""
-        waited = ""
-        if opened is not None and e.get("gate") in opened:
-            seconds = (_when(e["ts"]) - _when(opened[e["gate"]])).total_seconds()
-            waited = f" after {seconds:.1f}s"
+        gate = next((g for g in reversed(view.gates) if g.gate == e.get("gate")), None) if view else None
+        waited = f" after {gate.waited_s:.1f}s" if gate is not None and gate.waited_s is not None else ""
         return f"gate {e['gate']}: {d.get('action', 'ask')} by {e.get('by')}{policy}{waited}{raw}"
     if k in ("rollback", "kept", "rule.added", "report") or k.startswith("session."):
         detail = {

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
@@ -48,16 +47,6 @@ class Ledger:
     finished: dict[str, dict[str, Any]] = field(default_factory=dict)
     _calls: dict[str, int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    @classmethod
-    def from_events(cls, events: Iterable[dict[str, Any]]) -> Ledger:
-        ledger = cls()
-        for e in events:
-            if e.get("key") and e["kind"] == "command.started":
-                ledger.started[e["key"]] = e
-            elif e.get("key") and e["kind"] in ("command.finished", "mutation.recovered") and e.get("result"):
-                ledger.finished[e["key"]] = e["result"]
-        return ledger
 
     def next_call(self, scope: str) -> int:
         """The index of the next command call in this graph task (the same on the first run and on resume)."""

@@ -34,8 +34,9 @@ from agent.context import RunContext
 from agent.errors import SessionError
 from agent.journal import events as ev
 from agent.journal.chain import ENDING_KINDS, Record
-from agent.journal.documents import DOCUMENTS, journaled_digests, mismatch
+from agent.journal.documents import DOCUMENTS, mismatch
 from agent.journal.head import Signer
+from agent.journal.view import TOKENS, SessionView, fold, timestamp
 from agent.models import BrainSpec
 from agent.run.answers import answer as answer_gate
 from agent.run.answers import keeps_unsafe
@@ -259,15 +260,15 @@ def check_documents(d: Session, journal: Any = None) -> None:
     journal = d.open_journal() if mine else journal  # opening it recovers a torn last line first
     try:
         meta = d.meta()
-        events = list(d.events())
-        expected = journaled_digests(events) or {
+        view = fold(d.events())
+        expected = view.digests or {
             "campaign.yaml": meta.get("campaign_sha256", ""),
             "policy.yaml": meta.get("policy_sha256", ""),
         }
         problem = mismatch({name: d.read(name) for name in DOCUMENTS}, expected)
         if problem is None:
             return
-        if not events or events[-1]["kind"] not in ENDING_KINDS:
+        if view.last_kind not in ENDING_KINDS:
             journal.append(ev.DocumentsMismatch(problem=problem))
         raise DocumentsChanged(d.id, problem)
     finally:
@@ -377,15 +378,13 @@ class Runner:
 
     def _resume_from_journal(self) -> None:
         """What the journal knows that the context must carry on with: LLM spend and proposed options."""
-        events = list(self.dir.events())
-        self.ctx.ledger = Ledger.from_events(events)
-        self._journaled_gates = {e["gate"] for e in events if e["kind"] == "decision"}
-        self._started = any(e["kind"] == "session.started" for e in events)
-        for e in events:
-            if e["kind"] == "llm.call":
-                self.ctx.spent_usd += float(e.get("cost_usd", 0.0))
-            elif e["kind"] == "plan" and e.get("proposals"):
-                self.ctx.campaign = with_proposals(self.ctx.campaign, e["proposals"])
+        view = self.view()
+        self.ctx.ledger = Ledger(started=dict(view.mutations_started), finished=dict(view.mutations_finished))
+        self._journaled_gates = set(view.decided)
+        self._started = view.started_event is not None
+        self.ctx.spent_usd += view.llm_usd
+        if view.proposals:
+            self.ctx.campaign = with_proposals(self.ctx.campaign, view.proposals)
 
     def _brain(self) -> Brain:
         chosen = self.meta.get("brain") or {"kind": "rules"}
@@ -520,15 +519,14 @@ class Runner:
             self._set_status(ended)  # killed between journaling the end and recording it in meta.json
         return self.outcome()
 
+    def view(self) -> SessionView:
+        """The session as its journal tells it now (other processes may have appended since)."""
+        return fold(self.dir.events())
+
     def _ended(self) -> str | None:
         """How the journal says the run ended (its last session event is the end), or None."""
-        last = None
-        for e in self.dir.events():
-            if e["kind"].startswith("session.") and e["kind"] != "session.interrupted":
-                last = e
-        if last is None or last["kind"] not in ("session.finished", "session.failed"):
-            return None
-        return last.get("status") or "failed"
+        ended = self.view().ended
+        return None if ended is None else ended.status or "failed"
 
     def _expired(self, interrupt: Any) -> dict[str, Any] | None:
         """The policy's on_deadline answer when a paused gate waited past its deadline (journaled)."""
@@ -590,10 +588,8 @@ class Runner:
             self.dir.write_meta(meta)
 
     def _opened_at(self, interrupt_id: str) -> datetime | None:
-        for e in self.dir.events():
-            if e["kind"] == "gate.opened" and e.get("interrupt") == interrupt_id:
-                return datetime.fromisoformat(e["ts"].replace("Z", "+00:00"))
-        return None
+        gate = self.view().gate_opened_for(interrupt_id)
+        return None if gate is None else timestamp(gate.opened)
 
     def _drive(self, inp: Any) -> Outcome:
         started = time.monotonic()
@@ -687,8 +683,7 @@ class Runner:
     def _outcome_paused(self, snapshot: Any, *, elapsed: float | None = None, note: str | None = None) -> Outcome:
         interrupt = snapshot.interrupts[0]
         gate = interrupt.value["gate"]
-        opened = {e.get("interrupt") for e in self.dir.events() if e["kind"] == "gate.opened"}
-        if interrupt.id not in opened:
+        if interrupt.id not in self.view().opened_interrupts:
             self.journal.append(
                 ev.GateOpened(
                     gate=gate["id"],
@@ -833,7 +828,7 @@ class Runner:
         return self._drive(None)
 
     def _rule_count(self) -> int:
-        return sum(1 for e in self.dir.events() if e["kind"] == "rule.added")
+        return self.view().rules_added
 
     def _set_status(self, status: str) -> None:
         self.meta["status"] = status
@@ -897,20 +892,10 @@ class Runner:
         )
 
     def _brain_usage(self) -> dict[str, Any]:
-        usage: dict[str, Any] = {"name": self.ctx.brain.name, "calls": 0, "retries": 0, "fallbacks": 0}
-        tokens = dict.fromkeys(("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"), 0)
-        cost = 0.0
-        for e in self.dir.events():
-            if e["kind"] == "llm.call":
-                usage["calls"] += 1
-                cost += float(e.get("cost_usd", 0.0))
-                for k in tokens:
-                    tokens[k] += int(e.get(k, 0))
-            elif e["kind"] == "llm.retry":
-                usage["retries"] += 1
-            elif e["kind"] == "brain.fallback":
-                usage["fallbacks"] += 1
-        return {**usage, **tokens, "cost_usd": round(cost, 6)}
+        view = self.view()
+        usage = {"name": self.ctx.brain.name, "calls": view.llm_calls, "retries": view.llm_retries}
+        tokens = {k: view.llm_tokens.get(k, 0) for k in TOKENS}
+        return {**usage, "fallbacks": view.brain_fallbacks, **tokens, "cost_usd": round(view.llm_usd, 6)}
 
 
 def _goal_dict(goal: Any, estimated: float | None) -> dict[str, Any]:

@@ -9,11 +9,11 @@ import fcntl
 import json
 import os
 from collections.abc import Iterable
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from agent.journal.chain import read_events
+from agent.journal.view import fold
 
 
 def home() -> Path:
@@ -53,27 +53,9 @@ def summarize(meta: dict[str, Any], runner: str | None, events: Iterable[dict[st
 
 def _journal_summary(events: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """Duration, the gate a paused session waits at, and the outcome counts, read from the journal."""
-    first = last = None
-    waiting: dict[str, Any] | None = None
-    outcomes: dict[str, int] = {}
-    for e in events:
-        first = first or e["ts"]
-        last = e["ts"]
-        if e["kind"] == "gate.opened":
-            waiting = {"gate": e["gate"], "kind": e["gate_kind"], "option": e.get("option")}
-        elif e["kind"] == "decision":
-            waiting = None
-        elif e["kind"] == "report":
-            outcomes = {}
-            for o in e.get("options", []):
-                outcomes[o.get("outcome", "?")] = outcomes.get(o.get("outcome", "?"), 0) + 1
-    duration = None
-    if first and last:
-        span = datetime.fromisoformat(last.replace("Z", "+00:00")) - datetime.fromisoformat(
-            first.replace("Z", "+00:00")
-        )
-        duration = round(span.total_seconds(), 1)
-    return {"duration_s": duration, "waiting_at": waiting, "outcomes": outcomes}
+    view = fold(events)
+    duration = round(view.wall_s, 1) if view.started is not None else None
+    return {"duration_s": duration, "waiting_at": view.waiting_at, "outcomes": view.outcomes}
 
 
 def _lock_holder(path: Path) -> str | None:

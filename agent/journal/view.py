@@ -1,0 +1,430 @@
+"""The one fold of a journal: what a session is, built one typed event at a time.
+
+The TUI, the audit report, `signoff sessions`, the replay timeline, the CLI summary and the runner all read
+a session through a `SessionView`, so they cannot disagree: a live screen, a listing and an auditor's report
+of the same journal say the same thing. `apply` takes one `Entry` and is cheap, so a live reader updates
+its view as lines arrive and a replay rebuilds it up to any point.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from agent.journal import events as ev
+from policies.yamlsrc import SourceError, YamlSource
+
+# What an option is doing while a phase about it runs.
+ACTIVE_PHASES = {"apply": "applying", "benchmark": "benchmarking", "stress": "stressing", "rollback": "rolling back"}
+# A session's status as the journal tells it. `waiting`: a gate is open and being decided; `paused`: the
+# runner stopped at that gate until someone answers; `answered`: a paused gate was answered and the session
+# waits to be resumed.
+STATUSES = ("starting", "running", "waiting", "paused", "answered", "interrupted", "finished", "stopped", "failed")
+ENDED = ("finished", "stopped", "failed")
+TOKENS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+
+
+def timestamp(value: object) -> datetime | None:
+    """A journal timestamp (`…Z`) as an aware datetime; None when it is missing or not one."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _document(text: object) -> dict[str, Any]:
+    """A journaled campaign or policy text as a mapping, read with the same bounds as the files were (a
+    journal someone else wrote may hold an alias bomb); anything unreadable is an empty one."""
+    if not isinstance(text, str) or not text:
+        return {}
+    try:
+        data = YamlSource(Path("journaled.yaml"), text).data
+    except (SourceError, yaml.YAMLError, RecursionError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+@dataclass
+class OptionView:
+    id: int
+    title: str
+    status: str = "pending"  # live: pending, investigating, no-go, …; the report's outcome once reported
+    reported: bool = False  # `status` is the final report's outcome
+    verdict: str | None = None
+    ab_verdict: str | None = None
+    gain_pct: float | None = None
+    ci: list[float] | None = None
+    finding: ev.Finding | None = None
+    runs: list[ev.BenchRun] = field(default_factory=list)  # the A/B runs (arm, pair, value, valid)
+    ab: ev.ABResult | None = None
+    stress: list[ev.StressResult] = field(default_factory=list)
+    assessment: ev.Assessment | None = None
+    undo: ev.UndoRecorded | None = None
+    rollback: ev.Rollback | None = None
+    decided_by: str | None = None
+    after_rollback: str = "skipped"  # what it is once the rollback in progress is done
+    reasons: list[str] = field(default_factory=list)  # the report's reasons for its outcome
+
+    @property
+    def deferred(self) -> bool:
+        return self.status == "deferred"
+
+    @property
+    def outcome(self) -> str:
+        return self.status if self.reported else "untested"
+
+    def pairs(self) -> list[tuple[int, float | None, float | None]]:
+        """(pair number from 1, A value, B value) per A/B pair; a run that did not count is None."""
+        by_pair: dict[int, dict[str, float | None]] = {}
+        for r in self.runs:
+            by_pair.setdefault(r.pair or 0, {})[str(r.arm)] = r.value if r.valid else None
+        return [(p + 1, v.get("A"), v.get("B")) for p, v in sorted(by_pair.items())]
+
+
+@dataclass
+class GateView:
+    gate: str
+    kind: str
+    option: int | None
+    question: str
+    facts: dict[str, Any]
+    seq: int
+    opened: str = ""  # journal timestamp
+    interrupt: str | None = None
+    action: str | None = None
+    by: str | None = None
+    raw: str | None = None
+    decided: str | None = None
+
+    @property
+    def waited_s(self) -> float | None:
+        """How long the gate waited for its answer (None while it is open)."""
+        start, end = timestamp(self.opened), timestamp(self.decided)
+        return None if start is None or end is None else max(0.0, (end - start).total_seconds())
+
+    @property
+    def where(self) -> str:
+        return f"gate {self.gate} ({self.kind}" + (f" #{self.option})" if self.option is not None else ")")
+
+
+@dataclass
+class SessionView:
+    session: str = ""
+    campaign: str = ""
+    policy: str = ""
+    brain: str = ""
+    started_event: ev.SessionStarted | None = None
+    started_ts: str = ""
+    user: str = ""
+    started: datetime | None = None
+    last: datetime | None = None
+    status: str = "starting"
+    phase: str = ""
+    current: int | None = None
+    options: dict[int, OptionView] = field(default_factory=dict)
+    gates: list[GateView] = field(default_factory=list)
+    llm_usd: float = 0.0
+    llm_calls: int = 0
+    llm_retries: int = 0
+    brain_fallbacks: int = 0
+    llm_tokens: dict[str, int] = field(default_factory=dict)
+    budget_usd: float | None = None
+    bench: tuple[int, int] | None = None  # (pair, of) of the running benchmark
+    stress_done: int = 0
+    stress_total: int = 0
+    seq: int = -1
+    events: int = 0
+    error: str | None = None
+    report: ev.Report | None = None
+    ended: ev.SessionFinished | ev.SessionFailed | None = None
+    run_s: float = 0.0  # time the runner spent running, summed over every run (start, resumes)
+    rules_added: int = 0
+    proposals: list[Any] = field(default_factory=list)
+    # The mutation ledger: command.started by key, and the recorded result of those that finished.
+    mutations_started: dict[str, dict[str, Any]] = field(default_factory=dict)
+    mutations_finished: dict[str, Any] = field(default_factory=dict)
+    unrecognized: int = 0
+    last_kind: str = ""
+    decided: set[str] = field(default_factory=set)  # every gate a decision was journaled for
+    opened_interrupts: set[str] = field(default_factory=set)
+    # The sha256 each session document must have now: the campaign's at the start, the policy's at the
+    # start or at its last accepted change. Empty before `session.started`.
+    digests: dict[str, str] = field(default_factory=dict)
+
+    # ------------------------------------------------------------------ what readers ask
+
+    @property
+    def open_gate(self) -> GateView | None:
+        return self.gates[-1] if self.gates and self.gates[-1].action is None else None
+
+    def gate_opened_for(self, interrupt: str) -> GateView | None:
+        return next((g for g in self.gates if g.interrupt == interrupt), None)
+
+    @property
+    def decided_gates(self) -> set[str]:
+        return {g.gate for g in self.gates if g.action is not None}
+
+    @property
+    def wall_s(self) -> float:
+        """From the first event to the last: the session's whole span, pauses included."""
+        if self.started is None or self.last is None:
+            return 0.0
+        return max(0.0, (self.last - self.started).total_seconds())
+
+    def elapsed_s(self, now: datetime | None = None) -> float:
+        """The span so far: up to `now` while the session runs, else up to its last event."""
+        if self.started is None:
+            return 0.0
+        live = self.status in ("starting", "running", "waiting") and now is not None
+        end = now if live else self.last
+        return max(0.0, ((end or self.started) - self.started).total_seconds())
+
+    @property
+    def waiting_at(self) -> dict[str, Any] | None:
+        g = self.open_gate
+        return None if g is None else {"gate": g.gate, "kind": g.kind, "option": g.option}
+
+    @property
+    def outcomes(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for o in self.options.values():
+            if o.reported:
+                counts[o.status] = counts.get(o.status, 0) + 1
+        return counts
+
+    @property
+    def activity(self) -> str:
+        """What the session is doing, in a few words: the open gate when one waits, else the phase."""
+        gate = self.open_gate
+        if gate is not None and self.status in ("waiting", "paused"):
+            return gate.where
+        if self.phase in ("", "plan", "done", "baseline", "calibration", "investigate"):
+            return self.phase
+        return self.phase + (f" #{self.current}" if self.current is not None else "")
+
+    # ------------------------------------------------------------------ the reducer
+
+    def apply(self, entry: ev.Entry) -> None:
+        self.events += 1
+        self.seq = entry.seq if entry.seq >= 0 else self.seq + 1
+        self.last = timestamp(entry.ts) or self.last
+        e = entry.event
+        self.last_kind = e.kind
+        match e:
+            case ev.SessionStarted():
+                self._started(e, entry)
+            case ev.SessionResumed() | ev.SessionRevisit():
+                self.status = "running"
+                self.ended = None
+            case ev.SessionWaiting():
+                self.ended = None
+            case ev.PolicyChanged():
+                if self.digests:
+                    self.digests["policy.yaml"] = e.policy_sha256 or ""
+            case ev.SessionPaused():
+                self.status = "paused"
+                self.ended = None
+                self.run_s += e.elapsed_s or 0.0
+            case ev.SessionInterrupted():
+                self.status = "interrupted"
+            case ev.SessionFinished() | ev.SessionFailed():
+                self.ended = e
+                self.status = e.status or ("failed" if isinstance(e, ev.SessionFailed) else "finished")
+                self.error = e.error or (e.reason if isinstance(e, ev.SessionFailed) else None)
+                self.run_s += e.elapsed_s or 0.0
+                self.phase, self.bench = "done", None
+            case ev.Plan():
+                self._plan(e)
+            case ev.SubagentStarted():
+                self.phase = "investigate"
+                self._option(e.option).status = "investigating"
+            case ev.Finding():
+                o = self._option(e.option)
+                o.finding = e
+                o.status = "no-go" if not e.feasible else ("hazard" if e.hazards else "clear")
+            case ev.Phase():
+                self._phase(e)
+            case ev.BenchProgress():
+                self.bench = (e.pair, e.of)
+            case ev.BenchExtended():
+                self.bench = (e.from_pairs, e.to_pairs)
+            case ev.BenchRun():
+                if e.option is not None and e.purpose in ("ab", None):
+                    self._option(e.option).runs.append(e)
+            case ev.ABResult():
+                o = self._option(e.option)
+                o.ab, o.ab_verdict, o.gain_pct = e, e.verdict, e.effect_pct
+                o.ci = [e.ci_low, e.ci_high] if e.ci_low is not None and e.ci_high is not None else None
+                self.bench = None
+            case ev.StressResult():
+                if e.option is not None:
+                    self._option(e.option).stress.append(e)
+                self.stress_done += 1
+            case ev.Assessment():
+                o = self._option(e.option)
+                o.assessment, o.verdict, o.status = e, e.verdict, "assessed"
+            case ev.UndoRecorded():
+                self._option(e.option).undo = e
+            case ev.Rollback():
+                o = self._option(e.option)
+                o.rollback, o.status = e, o.after_rollback
+            case ev.Kept():
+                o = self._option(e.option)
+                o.status, o.decided_by = "kept", e.by
+            case ev.LlmCall():
+                self.llm_calls += 1
+                self.llm_usd += float(e.cost_usd or 0.0)
+                for k in TOKENS:
+                    value = e.get(k, 0)
+                    self.llm_tokens[k] = self.llm_tokens.get(k, 0) + (value if isinstance(value, int) else 0)
+            case ev.LlmRetry():
+                self.llm_retries += 1
+            case ev.BrainFallback():
+                self.brain_fallbacks += 1
+            case ev.GateOpened():
+                self._gate_opened(e, entry)
+            case ev.Decision():
+                self._decision(e, entry.ts)
+            case ev.RuleAdded():
+                self.rules_added += 1
+            case ev.Report():
+                self._report(e)
+            case ev.CommandStarted():
+                if e.key:
+                    self.mutations_started[e.key] = {**e.fields(), "kind": e.kind, "ts": entry.ts}
+            case ev.CommandFinished() | ev.MutationRecovered():
+                if e.key and e.result:
+                    self.mutations_finished[e.key] = e.result
+            case ev.Unrecognized():
+                self.unrecognized += 1
+            case _:
+                pass
+
+    def _option(self, option: int, title: str | None = None) -> OptionView:
+        if option not in self.options:
+            self.options[option] = OptionView(id=option, title=title or f"option {option}")
+        return self.options[option]
+
+    def _started(self, e: ev.SessionStarted, entry: ev.Entry) -> None:
+        self.started_event, self.started_ts, self.ended = e, entry.ts, None
+        self.digests = {"campaign.yaml": e.campaign_sha256 or "", "policy.yaml": e.policy_sha256 or ""}
+        self.session = entry.session or self.session
+        self.campaign, self.policy, self.brain = e.campaign_name or "", e.policy_name or "", e.brain or ""
+        self.user = e.user or ""
+        self.started = timestamp(entry.ts)
+        self.status = "running"
+        campaign, policy = _document(e.campaign_text), _document(e.policy_text)
+        options = campaign.get("options")
+        for o in options if isinstance(options, list) else []:
+            if isinstance(o, dict) and isinstance(o.get("id"), int) and not isinstance(o.get("id"), bool):
+                self.options[o["id"]] = OptionView(id=o["id"], title=str(o.get("title", "")))
+        stress = campaign.get("stress")
+        runs = [s.get("runs", 1) for s in (stress if isinstance(stress, list) else []) if isinstance(s, dict)]
+        self.stress_total = sum(r for r in runs if isinstance(r, int) and 0 <= r < 1_000_000)
+        budgets = policy.get("budgets")
+        budget = budgets.get("llm_usd") if isinstance(budgets, dict) else None
+        self.budget_usd = float(budget) if isinstance(budget, int | float) and not isinstance(budget, bool) else None
+
+    def _plan(self, e: ev.Plan) -> None:
+        for p in e.proposals:
+            if isinstance(p, Mapping) and isinstance(p.get("id"), int):
+                self.options.setdefault(p["id"], OptionView(id=p["id"], title=f"{p.get('title', '')} (proposed)"))
+        self.proposals += [p for p in e.proposals if isinstance(p, Mapping)]
+        for o in e.order:
+            self._option(o)
+        self.phase = "plan"
+
+    def _phase(self, e: ev.Phase) -> None:
+        self.phase = e.phase
+        if self.status in ("waiting", "answered"):
+            self.status = "running"
+        if e.option is None:
+            return
+        o = self._option(e.option)
+        self.current = o.id
+        if e.title and o.title.startswith("option "):
+            o.title = e.title
+        if self.phase == "rollback" and o.status in ("skipped", "deferred"):
+            o.after_rollback = o.status
+        o.status = ACTIVE_PHASES.get(self.phase, o.status)
+        if self.phase == "stress":
+            self.stress_done = 0
+        if self.phase == "benchmark":
+            self.bench = (0, e.pairs or 0)
+
+    def _gate_opened(self, e: ev.GateOpened, entry: ev.Entry) -> None:
+        if e.interrupt:
+            self.opened_interrupts.add(e.interrupt)
+        last = self.gates[-1] if self.gates else None
+        if last is not None and last.gate == e.gate and last.action is None:
+            last.interrupt = last.interrupt or e.interrupt  # re-opened after a resume: the same gate
+        else:
+            self.gates.append(
+                GateView(
+                    gate=e.gate,
+                    kind=e.gate_kind,
+                    option=e.option,
+                    question=e.question,
+                    facts=e.facts,
+                    seq=entry.seq,
+                    opened=entry.ts,
+                    interrupt=e.interrupt,
+                )
+            )
+        if self.status not in ENDED:
+            self.status = "waiting"
+
+    def _decision(self, e: ev.Decision, ts: str) -> None:
+        decision = e.decision or {}
+        action = decision.get("action")
+        self.decided.add(e.gate)
+        for g in reversed(self.gates):
+            if g.gate == e.gate:
+                if g.action is None:
+                    g.action, g.by, g.raw, g.decided = action or "ask", e.by, e.raw, ts
+                break
+        if self.status == "waiting":
+            self.status = "running"
+        elif self.status == "paused":
+            self.status = "answered"
+        o = self.options.get(e.option) if e.option is not None else None
+        later = "deferred" if action == "defer" or decision.get("scope") == "for_now" else "skipped"
+        if o is not None and e.gate_kind == "safety" and action in ("skip", "defer", "stop"):
+            o.status, o.decided_by = later, e.by
+        targets = decision.get("targets") if action in ("skip", "defer") else None
+        for t in targets if isinstance(targets, list) else []:
+            target = self.options.get(t) if isinstance(t, int) else None
+            if target is not None and target.status not in ("kept", "no-go"):
+                target.status = later
+
+    def _report(self, e: ev.Report) -> None:
+        self.report = e
+        for r in e.options:
+            oid = r.get("id")
+            if not isinstance(oid, int):
+                continue
+            o = self.options.setdefault(oid, OptionView(id=oid, title=str(r.get("title", ""))))
+            o.title = str(r.get("title") or o.title)
+            o.status, o.reported = str(r.get("outcome", o.status)), True
+            o.gain_pct = r.get("gain_pct", o.gain_pct)
+            o.ci = r.get("ci", o.ci)
+            o.verdict = r.get("verdict", o.verdict)
+            reasons = r.get("reasons")
+            o.reasons = [str(x) for x in reasons] if isinstance(reasons, list) else []
+
+
+def fold(records: Iterable[Mapping[str, Any]], upto: int | None = None) -> SessionView:
+    """The view of journal lines (as JSON objects) up to index `upto` (inclusive); all of them when None."""
+    view = SessionView()
+    for i, record in enumerate(records):
+        if upto is not None and i > upto:
+            break
+        view.apply(ev.entry(record))
+    return view
