@@ -591,7 +591,9 @@ def test_credentials_never_leave_the_host(toolbox: Any) -> None:
         assert failed and "REFUSED" in text
     text, failed = tools.run_readonly("gpu-a", "grep -r password /home")
     assert failed and "use the grep tool" in text
-    assert "--exclude-dir=.ssh" in __import__("agent.run.investigation").investigation.SECRET_EXCLUDES
+    from agent.run.investigation import SECRET_EXCLUDES
+
+    assert "--exclude-dir=.ssh" in SECRET_EXCLUDES
     tools.ctx.journal.close()
     refused = [e for e in journal_events(d.journal) if e["kind"] == "command.refused"]
     assert len(refused) == 4 and all(e["actor"] == "investigator#2" for e in refused)
