@@ -84,8 +84,8 @@ def encode(
     plain = _plain(data)
     record = {"v": FORMAT_VERSION, "seq": seq, "ts": ts, "session": session, "kind": kind, "actor": actor, "prev": prev}
     line = rfc8785.dumps({**record, **plain})
-    event = Record(seq=seq, kind=kind, ts=ts, actor=actor, data=plain, hash=hashlib.sha256(line).hexdigest())
-    return line, event
+    recorded = Record(seq=seq, kind=kind, ts=ts, actor=actor, data=plain, hash=hashlib.sha256(line).hexdigest())
+    return line, recorded
 
 
 class Journal:

@@ -120,9 +120,11 @@ class PgJournal:
                 "INSERT INTO signoff_journal_head (session, events, head) VALUES (%s, 0, %s) ON CONFLICT DO NOTHING",
                 (self.session, GENESIS),
             )
-            count, head = self._conn.execute(
-                "SELECT events, head FROM signoff_journal_head WHERE session = %s FOR UPDATE", (self.session,)
-            ).fetchone()
+            count, head = _one(
+                self._conn.execute(
+                    "SELECT events, head FROM signoff_journal_head WHERE session = %s FOR UPDATE", (self.session,)
+                ).fetchone()
+            )
             line, event = encode(seq=count, prev=head, session=self.session, event=new, actor=actor)
             self._store_artifacts(event.data)
             self._conn.execute(
@@ -233,9 +235,11 @@ class PgJournal:
             if name in have:
                 continue
             with self._lock:
-                (data,) = self._conn.execute(
-                    "SELECT data FROM signoff_artifacts WHERE session = %s AND name = %s", (self.session, name)
-                ).fetchone()
+                (data,) = _one(
+                    self._conn.execute(
+                        "SELECT data FROM signoff_artifacts WHERE session = %s AND name = %s", (self.session, name)
+                    ).fetchone()
+                )
             tmp = into / f".fetch-{name}"
             tmp.write_bytes(bytes(data))
             tmp.replace(into / name)
@@ -268,7 +272,7 @@ class Lease:
         import psycopg
 
         conn = psycopg.connect(self.url, autocommit=True, application_name=f"signoff:{self.holder}"[:63])
-        got = conn.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", (self.session,)).fetchone()[0]
+        (got,) = _one(conn.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", (self.session,)).fetchone())
         if got:
             self._conn = conn
             return None
@@ -286,3 +290,10 @@ class Lease:
         if self._conn is not None:
             self._conn.close()  # closing the connection ends the lock with it
             self._conn = None
+
+
+def _one(row: tuple[Any, ...] | None) -> tuple[Any, ...]:
+    """A row the query cannot miss (the same transaction wrote it, or the listing named it)."""
+    if row is None:
+        raise LookupError("a journal row vanished inside its own transaction")
+    return row

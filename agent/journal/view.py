@@ -102,6 +102,7 @@ class GateView:
     by: str | None = None
     raw: str | None = None
     decided: str | None = None
+    decision: dict[str, Any] = field(default_factory=dict)  # the whole decision, as journaled
 
     @property
     def waited_s(self) -> float | None:
@@ -388,7 +389,7 @@ class SessionView:
         for g in reversed(self.gates):
             if g.gate == e.gate:
                 if g.action is None:
-                    g.action, g.by, g.raw, g.decided = action or "ask", e.by, e.raw, ts
+                    g.action, g.by, g.raw, g.decided, g.decision = action or "ask", e.by, e.raw, ts, decision
                 break
         if self.status == "waiting":
             self.status = "running"

@@ -123,8 +123,12 @@ def _decided_by(out: Any, option_id: int) -> str:
     return triage[-1] if triage else "—"
 
 
+def _console(console: Console | None) -> Console:
+    return console if console is not None else safe_console(highlight=False)
+
+
 def print_report(out: Any, console: Console | None = None) -> None:
-    console = console or safe_console(highlight=False)
+    console = _console(console)
     table = Table(title=f"signoff · session {out.session} · {out.status}", expand=False)
     for col in ("#", "option", "outcome", "gain (95% CI)", "safety", "decided by"):
         table.add_column(col, overflow="fold")
@@ -222,7 +226,7 @@ def print_report(out: Any, console: Console | None = None) -> None:
 
 
 def print_paused(out: Any, console: Console | None = None) -> None:
-    console = console or safe_console(highlight=False)
+    console = _console(console)
     g = out.pending_gate or {}
     console.print(
         f"[bold yellow]PAUSED[/] at gate {g.get('id')} ({g.get('kind')}"

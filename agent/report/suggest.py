@@ -12,9 +12,10 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from agent.journal.chain import read_events
+from agent.journal.view import fold
 from policies.expr import Condition, EvalError, ExprError
 from policies.gates import FACTS, GateKind
 from policies.schema import Policy, load_policy_text
@@ -61,23 +62,22 @@ def _rule_block(indent: str, rule_id: str, when: str, action: str, note: str) ->
     ]
 
 
-def human_answers(journals: list[Path]) -> dict[tuple[str, str], Pattern]:
+def human_answers(journals: list[Path]) -> dict[tuple[GateKind, str], Pattern]:
     """(gate kind, action) → the facts of every gate a person answered that way."""
-    patterns: dict[tuple[str, str], Pattern] = {}
+    patterns: dict[tuple[GateKind, str], Pattern] = {}
     for journal in journals:
-        opened: dict[str, dict[str, Any]] = {}
-        for e in read_events(journal):
-            if e["kind"] == "gate.opened":
-                opened[e["gate"]] = e
-            elif e["kind"] == "decision" and str(e.get("by", "")).startswith("human:") and e["gate"] in opened:
-                decision = e.get("decision") or {}
-                if decision.get("condition") or not decision.get("action") or decision.get("targets"):
-                    continue  # conditional or option-specific answers are not one rule's worth
-                gate = opened[e["gate"]]
-                key = (gate["gate_kind"], decision["action"])
-                p = patterns.setdefault(key, Pattern(kind=gate["gate_kind"], action=decision["action"]))
-                p.facts.append(gate["facts"])
-                p.sessions.add(e["session"])
+        view = fold(read_events(journal))
+        for gate in view.gates:
+            decision = gate.decision
+            action = decision.get("action")
+            if not str(gate.by or "").startswith("human:") or gate.kind not in FACTS or not isinstance(action, str):
+                continue
+            if decision.get("condition") or decision.get("targets"):
+                continue  # conditional or option-specific answers are not one rule's worth
+            kind = cast(GateKind, gate.kind)
+            p = patterns.setdefault((kind, action), Pattern(kind=kind, action=action))
+            p.facts.append(gate.facts)
+            p.sessions.add(view.session)
     return patterns
 
 
@@ -109,17 +109,21 @@ def suggest(journals: list[Path], policy: Policy, *, minimum: int = 2) -> tuple[
         if clashing:
             notes.append(f"{kind}: people answered both {action} and {', '.join(clashing)} where {when}; no rule")
             continue
-        rules = policy.model.gates.get(kind).rules if policy.model.gates.get(kind) else []
+        gate_policy = policy.model.gates.get(kind)
+        rules = gate_policy.rules if gate_policy is not None else []
         catch_all = next((i for i, r in enumerate(rules) if r.when.strip() == "true"), None)
         if catch_all is None:
             notes.append(f"{kind}: the policy has no catch-all rule to put a suggestion before; add by hand: {when}")
             continue
         at = source.line(("gates", kind, "rules", catch_all))
+        if at is None:
+            notes.append(f"{kind}: the catch-all rule's line is not known; add by hand: {when}")
+            continue
         rule_id = f"suggested-{kind.replace('_', '-')}-{action}"
         note = f"a person answered {action} here {len(p.facts)} times ({len(p.sessions)} session(s))"
 
         rule = (rule_id, when, action, note)
-        line = lines[at - 1] if at else ""
+        line = lines[at - 1]
         flow = _FLOW_GATE.match(line)
         if line.lstrip().startswith("- "):  # a block-style rule list: insert before the catch-all item
             inserts.append((at - 1, _rule_block(line[: len(line) - len(line.lstrip())], *rule)))

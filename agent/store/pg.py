@@ -120,12 +120,14 @@ class PgTail:
 
     def __init__(self, url: str, session: str) -> None:
         import psycopg
+        from psycopg import sql
 
         self.session = session
         self.offset = 0  # the next seq to read
         self.queries = 0  # how often it read the journal table (a watcher's cost)
         self._conn = psycopg.connect(url, autocommit=True)
-        self._conn.execute(f'LISTEN "{pgjournal.channel(session)}"')
+        # A channel name cannot be a bound parameter; `channel` derives it from a checked session id.
+        self._conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(pgjournal.channel(session))))
         self._dirty = True
 
     def read(self) -> list[dict[str, Any]]:
