@@ -323,7 +323,7 @@ def test_replay_source_refuses_answers(home: Path) -> None:
 
 
 def test_the_view_folds_a_journal_into_what_the_screen_shows() -> None:
-    from tui.view import fold
+    from agent.journal.view import fold
 
     events = [json.loads(line) for line in FIXTURE.read_text().splitlines()]
     view = fold(events)

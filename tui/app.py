@@ -23,10 +23,11 @@ from textual.css.query import NoMatches
 from textual.reactive import reactive
 from textual.widgets import DataTable, Footer, Label, ProgressBar, RichLog, Sparkline, Static
 
+from agent.journal.events import entry
+from agent.journal.view import SessionView, fold
 from tui import render
 from tui.screens import ArtifactScreen, GateScreen, HelpScreen
 from tui.source import EventSource, SanitizedSource
-from tui.view import View, fold
 
 TICK_S = 0.05
 MAX_LINES = 5_000
@@ -57,7 +58,7 @@ class SignoffApp(App[str | None]):
         super().__init__()
         self.source: EventSource = source if isinstance(source, SanitizedSource) else SanitizedSource(source)
         self.set_reactive(SignoffApp.mode, mode)
-        self.view = View()
+        self.view = SessionView()
         self.events: list[dict[str, Any]] = []
         self.cursor = -1  # replay: index of the selected event
         self.selected: int | None = None  # option shown in the evidence panel
@@ -122,7 +123,7 @@ class SignoffApp(App[str | None]):
                 self.view = fold(self.events)
             else:
                 for e in batch:
-                    self.view.apply(e)
+                    self.view.apply(entry(e))
                 self._write_events(batch)
                 self._redraw()
         if self.mode == "replay":

@@ -15,8 +15,8 @@ from rich.table import Table
 from rich.text import Text
 
 from agent.journal.chain import Record
+from agent.journal.view import GateView, OptionView, SessionView
 from agent.report.console import progress_line
-from tui.view import GateView, OptionView, View
 
 STATUS_STYLE = {
     "kept": "bold green",
@@ -96,17 +96,14 @@ def plan_row(o: OptionView) -> list[Text]:
     ]
 
 
-def status_line(view: View, *, mode: str, now: datetime | None = None, note: str | None = None) -> Text:
+def status_line(view: SessionView, *, mode: str, now: datetime | None = None, note: str | None = None) -> Text:
     elapsed = int(view.elapsed_s(now))
     t = Text()
     t.append(f" {mode.upper()} ", style="reverse bold")
     t.append(f" {view.session or '…'} ", style="bold")
     t.append(f"· {view.campaign} · {view.policy} · ")
     t.append(f"{elapsed // 60:02d}:{elapsed % 60:02d} ")
-    phase = view.phase + (
-        f" #{view.current}" if view.current is not None and view.phase not in ("plan", "done") else ""
-    )
-    t.append(f"· {phase or 'starting'} ")
+    t.append(f"· {view.activity or 'starting'} ")
     t.append(f"· {view.status} ", style={"paused": "bold yellow", "failed": "bold red"}.get(view.status, ""))
     if view.llm_calls or view.budget_usd is not None:
         budget = f" / ${view.budget_usd:g}" if view.budget_usd is not None else ""
@@ -127,14 +124,14 @@ def evidence(o: OptionView | None) -> RenderableType:
     if o.gain_pct is not None:
         head.append(f"  {pct(o.gain_pct)} 95% CI {ci_text(o.ci)}")
     parts.append(head)
-    if o.finding:
-        for b in o.finding.get("blockers", []):
-            parts.append(Text(f"blocker: {b}", style="red"))
-        for h in o.finding.get("hazards", []):
-            parts.append(Text(f"hazard: {h}", style="yellow"))
-        if o.finding.get("summary"):
-            parts.append(Text(f"investigator: {o.finding['summary']}", style="dim"))
-    pairs = ab_pairs(o)
+    if o.finding is not None:
+        for blocker in o.finding.blockers:
+            parts.append(Text(f"blocker: {blocker}", style="red"))
+        for hazard in o.finding.hazards:
+            parts.append(Text(f"hazard: {hazard}", style="yellow"))
+        if o.finding.summary:
+            parts.append(Text(f"investigator: {o.finding.summary}", style="dim"))
+    pairs = o.pairs()
     if pairs:
         table = Table(box=None, pad_edge=False, show_edge=False, expand=False, title=None)
         for col in ("pair", "A (baseline)", "B (option)", "B/A"):
@@ -143,23 +140,22 @@ def evidence(o: OptionView | None) -> RenderableType:
             ratio = f"{b / a:.3f}" if a and b else "—"
             table.add_row(str(pair), _num(a), _num(b), ratio)
         parts.append(table)
-    if o.ab:
-        parts.append(Text(o.ab.get("summary", ""), style="bold"))
+    if o.ab is not None:
+        parts.append(Text(o.ab.summary or "", style="bold"))
     for s in o.stress:
-        style = "green" if s.get("outcome") == "ok" else "bold red"
-        parts.append(
-            Text(f"stress {s.get('scenario')} run {s.get('run')}: {str(s.get('outcome')).upper()}", style=style)
-        )
-        if s.get("outcome") != "ok":
-            parts.append(Text(f"  {s.get('evidence', '')}", style="dim"))
-    if o.assessment:
+        style = "green" if s.outcome == "ok" else "bold red"
+        parts.append(Text(f"stress {s.scenario} run {s.run}: {str(s.outcome).upper()}", style=style))
+        if s.outcome != "ok":
+            parts.append(Text(f"  {s.evidence or ''}", style="dim"))
+    if o.assessment is not None:
         a = o.assessment
-        parts.append(Text(f"assessment: {a.get('verdict')}, recommend {a.get('recommendation')}", style="bold"))
-        if a.get("rationale"):
-            parts.append(Text(a["rationale"]))
-    if o.undo:
-        revert = "; ".join(f"{r.get('command')} on {r.get('host')}" for r in o.undo.get("revert", []))
-        v = o.undo.get("verify") or {}
+        parts.append(Text(f"assessment: {a.verdict}, recommend {a.recommendation}", style="bold"))
+        rationale = a.get("rationale")
+        if rationale:
+            parts.append(Text(str(rationale)))
+    if o.undo is not None:
+        revert = "; ".join(f"{r.get('command')} on {r.get('host')}" for r in o.undo.revert if isinstance(r, dict))
+        v = o.undo.verify if isinstance(o.undo.verify, dict) else {}
         if "floor_pct" in v:  # judged against the run's own noise (sessions recorded before that: a fixed band)
             state = "the option's check, " if v.get("check") else ""
             check = (
@@ -169,23 +165,14 @@ def evidence(o: OptionView | None) -> RenderableType:
         else:
             check = f"health checks, {v.get('baseline_runs', '?')} baseline runs within ±{v.get('tolerance_pct', '?')}%"
         parts.append(Text(f"undo plan: {revert}; then {check}", style="cyan"))
-    if o.rollback:
-        ok = "verified" if o.rollback.get("verified") else "NOT verified"
-        parts.append(Text(f"rollback {ok}: {o.rollback.get('detail', '')}", style="yellow"))
+    if o.rollback is not None:
+        ok = "verified" if o.rollback.verified else "NOT verified"
+        parts.append(Text(f"rollback {ok}: {o.rollback.detail or ''}", style="yellow"))
     return Group(*parts)
 
 
-def ab_pairs(o: OptionView) -> list[tuple[int, float | None, float | None]]:
-    """(pair, A value, B value) for the interleaved A/B runs, valid or not (invalid ones show —)."""
-    by_pair: dict[int, dict[str, float | None]] = {}
-    for r in o.runs:
-        value = r.get("value") if r.get("valid") else None
-        by_pair.setdefault(int(r.get("pair", 0)), {})[str(r.get("arm"))] = value
-    return [(p + 1, v.get("A"), v.get("B")) for p, v in sorted(by_pair.items())]
-
-
 def arm_values(o: OptionView, arm: str) -> list[float]:
-    return [float(r["value"]) for r in o.runs if r.get("arm") == arm and r.get("valid") and r.get("value") is not None]
+    return [float(r.value) for r in o.runs if r.arm == arm and r.valid and r.value is not None]
 
 
 def _num(value: float | None) -> str:

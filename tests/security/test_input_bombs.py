@@ -74,9 +74,10 @@ def test_argv_that_is_not_utf8_is_one_line(cli):
 def test_the_tui_reads_a_hostile_journaled_campaign_with_the_files_bounds(text):
     """A journal someone else wrote (an import, a shared store) carries the campaign text the TUI folds;
     it was read with an unbounded yaml.safe_load, so a 5 KB alias bomb in `session.started` hung replay."""
-    from tui.view import View
+    from agent.journal.events import entry
+    from agent.journal.view import SessionView
 
-    view = View()
-    view.apply({"kind": "session.started", "seq": 0, "ts": "2026-12-04T00:00:00Z", "campaign_text": text,
-                "policy_text": text})  # fmt: skip
+    view = SessionView()
+    view.apply(entry({"kind": "session.started", "seq": 0, "ts": "2026-12-04T00:00:00Z", "campaign_text": text,
+                      "policy_text": text}))  # fmt: skip
     assert view.status == "running" and view.options == {} and view.stress_total == 0
