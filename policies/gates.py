@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from policies.expr import FactSpec
+from policies.facts import FACTS
 
 GateKind = Literal["plan", "triage", "safety", "continue_or_ask", "rollback", "command", "budget"]
 Action = Literal["continue", "approve", "select", "skip", "defer", "retry", "rollback", "ask", "stop", "reject"]
@@ -28,90 +29,6 @@ GATE_KINDS: tuple[GateKind, ...] = (
 ACTIONS: tuple[Action, ...] = (
     "continue", "approve", "select", "skip", "defer", "retry", "rollback", "ask", "stop", "reject"
 )  # fmt: skip
-
-VERDICTS = ["safe", "unsafe", "unknown"]
-AB_VERDICTS = ["improved", "regressed", "no_effect", "inconclusive"]
-RISKS = ["low", "medium", "high"]
-OUTCOMES = ["kept", "skipped", "no-go", "deferred", "untested", "none"]
-
-
-def _s(doc: str, enum: list[str] | None = None) -> FactSpec:
-    return FactSpec(type="string", enum=enum, doc=doc)
-
-
-def _d(doc: str, default: float | None = None) -> FactSpec:
-    return FactSpec(type="double", doc=doc, default=default)
-
-
-def _i(doc: str, default: int | None = None) -> FactSpec:
-    return FactSpec(type="int", doc=doc, default=default)
-
-
-def _b(doc: str, default: bool | None = None) -> FactSpec:
-    return FactSpec(type="bool", doc=doc, default=default)
-
-
-FACTS: dict[GateKind, dict[str, FactSpec]] = {
-    "plan": {
-        "options": _i("number of options in the plan"),
-        "proposed": _i("options the brain added beyond the campaign"),
-        "reordered": _b("the brain changed the campaign's order"),
-    },
-    "triage": {
-        "no_go_count": _i("options whose investigation found a blocker"),
-        "hazard_count": _i("hazards reported by investigations"),
-        "feasible_count": _i("options left to try"),
-        "has_next_step": _b("at least one option is left to try"),
-    },
-    "safety": {
-        "option": _s('the option id, e.g. "2"'),
-        "verdict": _s("safety verdict from stress, benchmarks and investigation", VERDICTS),
-        "ab_verdict": _s("A/B verdict on the primary metric", AB_VERDICTS),
-        "has_estimate": _b("the A/B produced an estimate (else gain_pct, ci_low, ci_high are 0.0)"),
-        "gain_pct": _d("effect on the primary metric in %, positive = better"),
-        "ci_low": _d("lower bound of the 95% CI of the gain, %"),
-        "ci_high": _d("upper bound of the 95% CI of the gain, %"),
-        "pairs": _i("valid interleaved A/B pairs"),
-        "wedges": _i("stress runs that hung past their deadline"),
-        "stress_errors": _i("stress runs that crashed, or a server left degraded after the stress"),
-        "failed_requests": _i("benchmark runs of the candidate not counted (failures, garbage, timeouts)"),
-        "hazards": _i("hazards the option's investigation confirmed (each makes it unsafe, reproduced or not)"),
-        "hazard_reproduced": _b("a confirmed hazard that the stress tests also made happen (default false)", False),
-        "measurement_broken": _b("the benchmark failed in both arms from the first pairs (default false)", False),
-        "confidence": _d("0..1, how sure the assessment is"),
-        "risk": _s("risk of keeping the option", RISKS),
-        "hosts_measured": _i("hosts the benchmark ran on (each with its own A/B when more than one)", 1),
-        "hosts_regressed": _i("hosts whose own A/B says the option made them worse", 0),
-    },
-    "continue_or_ask": {
-        "has_next_step": _b("an option is left to try"),
-        "next_option": _s('id of the next option, "" when none'),
-        "remaining": _i("options left to try"),
-        "kept": _i("options kept so far"),
-        "last_outcome": _s("outcome of the option just finished", OUTCOMES),
-        "confidence": _d("confidence of the last assessment, 0..1"),
-    },
-    "rollback": {
-        "option": _s("the option that was rolled back"),
-        "health_ok": _b("the health check passed after the revert"),
-        "verified": _b("health ok, the check says the option is off, and the metric is back within the noise band"),
-        "measured": _b("the baseline metric was re-measured (else delta_pct is 0.0)"),
-        "delta_pct": _d("baseline metric after revert vs the known-good baseline, %"),
-        "drift_pct": _d("how far the baseline itself moved since it was measured, %, when known (else 0.0)", 0.0),
-        "state_checked": _b("the option's `check` ran on every host it changed (default false)", False),
-        "state_ok": _b("no host's `check` says the option is still in effect (default true)", True),
-    },
-    "command": {
-        "command": _s("the command to run"),
-        "host": _s("the host it would run on"),
-        "klass": _s("its class under the command rules", ["allow", "ask", "deny"]),
-    },
-    "budget": {
-        "spent_usd": _d("LLM spend so far"),
-        "elapsed_min": _d("wall time so far, minutes"),
-        "options_tried": _i("options applied so far"),
-    },
-}
 
 ALLOWED: dict[GateKind, tuple[Action, ...]] = {
     "plan": ("approve", "continue", "select", "skip", "defer", "stop", "ask"),

@@ -16,6 +16,16 @@ from agent.models import CommandSpec
 from agent.run.execute import rendered
 from agent.state import State
 from policies.engine import SessionRule
+from policies.facts import (
+    BudgetFacts,
+    CommandFacts,
+    ContinueFacts,
+    GateFacts,
+    PlanFacts,
+    RollbackFacts,
+    SafetyFacts,
+    TriageFacts,
+)
 from policies.gates import ALLOWED, Decision, Gate, GateKind
 
 
@@ -45,7 +55,7 @@ def make_gate(
     state: State,
     kind: GateKind,
     question: str,
-    facts: dict[str, Any],
+    facts: GateFacts,
     *,
     option: int | None = None,
     options: list[int] | None = None,
@@ -59,7 +69,7 @@ def make_gate(
         kind=kind,
         option=option,
         question=question,
-        facts=facts,
+        facts=facts.model_dump(),
         allowed=list(ALLOWED[kind]),
         options=options or [],
         evidence=evidence or [],
@@ -233,7 +243,7 @@ def plan_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         state,
         "plan",
         "\n".join(lines),
-        {"options": len(plan), "proposed": len(proposed), "reordered": reordered},
+        PlanFacts(options=len(plan), proposed=len(proposed), reordered=reordered),
         options=list(plan),
         status={str(o): "pending" for o in plan},
     )
@@ -258,11 +268,11 @@ def budget_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         "budget",
         f"Budget reached ({over}) with {len(state.get('queue', []))} option(s) left "
         f"(limits: {limits.model_dump(exclude_none=True)}). Continue anyway, or stop with the report?",
-        {
-            "spent_usd": float(b.get("spent_usd", 0.0)),
-            "elapsed_min": float(b.get("elapsed_min", 0.0)),
-            "options_tried": int(b.get("options_tried", 0)),
-        },
+        BudgetFacts(
+            spent_usd=float(b.get("spent_usd", 0.0)),
+            elapsed_min=float(b.get("elapsed_min", 0.0)),
+            options_tried=int(b.get("options_tried", 0)),
+        ),
     )
     decision, update = resolve(state, runtime, gate)
     if decision is None:
@@ -292,12 +302,12 @@ def triage_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         state,
         "triage",
         "\n".join(lines),
-        {
-            "no_go_count": len(no_go),
-            "hazard_count": sum(len(f["hazards"]) for f in findings.values()),
-            "feasible_count": len(feasible),
-            "has_next_step": bool(feasible),
-        },
+        TriageFacts(
+            no_go_count=len(no_go),
+            hazard_count=sum(len(f["hazards"]) for f in findings.values()),
+            feasible_count=len(feasible),
+            has_next_step=bool(feasible),
+        ),
         options=sorted(int(k) for k in findings),
         evidence=[f"finding #{k}" for k in sorted(findings, key=int)],
         status={k: ("no-go" if int(k) in no_go else "pending") for k in findings},
@@ -319,27 +329,27 @@ def safety_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     current = state["current"]
     key = str(current)
     a = state["assessments"][key]
-    facts = {
-        "option": key,
-        "verdict": a["verdict"],
-        "ab_verdict": a["ab_verdict"],
-        "has_estimate": a["gain_pct"] is not None,
-        "gain_pct": float(a["gain_pct"] if a["gain_pct"] is not None else 0.0),
-        "ci_low": float(a["ci"][0]) if a["ci"] else 0.0,
-        "ci_high": float(a["ci"][1]) if a["ci"] else 0.0,
-        "pairs": a["pairs"],
-        "wedges": a["wedges"],
-        "stress_errors": a["stress_errors"],
-        "failed_requests": a["failed_requests"],
-        "hazards": len(a["hazards"]),
-        "hazard_reproduced": bool(a.get("hazard_reproduced")),
-        "measurement_broken": bool(a.get("measurement_broken")),
-        "confidence": float(a["confidence"]),
-        "risk": a["risk"],
-    }
     per_host = state.get("ab", {}).get(key, {}).get("hosts") or {}
-    facts["hosts_measured"] = len(per_host) or 1
-    facts["hosts_regressed"] = sum(1 for h in per_host.values() if h["verdict"] == "regressed")
+    facts = SafetyFacts(
+        option=key,
+        verdict=a["verdict"],
+        ab_verdict=a["ab_verdict"],
+        has_estimate=a["gain_pct"] is not None,
+        gain_pct=float(a["gain_pct"] if a["gain_pct"] is not None else 0.0),
+        ci_low=float(a["ci"][0]) if a["ci"] else 0.0,
+        ci_high=float(a["ci"][1]) if a["ci"] else 0.0,
+        pairs=a["pairs"],
+        wedges=a["wedges"],
+        stress_errors=a["stress_errors"],
+        failed_requests=a["failed_requests"],
+        hazards=len(a["hazards"]),
+        hazard_reproduced=bool(a.get("hazard_reproduced")),
+        measurement_broken=bool(a.get("measurement_broken")),
+        confidence=float(a["confidence"]),
+        risk=a["risk"],
+        hosts_measured=len(per_host) or 1,
+        hosts_regressed=sum(1 for h in per_host.values() if h["verdict"] == "regressed"),
+    )
     title = state["options"][key]["title"]
     question = "\n".join(
         [
@@ -397,14 +407,14 @@ def continue_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     assessment = state.get("assessments", {}).get(last_key or "", None)
     kept = [k for k, o in options.items() if o.get("outcome") == "kept"]
     last_outcome = options.get(last_key, {}).get("outcome", "none") if last_key else "none"
-    facts = {
-        "has_next_step": bool(queue),
-        "next_option": str(queue[0]) if queue else "",
-        "remaining": len(queue),
-        "kept": len(kept),
-        "last_outcome": last_outcome if last_outcome != "pending" else "untested",
-        "confidence": float(assessment["confidence"]) if assessment else 0.5,
-    }
+    facts = ContinueFacts(
+        has_next_step=bool(queue),
+        next_option=str(queue[0]) if queue else "",
+        remaining=len(queue),
+        kept=len(kept),
+        last_outcome=last_outcome if last_outcome != "pending" else "untested",
+        confidence=float(assessment["confidence"]) if assessment else 0.5,
+    )
     if queue:
         nxt = options[str(queue[0])]["title"]
         question = f"#{last_key} finished ({last_outcome}). Next: #{queue[0]} {nxt}. Continue?"
@@ -428,16 +438,16 @@ def continue_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
 def rollback_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     v = state["verification"] or {}
     key = str(state["current"])
-    facts = {
-        "option": key,
-        "health_ok": bool(v.get("health_ok")),
-        "verified": bool(v.get("verified")),
-        "measured": v.get("delta_pct") is not None,
-        "delta_pct": float(v.get("delta_pct") or 0.0),
-        "drift_pct": float(v.get("drift_pct") or 0.0),
-        "state_checked": v.get("state_ok") is not None,
-        "state_ok": v.get("state_ok") is not False,
-    }
+    facts = RollbackFacts(
+        option=key,
+        health_ok=bool(v.get("health_ok")),
+        verified=bool(v.get("verified")),
+        measured=v.get("delta_pct") is not None,
+        delta_pct=float(v.get("delta_pct") or 0.0),
+        drift_pct=float(v.get("drift_pct") or 0.0),
+        state_checked=v.get("state_ok") is not None,
+        state_ok=v.get("state_ok") is not False,
+    )
     what = "a change to" if v.get("in_doubt") else "rollback of"
     question = (
         f"**CRITICAL** — {what} #{key} did not verify: {v.get('detail', 'no detail')}. The hosts may not "
@@ -485,7 +495,7 @@ def command_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         state,
         "command",
         question,
-        {"command": command, "host": host, "klass": klass},
+        CommandFacts(command=command, host=host, klass=klass),
         option=option,
         options=[option] if option else [],
         commands=[c for _, c, _ in pending],

@@ -1,0 +1,141 @@
+"""What each kind of gate knows, declared once: a typed model per gate kind.
+
+The graph builds a gate's facts through its model (a missing or mistyped fact fails where it is made),
+and the policy language's view of them — `FACTS`: each fact's CEL type, allowed values, doc and the
+default that stands in for a fact older gates did not record — is derived from the same models.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any, Literal, Union, get_args, get_origin
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.fields import FieldInfo
+from pydantic_core import PydanticUndefined
+
+from policies.expr import FactKind, FactSpec
+
+Verdict = Literal["safe", "unsafe", "unknown"]
+ABVerdict = Literal["improved", "regressed", "no_effect", "inconclusive"]
+Risk = Literal["low", "medium", "high"]
+Outcome = Literal["kept", "skipped", "no-go", "deferred", "untested", "none"]
+CommandClass = Literal["allow", "ask", "deny"]
+
+
+class GateFacts(BaseModel):
+    """The facts one gate shows its deciders; `model_dump()` is what rules and the journal see."""
+
+    # strict: a bool is not an int and a str is not a number, as in the CEL the rules are written in
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class PlanFacts(GateFacts):
+    options: int = Field(description="number of options in the plan")
+    proposed: int = Field(description="options the brain added beyond the campaign")
+    reordered: bool = Field(description="the brain changed the campaign's order")
+
+
+class TriageFacts(GateFacts):
+    no_go_count: int = Field(description="options whose investigation found a blocker")
+    hazard_count: int = Field(description="hazards reported by investigations")
+    feasible_count: int = Field(description="options left to try")
+    has_next_step: bool = Field(description="at least one option is left to try")
+
+
+class SafetyFacts(GateFacts):
+    option: str = Field(description='the option id, e.g. "2"')
+    verdict: Verdict = Field(description="safety verdict from stress, benchmarks and investigation")
+    ab_verdict: ABVerdict = Field(description="A/B verdict on the primary metric")
+    has_estimate: bool = Field(description="the A/B produced an estimate (else gain_pct, ci_low, ci_high are 0.0)")
+    gain_pct: float = Field(description="effect on the primary metric in %, positive = better")
+    ci_low: float = Field(description="lower bound of the 95% CI of the gain, %")
+    ci_high: float = Field(description="upper bound of the 95% CI of the gain, %")
+    pairs: int = Field(description="valid interleaved A/B pairs")
+    wedges: int = Field(description="stress runs that hung past their deadline")
+    stress_errors: int = Field(description="stress runs that crashed, or a server left degraded after the stress")
+    failed_requests: int = Field(
+        description="benchmark runs of the candidate not counted (failures, garbage, timeouts)"
+    )
+    hazards: int = Field(
+        description="hazards the option's investigation confirmed (each makes it unsafe, reproduced or not)"
+    )
+    hazard_reproduced: bool = Field(
+        False, description="a confirmed hazard that the stress tests also made happen (default false)"
+    )
+    measurement_broken: bool = Field(
+        False, description="the benchmark failed in both arms from the first pairs (default false)"
+    )
+    confidence: float = Field(description="0..1, how sure the assessment is")
+    risk: Risk = Field(description="risk of keeping the option")
+    hosts_measured: int = Field(1, description="hosts the benchmark ran on (each with its own A/B when more than one)")
+    hosts_regressed: int = Field(0, description="hosts whose own A/B says the option made them worse")
+
+
+class ContinueFacts(GateFacts):
+    has_next_step: bool = Field(description="an option is left to try")
+    next_option: str = Field(description='id of the next option, "" when none')
+    remaining: int = Field(description="options left to try")
+    kept: int = Field(description="options kept so far")
+    last_outcome: Outcome = Field(description="outcome of the option just finished")
+    confidence: float = Field(description="confidence of the last assessment, 0..1")
+
+
+class RollbackFacts(GateFacts):
+    option: str = Field(description="the option that was rolled back")
+    health_ok: bool = Field(description="the health check passed after the revert")
+    verified: bool = Field(
+        description="health ok, the check says the option is off, and the metric is back within the noise band"
+    )
+    measured: bool = Field(description="the baseline metric was re-measured (else delta_pct is 0.0)")
+    delta_pct: float = Field(description="baseline metric after revert vs the known-good baseline, %")
+    drift_pct: float = Field(
+        0.0, description="how far the baseline itself moved since it was measured, %, when known (else 0.0)"
+    )
+    state_checked: bool = Field(False, description="the option's `check` ran on every host it changed (default false)")
+    state_ok: bool = Field(True, description="no host's `check` says the option is still in effect (default true)")
+
+
+class CommandFacts(GateFacts):
+    command: str = Field(description="the command to run")
+    host: str = Field(description="the host it would run on")
+    klass: CommandClass = Field(description="its class under the command rules")
+
+
+class BudgetFacts(GateFacts):
+    spent_usd: float = Field(description="LLM spend so far")
+    elapsed_min: float = Field(description="wall time so far, minutes")
+    options_tried: int = Field(description="options applied so far")
+
+
+FACT_MODELS: dict[str, type[GateFacts]] = {
+    "plan": PlanFacts,
+    "triage": TriageFacts,
+    "safety": SafetyFacts,
+    "continue_or_ask": ContinueFacts,
+    "rollback": RollbackFacts,
+    "command": CommandFacts,
+    "budget": BudgetFacts,
+}
+
+_CEL_TYPES: dict[type, FactKind] = {bool: "bool", int: "int", float: "double", str: "string"}
+
+
+def _spec(name: str, info: FieldInfo) -> FactSpec:
+    annotation: Any = info.annotation
+    enum: list[str] | None = None
+    if get_origin(annotation) is Literal:
+        enum = [str(v) for v in get_args(annotation)]
+        annotation = type(get_args(annotation)[0])
+    if get_origin(annotation) in (Union, types.UnionType) or annotation not in _CEL_TYPES:
+        raise TypeError(f"fact {name}: {annotation!r} has no CEL type (bool, int, float, str or a Literal of str)")
+    default = None if info.default is PydanticUndefined else info.default
+    return FactSpec(type=_CEL_TYPES[annotation], enum=enum, doc=info.description or "", default=default)
+
+
+def specs(model: type[GateFacts]) -> dict[str, FactSpec]:
+    return {name: _spec(name, info) for name, info in model.model_fields.items()}
+
+
+# The policy language's facts per gate kind, derived from the models above (`policies.gates` re-exports it).
+FACTS: dict[str, dict[str, FactSpec]] = {kind: specs(model) for kind, model in FACT_MODELS.items()}
