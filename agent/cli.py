@@ -622,7 +622,7 @@ def _counterfactual(d: Any, journal: Path, ref: str, *, as_json: bool, fail_on_d
     from rich.table import Table
 
     from agent.report.replay import counterfactual
-    from policies.schema import load_policy
+    from policies.load import load_policy
     from policies.yamlsrc import SourceError
     from tools.terminal import safe_console
 
@@ -919,7 +919,7 @@ def policy_suggest(
     from contextlib import ExitStack
 
     from agent.report.suggest import suggest
-    from policies.schema import load_policy, load_policy_text
+    from policies.load import load_policy, load_policy_text
     from policies.yamlsrc import SourceError
 
     with ExitStack() as stack:
@@ -954,7 +954,8 @@ def policy_check(
     strict: Annotated[bool, typer.Option("--strict", help="Exit 1 on lint warnings too.")] = False,
 ) -> None:
     """Load a policy (schema, CEL type checks against each gate's facts, its `tests:`) and lint it."""
-    from policies.schema import SourceError, lint, load_policy
+    from policies.load import load_policy
+    from policies.schema import SourceError, lint
 
     try:
         p = load_policy(file)
@@ -998,7 +999,8 @@ def policy_explain(
     """Show the decision a policy makes for these facts, the rule that made it, and why earlier rules did not."""
     from policies.engine import PolicyEngine
     from policies.gates import FACTS, GATE_KINDS
-    from policies.schema import SourceError, load_policy
+    from policies.load import load_policy
+    from policies.schema import SourceError
 
     if gate not in GATE_KINDS:
         raise _fail(f"unknown gate kind {gate!r}; one of {', '.join(GATE_KINDS)}", BAD_INPUT)

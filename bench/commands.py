@@ -15,7 +15,7 @@ import time
 
 from table import record
 
-from policies.schema import load_policy
+from policies.load import load_policy
 from tools.commands import classify
 
 RUNS = int(os.environ.get("BENCH_RUNS", "5"))

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from policies.expr import Condition, ExprError
-from policies.gates import ALLOWED, FACTS, Action, GateKind, Scope, check_facts
+from policies.gates import ALLOWED, FACTS, Action, GateKind, Scope
 from policies.yamlsrc import SourceError, YamlSource
 
 PRESETS_DIR = Path(__file__).parent / "presets"
@@ -213,7 +213,7 @@ class Policy:
                     ),
                 )
             self.rules[kind] = compiled
-        self._source = source
+        self.source = source  # where each part of the file is, for errors at file:line
 
     @property
     def name(self) -> str:
@@ -221,26 +221,6 @@ class Policy:
 
     def gate(self, kind: GateKind) -> GatePolicy:
         return self.model.gates.get(kind, GatePolicy())
-
-    def self_test(self) -> None:
-        from policies.engine import PolicyEngine  # engine imports this module
-
-        engine = PolicyEngine(self)
-        for i, test in enumerate(self.model.tests):
-            loc = ("tests", i)
-            try:
-                check_facts(test.gate, test.facts)
-            except ValueError as exc:
-                raise self._source.error((*loc, "facts"), str(exc)) from None
-            got = engine.evaluate(test.gate, test.facts)
-            want_rule = test.expect.get("rule")
-            if got.action != test.expect["decide"] or (want_rule is not None and got.rule != want_rule):
-                raise self._source.error(
-                    loc,
-                    f"test expects {test.expect['decide']}"
-                    + (f" by rule {want_rule}" if want_rule else "")
-                    + f", but the policy decides {got.action} by {got.rule or 'no rule'}",
-                )
 
 
 class LintIssue(BaseModel):
@@ -297,19 +277,4 @@ def resolve_policy_path(name_or_path: str | Path) -> Path:
     return path
 
 
-def load_policy(name_or_path: str | Path) -> Policy:
-    source = YamlSource.read(resolve_policy_path(name_or_path))
-    policy = Policy(source, source.validate(PolicyFile))
-    policy.self_test()
-    return policy
-
-
-def load_policy_text(text: str, path: str = "<policy>") -> Policy:
-    """Rebuild a policy from journaled text (replay, resume) exactly as it was checked then."""
-    source = YamlSource(Path(path), text)
-    policy = Policy(source, source.validate(PolicyFile))
-    policy.self_test()
-    return policy
-
-
-__all__ = ["Policy", "PolicyFile", "SourceError", "load_policy", "load_policy_text", "resolve_policy_path"]
+__all__ = ["Policy", "PolicyFile", "SourceError", "resolve_policy_path"]

@@ -177,7 +177,7 @@ def test_a_continue_rule_given_at_a_progression_gate_never_keeps_an_option():
 
 def test_otherwise_of_a_session_rule_is_honoured():
     from policies.engine import PolicyEngine, SessionRule
-    from policies.schema import load_policy
+    from policies.load import load_policy
 
     d = parse_decision("skip #2 if it's unsafe, otherwise continue", kind="plan", options=OPTS)
     rule = SessionRule(id="session-rule:1", kinds=["safety"], targets=[2], when=d.condition, decision=d)

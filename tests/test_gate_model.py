@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent.journal.verify import verify
-from policies.schema import SourceError, lint, load_policy_text
+from policies.load import load_policy_text
+from policies.schema import SourceError, lint
 from tests.conftest import ROOT, journal_events
 
 CAUTIOUS = (ROOT / "policies/presets/cautious.yaml").read_text()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from policies.engine import PolicyEngine, SessionRule
 from policies.gates import Decision
-from policies.schema import load_policy, load_policy_text
+from policies.load import load_policy, load_policy_text
 from tests.conftest import SAFETY
 
 

@@ -203,7 +203,7 @@ def test_example_policy_is_the_cautious_preset_allowing_every_command_of_its_cam
     stops at a command gate; the preset's deny list is kept."""
     import yaml
 
-    from policies.schema import load_policy
+    from policies.load import load_policy
     from tools.commands import classify
 
     directory = realsys.EXAMPLES / SYSTEMS[kind]["dir"]

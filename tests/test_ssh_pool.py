@@ -18,7 +18,7 @@ from agent.context import RunContext
 from agent.journal.chain import Journal
 from agent.run.execute import LinkLost, Planned, _command_task
 from policies.engine import PolicyEngine
-from policies.schema import load_policy
+from policies.load import load_policy
 from tests import sshd as harness
 from tests.conftest import journal_events
 from tools.artifacts import ArtifactStore

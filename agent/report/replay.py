@@ -17,7 +17,8 @@ from agent.journal.documents import journaled_digests, mismatch
 from agent.journal.verify import verify
 from agent.journal.view import SessionView
 from policies.engine import PolicyEngine
-from policies.schema import Policy, load_policy_text
+from policies.load import load_policy_text
+from policies.schema import Policy
 from policies.yamlsrc import SourceError
 
 

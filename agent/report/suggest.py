@@ -18,7 +18,8 @@ from agent.journal.chain import read_events
 from agent.journal.view import fold
 from policies.expr import Condition, EvalError, ExprError
 from policies.gates import FACTS, GateKind
-from policies.schema import Policy, load_policy_text
+from policies.load import load_policy_text
+from policies.schema import Policy
 from policies.yamlsrc import SourceError, YamlSource
 
 _FLOW_GATE = re.compile(r"^(\s*)(\w+):\s*\{\s*rules:\s*\[(.*)\]\s*\}\s*$")

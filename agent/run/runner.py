@@ -52,7 +52,8 @@ from policies.decisions import DecisionError
 from policies.engine import PolicyEngine
 from policies.expr import engine_version
 from policies.gates import Decision, Gate, suggested_answer
-from policies.schema import Policy, load_policy, load_policy_text
+from policies.load import load_policy, load_policy_text
+from policies.schema import Policy
 from policies.yamlsrc import SourceError
 from tools.artifacts import ArtifactStore, StorageFull
 from tools.secrets import Redactor, is_secret_name

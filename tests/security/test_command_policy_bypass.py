@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from policies.schema import load_policy
+from policies.load import load_policy
 from tests import realsys
 from tests.conftest import journal_events
 from tools.commands import Verdict, classify

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from policies.schema import load_policy
+from policies.load import load_policy
 from tests.security.test_command_policy_bypass import bash, cautious
 from tools.commands import classify
 
