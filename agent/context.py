@@ -13,7 +13,7 @@ from pathlib import Path
 from agent.brain import Brain
 from agent.journal.chain import Journal
 from agent.models import Campaign
-from agent.run.effects import Ledger
+from agent.run.ledger import Ledger
 from policies.engine import PolicyEngine
 from policies.schema import Policy
 from tools.artifacts import ArtifactStore
@@ -37,7 +37,7 @@ class RunContext:
     started_at: float = 0.0  # epoch seconds when the session started (budget: wall time)
     spent_usd: float = 0.0  # LLM spend so far (RuleBrain spends nothing)
     budget_approved: set[str] = field(default_factory=set)  # limits a person or rule agreed to go past
-    ledger: Ledger = field(default_factory=Ledger)  # mutations by idempotency key (agent/effects.py)
+    ledger: Ledger = field(default_factory=Ledger)  # mutations by idempotency key (agent/run/ledger.py)
     _slots: dict[str, threading.BoundedSemaphore] = field(default_factory=dict)
     _slots_lock: threading.Lock = field(default_factory=threading.Lock)
 

@@ -16,7 +16,8 @@ from agent.brain.rules import RuleBrain
 from agent.campaign import load_campaign
 from agent.context import RunContext
 from agent.journal.chain import Journal
-from agent.run.execute import LinkLost, Planned, _command_task
+from agent.run.execute import LinkLost, _command_task
+from agent.run.planning import Planned
 from policies.engine import PolicyEngine
 from policies.load import load_policy
 from tests import sshd as harness

@@ -10,7 +10,7 @@ from agent.models import Assessment, Campaign, Finding, Option, Plan
 from policies.gates import Decision, Gate
 
 if TYPE_CHECKING:
-    from agent.run.investigation import Toolbox
+    from agent.brain.toolbox import Toolbox
 
 
 class Brain(Protocol):

@@ -30,10 +30,10 @@ from agent.brain.schemas import (
     RationaleSubmission,
     tool_spec,
 )
+from agent.brain.toolbox import TOOL_SPECS, Toolbox
 from agent.journal import events as ev
 from agent.journal.chain import Journal
 from agent.models import BUILTIN_VARS, TEMPLATE_VAR, Assessment, BrainSpec, Campaign, CommandSpec, Finding, Option, Plan
-from agent.run.investigation import TOOL_SPECS, Toolbox
 from policies.decisions import DecisionError, NotUnderstood
 from policies.engine import kinds_for_condition
 from policies.expr import Condition, ExprError

@@ -18,7 +18,7 @@ from langgraph.func import task
 from agent.journal import events as ev
 from agent.journal.chain import Journal
 from agent.models import BrainSpec, Price
-from agent.run.effects import graph_task
+from agent.run.ledger import graph_task
 
 # $/MTok, from Anthropic's published price list (5-minute cache writes).
 PRICES: dict[str, Price] = {

@@ -15,7 +15,7 @@ from policies.gates import Decision, Gate
 from tools.transport import CommandResult
 
 if TYPE_CHECKING:
-    from agent.run.investigation import Toolbox
+    from agent.brain.toolbox import Toolbox
 
 
 def _first_line(text: str) -> str:

@@ -9,7 +9,8 @@ from langgraph.runtime import Runtime
 from agent.context import RunContext
 from agent.journal import events as ev
 from agent.run.effects import MutationInDoubt
-from agent.run.execute import CommandRefused, rendered, run_spec
+from agent.run.execute import run_spec
+from agent.run.planning import CommandRefused, rendered
 from agent.state import State
 
 

@@ -13,7 +13,7 @@ from langgraph.types import interrupt
 
 from agent.context import RunContext
 from agent.models import CommandSpec
-from agent.run.execute import rendered
+from agent.run.planning import rendered
 from agent.state import State
 from policies.engine import SessionRule
 from policies.facts import (

@@ -12,7 +12,7 @@ from agent.context import RunContext
 from agent.journal import events as ev
 from agent.models import CommandSpec
 from agent.nodes.investigate import pending_requests
-from agent.run.execute import command_class, rendered, upload_class, upload_command
+from agent.run.planning import command_class, rendered, upload_class, upload_command
 from agent.state import State
 
 

@@ -11,7 +11,8 @@ from agent.context import RunContext
 from agent.journal import events as ev
 from agent.models import CommandSpec, StressSpec
 from agent.nodes.benchmark import bench_once
-from agent.run.execute import CommandRefused, run_spec
+from agent.run.execute import run_spec
+from agent.run.planning import CommandRefused
 from agent.run.verification import recent
 from agent.state import State
 from tools.noise import band, delta_pct, noise_of, runs_for

@@ -12,20 +12,19 @@ is replayed by LangGraph from the checkpoint; the ledger covers the windows wher
 
 from __future__ import annotations
 
-import threading
 import time
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from agent.journal import events as ev
-from tools.transport import CommandResult
+from agent.models import CommandSpec
+from agent.run.dispatch import run_one
+from agent.run.ledger import Effect
+from agent.run.planning import Planned, command_class, plan
+from tools.transport import CommandResult, gone_after
 
 if TYPE_CHECKING:
     from agent.context import RunContext
-    from agent.run.execute import Planned
-
-Effect = Literal["apply", "revert"]
 
 
 class MutationInDoubt(RuntimeError):
@@ -37,33 +36,6 @@ class MutationInDoubt(RuntimeError):
             f"the {effect} of #{option} on {host} was cut short by a crash and {why}, so whether it took effect "
             "is unknown"
         )
-
-
-@dataclass
-class Ledger:
-    """The session's mutations by key, read from its journal at start and kept current as it runs."""
-
-    started: dict[str, dict[str, Any]] = field(default_factory=dict)
-    finished: dict[str, dict[str, Any]] = field(default_factory=dict)
-    _calls: dict[str, int] = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def next_call(self, scope: str) -> int:
-        """The index of the next command call in this graph task (the same on the first run and on resume)."""
-        with self._lock:
-            index = self._calls.get(scope, 0)
-            self._calls[scope] = index + 1
-            return index
-
-
-def graph_task() -> str | None:
-    """The running graph task's namespace (stable across a resume), or None outside a graph run."""
-    from langgraph.config import get_config
-
-    try:
-        return get_config()["configurable"].get("checkpoint_ns") or None
-    except RuntimeError:
-        return None
 
 
 def mutate(
@@ -78,8 +50,6 @@ def mutate(
     approved: tuple[str, ...] = (),
     last: bool = True,
 ) -> CommandResult:
-    from agent.run.execute import run_one
-
     def recovered(action: str, **extra: Any) -> None:
         ctx.journal.append(
             ev.MutationRecovered(key=key, host=p.host.name, effect=effect, option=option, action=action, **extra)
@@ -119,9 +89,6 @@ def took_effect(
     last: bool,
 ) -> bool:
     """Run the option's check on the host in doubt; raise MutationInDoubt when it cannot tell."""
-    from agent.models import CommandSpec
-    from agent.run.execute import command_class, plan, run_one
-
     spec = ctx.campaign.option(option).check if option is not None else None
     why = None
     if spec is None:
@@ -148,8 +115,6 @@ def took_effect(
 def _outwait(ctx: RunContext, p: Planned, started: dict[str, Any], *, key: str) -> None:
     """The cut-short command may still be running (its backstop outlives a killed signoff): checking
     before it is gone could see a half-done change, and running it again would race it."""
-    from tools.transport import gone_after
-
     began = datetime.fromisoformat(started["ts"].replace("Z", "+00:00"))
     until = began + timedelta(seconds=gone_after(float(started.get("timeout_s") or 0)))
     wait = (until - datetime.now(UTC)).total_seconds()

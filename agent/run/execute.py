@@ -7,102 +7,23 @@ timeout, and secrets travel on stdin (the command line only says "$NAME").
 
 from __future__ import annotations
 
-import contextlib
-import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from langgraph.func import task
 from langgraph.types import RetryPolicy
 
-from agent import crashpoints
-from agent.campaign import render
 from agent.context import RunContext
 from agent.journal import events as ev
-from agent.models import TEMPLATE_VAR, CommandSpec
-from agent.run.effects import Effect, MutationInDoubt, graph_task, mutate
-from tools.artifacts import StorageFull
-from tools.commands import Verdict, classify
-from tools.secrets import delivery_script, encode_for_delivery
+from agent.models import CommandSpec
+from agent.run.dispatch import run_one
+from agent.run.effects import MutationInDoubt, mutate
+from agent.run.ledger import Effect, graph_task
+from agent.run.planning import CommandRefused, Planned, command_class, plan
 from tools.transport import CommandResult, Host, TransportError
-
-
-class CommandRefused(RuntimeError):
-    """The command policy does not let this command run (deny, or ask without approval)."""
-
-    def __init__(self, command: str, verdict: Verdict) -> None:
-        self.command, self.verdict = command, verdict
-        super().__init__(f"command {verdict.klass}: {verdict.part!r} {verdict.reason}")
-
-
-@dataclass(frozen=True)
-class Planned:
-    host: Host
-    command: str  # what the policy checks and the journal shows: secrets appear as "$NAME"
-    stdin: bytes | None = None
-    secrets: tuple[str, ...] = ()
-
-    @property
-    def script(self) -> str:
-        """What runs: read the secrets from stdin first (one encoded line each, see `plan`), then the command."""
-        return delivery_script(self.secrets) + self.command
-
-
-def variables(ctx: RunContext, host: Host) -> dict[str, str]:
-    base = {
-        "python": "python3" if host.transport == "ssh" else sys.executable,
-        "campaign_dir": str(ctx.campaign_dir),
-        "host": host.name,
-        "workdir": _workdir(ctx, host),
-        "session": ctx.session,
-        "num_prompts": str(ctx.campaign.benchmark.num_prompts or ""),
-    }
-    secret_names = ctx.secret_names()
-    public = {k: render(v, base) for k, v in ctx.campaign.vars.items() if k not in secret_names}
-    return {**base, **public, **{name: f'"${name}"' for name in secret_names}}
-
-
-def _workdir(ctx: RunContext, host: Host) -> str:
-    try:
-        return ctx.transport.workdir(host)
-    except TransportError:
-        return ""  # the host is unreachable: running the command will say so, as a failed result
-
-
-def plan(ctx: RunContext, spec: CommandSpec, *, only: Sequence[str] | None = None) -> list[Planned]:
-    """`spec` rendered for each of its hosts (only those named in `only`, when given)."""
-    out = []
-    names = ctx.secret_names()
-    for host in ctx.campaign.targets(spec.on):
-        if only is not None and host.name not in only:
-            continue
-        used = tuple(
-            dict.fromkeys(m.group(1) for m in TEMPLATE_VAR.finditer(_expand(ctx, spec.run)) if m.group(1) in names)
-        )
-        command = render(spec.run, variables(ctx, host))
-        # Encoded, so that a newline in one value cannot shift the next (raises on a value no shell can hold).
-        stdin = b"".join(encode_for_delivery(n, ctx.secrets[n]) for n in used) if used else None
-        out.append(Planned(host=host, command=command, stdin=stdin, secrets=used))
-    return out
-
-
-def _expand(ctx: RunContext, template: str) -> str:
-    """The template with public vars expanded one level, so secrets used through a var are found."""
-    public = {k: v for k, v in ctx.campaign.vars.items() if k not in ctx.secret_names()}
-    return TEMPLATE_VAR.sub(lambda m: public.get(m.group(1), m.group(0)), template)
-
-
-def rendered(ctx: RunContext, spec: CommandSpec) -> list[tuple[Host, str]]:
-    return [(p.host, p.command) for p in plan(ctx, spec)]
-
-
-def command_class(ctx: RunContext, command: str) -> Verdict:
-    rules = ctx.policy.model.commands
-    return classify(command, allow=rules.allow, ask=rules.ask, deny=rules.deny)
 
 
 def run_spec(
@@ -273,112 +194,6 @@ def _direct(
         return [one(planned[0])]
     with ThreadPoolExecutor(max_workers=len(planned)) as pool:
         return list(pool.map(one, planned))
-
-
-def run_one(
-    ctx: RunContext,
-    p: Planned,
-    *,
-    purpose: str,
-    option: int | None,
-    timeout: float,
-    on_timeout: Callable[[], None] | None = None,
-    key: str | None = None,
-    effect: Effect | None = None,
-) -> CommandResult:
-    # A diagnosis runs while its own command holds the host's turn.
-    turn = contextlib.nullcontext() if purpose.startswith("diagnose:") else ctx.fleet_slot(p.host)
-    with turn:
-        return _run_one(
-            ctx, p, purpose=purpose, option=option, timeout=timeout, on_timeout=on_timeout, key=key, effect=effect
-        )
-
-
-def _run_one(
-    ctx: RunContext,
-    p: Planned,
-    *,
-    purpose: str,
-    option: int | None,
-    timeout: float,
-    on_timeout: Callable[[], None] | None,
-    key: str | None,
-    effect: Effect | None,
-) -> CommandResult:
-    # A mutation's lines carry its idempotency key and are fsynced: after a crash they are the ledger.
-    keyed = {"key": key, "effect": effect} if key else {}
-    event = ctx.journal.append(
-        ev.CommandStarted(
-            host=p.host.name,
-            command=ctx.redact(p.command),
-            purpose=purpose,
-            option=option,
-            timeout_s=timeout,
-            secrets=list(p.secrets),
-            **keyed,
-        )
-    )
-    if key:
-        ctx.ledger.started[key] = {**event.data, "ts": event.ts}
-    try:
-        result = ctx.transport.run(p.host, p.script, timeout=timeout, stdin=p.stdin, on_timeout=on_timeout)
-    except StorageFull as exc:
-        if isinstance(exc.result, CommandResult):
-            # It ran to its end; only its output was lost. Say how it ended, so that a mutation is not
-            # taken for one cut short when the run resumes.
-            _finished(ctx, p, exc.result.model_copy(update={"command": ctx.redact(p.command)}), purpose, option, keyed)
-        raise
-    result = result.model_copy(update={"command": ctx.redact(p.command)})
-    crashpoints.reached(f"ran:{purpose}")
-    _finished(ctx, p, result, purpose, option, keyed)
-    return result
-
-
-def _finished(
-    ctx: RunContext, p: Planned, result: CommandResult, purpose: str, option: int | None, keyed: dict[str, Any]
-) -> None:
-    if keyed:
-        recorded = result.model_copy(
-            update={"stdout_tail": result.stdout_tail[-2000:], "stderr_tail": result.stderr_tail[-2000:]}
-        )
-        keyed = {**keyed, "result": recorded.model_dump(mode="json")}
-    ctx.journal.append(
-        ev.CommandFinished(
-            host=p.host.name,
-            purpose=purpose,
-            option=option,
-            exit=result.exit_code,
-            timed_out=result.timed_out,
-            killed=result.killed,
-            duration_s=result.duration_s,
-            stdout_digest=result.stdout_digest,
-            artifact=result.artifact,
-            stderr_artifact=result.stderr_artifact,
-            error=result.error,
-            **keyed,
-        )
-    )
-    if keyed:
-        ctx.ledger.finished[keyed["key"]] = keyed["result"]
-
-
-def upload_command(src: str, dest: str) -> str:
-    """How an upload is shown at the command gate and recorded when approved."""
-    return f"upload {src} -> {dest}"
-
-
-def upload_class(src: str, dest: str) -> Verdict:
-    """An upload writes a file like a redirect does, so it follows the redirect rule: a destination that
-    may land outside the host's working directory (absolute, `~`, `..` above it, or anything the shell
-    would expand) is `ask`, shown at the command gate; one inside it is allowed."""
-    shown = upload_command(src, dest)
-    depth, outside = 0, dest.startswith(("/", "~")) or any(c in dest for c in "$`\\*?[{\n\0")
-    for segment in dest.split("/"):
-        depth += -1 if segment == ".." else (0 if segment in ("", ".") else 1)
-        outside = outside or depth < 0
-    if outside:
-        return Verdict(klass="ask", part=shown, pattern=None, reason=f"writes outside the working directory: {dest}")
-    return Verdict(klass="allow", part=shown, pattern=None)
 
 
 def upload(ctx: RunContext, src: Path, dest: str, on: str) -> list[str]:

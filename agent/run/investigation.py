@@ -17,7 +17,9 @@ from typing import Any
 from agent.context import RunContext
 from agent.journal import events as ev
 from agent.models import Option, Probe
-from agent.run.execute import CommandRefused, Planned, command_class, plan, run_one, run_spec
+from agent.run.dispatch import run_one
+from agent.run.execute import run_spec
+from agent.run.planning import CommandRefused, Planned, command_class, plan
 from tools.commands import allowed_words, classify
 from tools.transport import CommandResult
 
@@ -251,49 +253,3 @@ def render_result(result: CommandResult, redact: Any) -> str:
     if len(text) > MAX_RESULT_CHARS:
         text = text[:MAX_RESULT_CHARS] + f"\n[… {len(text) - MAX_RESULT_CHARS} more characters not shown]"
     return text
-
-
-TOOL_SPECS: list[dict[str, Any]] = [
-    {
-        "name": "run_readonly",
-        "description": "Run a read-only shell command on a campaign host (in its working directory). Only "
-        "commands on the policy's read-only list run; anything else is sent to a person for approval.",
-        "input_schema": {
-            "type": "object",
-            "properties": {"host": {"type": "string"}, "command": {"type": "string"}},
-            "required": ["host", "command"],
-        },
-    },
-    {
-        "name": "read_file",
-        "description": "Read lines start..end (1-based, at most 1000) of a file on a host, with line numbers.",
-        "input_schema": {
-            "type": "object",
-            "properties": {
-                "host": {"type": "string"},
-                "path": {"type": "string"},
-                "start": {"type": "integer", "minimum": 1},
-                "end": {"type": "integer", "minimum": 1},
-            },
-            "required": ["host", "path"],
-        },
-    },
-    {
-        "name": "grep",
-        "description": "Search a file or directory tree on a host for an extended regex; prints path:line:text.",
-        "input_schema": {
-            "type": "object",
-            "properties": {"host": {"type": "string"}, "pattern": {"type": "string"}, "path": {"type": "string"}},
-            "required": ["host", "pattern"],
-        },
-    },
-    {
-        "name": "list_dir",
-        "description": "List a directory on a host (ls -la).",
-        "input_schema": {
-            "type": "object",
-            "properties": {"host": {"type": "string"}, "path": {"type": "string"}},
-            "required": ["host"],
-        },
-    },
-]

@@ -41,7 +41,7 @@ from agent.models import BrainSpec
 from agent.run.answers import answer as answer_gate
 from agent.run.answers import keeps_unsafe
 from agent.run.connect import HostRouter, ssh_factory
-from agent.run.effects import Ledger
+from agent.run.ledger import Ledger
 from agent.stopping import stop_requested
 from agent.store import open_store
 from agent.store.base import CheckpointUnreadable, Session, SessionBusy, Store, owner

@@ -24,7 +24,8 @@ from typing import Any
 
 from agent.context import RunContext
 from agent.models import CommandSpec, RollbackSpec
-from agent.run.execute import CommandRefused, plan, run_spec
+from agent.run.execute import run_spec
+from agent.run.planning import CommandRefused, plan
 from tools.noise import Band, Noise, band, delta_pct, trend_level
 
 RECENT = 4  # baseline-arm readings taken as "the baseline now": the last few of the A/B

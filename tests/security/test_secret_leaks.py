@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from agent.models import Campaign, CommandSpec
-from agent.run.execute import Planned, plan
+from agent.run.planning import Planned, plan
 from tests.conftest import ROOT, SIGNOFF
 from tools.artifacts import ArtifactStore
 from tools.output import StreamSink

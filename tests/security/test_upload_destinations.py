@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.run.execute import upload_class
+from agent.run.planning import upload_class
 from tests.conftest import journal_events
 from tests.test_evidence import ALLOW_ALL, MINI
 

@@ -1,0 +1,104 @@
+"""Running one planned command on its host: its turn in the fleet, the journal lines before and after it,
+its secrets on stdin and its output into the artifact store. Every command signoff runs goes through here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+from agent import crashpoints
+from agent.context import RunContext
+from agent.journal import events as ev
+from agent.run.ledger import Effect
+from agent.run.planning import Planned
+from tools.artifacts import StorageFull
+from tools.transport import CommandResult
+
+
+def run_one(
+    ctx: RunContext,
+    p: Planned,
+    *,
+    purpose: str,
+    option: int | None,
+    timeout: float,
+    on_timeout: Callable[[], None] | None = None,
+    key: str | None = None,
+    effect: Effect | None = None,
+) -> CommandResult:
+    # A diagnosis runs while its own command holds the host's turn.
+    turn = contextlib.nullcontext() if purpose.startswith("diagnose:") else ctx.fleet_slot(p.host)
+    with turn:
+        return _run_one(
+            ctx, p, purpose=purpose, option=option, timeout=timeout, on_timeout=on_timeout, key=key, effect=effect
+        )
+
+
+def _run_one(
+    ctx: RunContext,
+    p: Planned,
+    *,
+    purpose: str,
+    option: int | None,
+    timeout: float,
+    on_timeout: Callable[[], None] | None,
+    key: str | None,
+    effect: Effect | None,
+) -> CommandResult:
+    # A mutation's lines carry its idempotency key and are fsynced: after a crash they are the ledger.
+    keyed = {"key": key, "effect": effect} if key else {}
+    event = ctx.journal.append(
+        ev.CommandStarted(
+            host=p.host.name,
+            command=ctx.redact(p.command),
+            purpose=purpose,
+            option=option,
+            timeout_s=timeout,
+            secrets=list(p.secrets),
+            **keyed,
+        )
+    )
+    if key:
+        ctx.ledger.started[key] = {**event.data, "ts": event.ts}
+    try:
+        result = ctx.transport.run(p.host, p.script, timeout=timeout, stdin=p.stdin, on_timeout=on_timeout)
+    except StorageFull as exc:
+        if isinstance(exc.result, CommandResult):
+            # It ran to its end; only its output was lost. Say how it ended, so that a mutation is not
+            # taken for one cut short when the run resumes.
+            _finished(ctx, p, exc.result.model_copy(update={"command": ctx.redact(p.command)}), purpose, option, keyed)
+        raise
+    result = result.model_copy(update={"command": ctx.redact(p.command)})
+    crashpoints.reached(f"ran:{purpose}")
+    _finished(ctx, p, result, purpose, option, keyed)
+    return result
+
+
+def _finished(
+    ctx: RunContext, p: Planned, result: CommandResult, purpose: str, option: int | None, keyed: dict[str, Any]
+) -> None:
+    if keyed:
+        recorded = result.model_copy(
+            update={"stdout_tail": result.stdout_tail[-2000:], "stderr_tail": result.stderr_tail[-2000:]}
+        )
+        keyed = {**keyed, "result": recorded.model_dump(mode="json")}
+    ctx.journal.append(
+        ev.CommandFinished(
+            host=p.host.name,
+            purpose=purpose,
+            option=option,
+            exit=result.exit_code,
+            timed_out=result.timed_out,
+            killed=result.killed,
+            duration_s=result.duration_s,
+            stdout_digest=result.stdout_digest,
+            artifact=result.artifact,
+            stderr_artifact=result.stderr_artifact,
+            error=result.error,
+            **keyed,
+        )
+    )
+    if keyed:
+        ctx.ledger.finished[keyed["key"]] = keyed["result"]

@@ -1,0 +1,109 @@
+"""What a command will be before it runs: rendered for each host it is on, with its variables and secrets
+named, and classed by the command policy (allow, ask or deny). Nothing here touches a host.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from agent.campaign import render
+from agent.context import RunContext
+from agent.models import TEMPLATE_VAR, CommandSpec
+from tools.commands import Verdict, classify
+from tools.secrets import delivery_script, encode_for_delivery
+from tools.transport import Host, TransportError
+
+
+class CommandRefused(RuntimeError):
+    """The command policy does not let this command run (deny, or ask without approval)."""
+
+    def __init__(self, command: str, verdict: Verdict) -> None:
+        self.command, self.verdict = command, verdict
+        super().__init__(f"command {verdict.klass}: {verdict.part!r} {verdict.reason}")
+
+
+@dataclass(frozen=True)
+class Planned:
+    host: Host
+    command: str  # what the policy checks and the journal shows: secrets appear as "$NAME"
+    stdin: bytes | None = None
+    secrets: tuple[str, ...] = ()
+
+    @property
+    def script(self) -> str:
+        """What runs: read the secrets from stdin first (one encoded line each, see `plan`), then the command."""
+        return delivery_script(self.secrets) + self.command
+
+
+def variables(ctx: RunContext, host: Host) -> dict[str, str]:
+    base = {
+        "python": "python3" if host.transport == "ssh" else sys.executable,
+        "campaign_dir": str(ctx.campaign_dir),
+        "host": host.name,
+        "workdir": _workdir(ctx, host),
+        "session": ctx.session,
+        "num_prompts": str(ctx.campaign.benchmark.num_prompts or ""),
+    }
+    secret_names = ctx.secret_names()
+    public = {k: render(v, base) for k, v in ctx.campaign.vars.items() if k not in secret_names}
+    return {**base, **public, **{name: f'"${name}"' for name in secret_names}}
+
+
+def _workdir(ctx: RunContext, host: Host) -> str:
+    try:
+        return ctx.transport.workdir(host)
+    except TransportError:
+        return ""  # the host is unreachable: running the command will say so, as a failed result
+
+
+def plan(ctx: RunContext, spec: CommandSpec, *, only: Sequence[str] | None = None) -> list[Planned]:
+    """`spec` rendered for each of its hosts (only those named in `only`, when given)."""
+    out = []
+    names = ctx.secret_names()
+    for host in ctx.campaign.targets(spec.on):
+        if only is not None and host.name not in only:
+            continue
+        used = tuple(
+            dict.fromkeys(m.group(1) for m in TEMPLATE_VAR.finditer(_expand(ctx, spec.run)) if m.group(1) in names)
+        )
+        command = render(spec.run, variables(ctx, host))
+        # Encoded, so that a newline in one value cannot shift the next (raises on a value no shell can hold).
+        stdin = b"".join(encode_for_delivery(n, ctx.secrets[n]) for n in used) if used else None
+        out.append(Planned(host=host, command=command, stdin=stdin, secrets=used))
+    return out
+
+
+def _expand(ctx: RunContext, template: str) -> str:
+    """The template with public vars expanded one level, so secrets used through a var are found."""
+    public = {k: v for k, v in ctx.campaign.vars.items() if k not in ctx.secret_names()}
+    return TEMPLATE_VAR.sub(lambda m: public.get(m.group(1), m.group(0)), template)
+
+
+def rendered(ctx: RunContext, spec: CommandSpec) -> list[tuple[Host, str]]:
+    return [(p.host, p.command) for p in plan(ctx, spec)]
+
+
+def command_class(ctx: RunContext, command: str) -> Verdict:
+    rules = ctx.policy.model.commands
+    return classify(command, allow=rules.allow, ask=rules.ask, deny=rules.deny)
+
+
+def upload_command(src: str, dest: str) -> str:
+    """How an upload is shown at the command gate and recorded when approved."""
+    return f"upload {src} -> {dest}"
+
+
+def upload_class(src: str, dest: str) -> Verdict:
+    """An upload writes a file like a redirect does, so it follows the redirect rule: a destination that
+    may land outside the host's working directory (absolute, `~`, `..` above it, or anything the shell
+    would expand) is `ask`, shown at the command gate; one inside it is allowed."""
+    shown = upload_command(src, dest)
+    depth, outside = 0, dest.startswith(("/", "~")) or any(c in dest for c in "$`\\*?[{\n\0")
+    for segment in dest.split("/"):
+        depth += -1 if segment == ".." else (0 if segment in ("", ".") else 1)
+        outside = outside or depth < 0
+    if outside:
+        return Verdict(klass="ask", part=shown, pattern=None, reason=f"writes outside the working directory: {dest}")
+    return Verdict(klass="allow", part=shown, pattern=None)
