@@ -19,6 +19,8 @@ from typing import Annotated, Any, Protocol
 
 import typer
 
+from agent.errors import BAD_INPUT, FAIL_ON_MATCHED, FAILED, INTERRUPTED, exit_code
+
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
@@ -32,7 +34,6 @@ app.add_typer(decision_app, name="decision")
 app.add_typer(policy_app, name="policy")
 app.add_typer(store_app, name="store")
 
-BAD_INPUT, FAILED, PAUSED = 2, 1, 3
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON summary object on stdout.")]
 PolicyOpt = Annotated[
@@ -101,25 +102,14 @@ def _fail(message: str, code: int) -> typer.Exit:
 
 def _store(url: str | None) -> Any:
     """The store `--store`/`SIGNOFF_STORE` names, or a one-line error (exit 2)."""
-    from agent.errors import SessionError
     from agent.store import open_store
 
-    try:
-        return open_store(url)
-    except SessionError as exc:
-        raise _fail(str(exc), BAD_INPUT) from None
+    return open_store(url)
 
 
 def _find(session: str, store: str | None) -> Any:
-    from agent.errors import SessionError
 
-    try:
-        return _store(store).find(session)
-    except SessionError as exc:
-        raise _fail(str(exc), BAD_INPUT) from None
-
-
-FAIL_ON_MATCHED = 4
+    return _store(store).find(session)
 
 
 def _finish(out: Any, as_json: bool, fail_on: list[str] | None = None) -> None:
@@ -167,7 +157,7 @@ def _live_tui(d: Any) -> Any:
 
     assert screens is not None
     if screens.live(d):
-        raise _fail(f"quit while the run was still going; `signoff resume {d.id}` continues it", 130)
+        raise _fail(f"quit while the run was still going; `signoff resume {d.id}` continues it", INTERRUPTED)
     try:
         with d.locked():
             return Runner(d, headless=True).outcome()
@@ -198,7 +188,8 @@ def _fail_on(values: list[str] | None) -> list[str]:
 def _existing_session(session: str, store: str | None, *, accept_policy_change: bool = False) -> Iterator[Any]:
     """Find and lock a session, refusing to go on under a policy file that changed on disk unless
     the person accepts the change; errors become one-line messages and exit codes."""
-    from agent.run.runner import RunFailed, SessionError
+    from agent.errors import RunFailed
+    from agent.run.runner import SessionError
 
     d = _find(session, store)
     try:
@@ -252,24 +243,22 @@ def _run(
     store: str | None = None,
     wait: bool = False,
 ) -> None:
+    from agent.errors import RunFailed
     from agent.report.console import Progress
-    from agent.run.runner import RunFailed, Runner, SessionError, SourceError, create
+    from agent.run.runner import Runner, SessionError, create
 
     checks = _fail_on(fail_on)
-    try:
-        d = create(
-            campaign,
-            policy,
-            demo=demo,
-            accept_new_host_keys=accept_new_host_keys,
-            ssh_config=ssh_config,
-            campaign_text=campaign_text,
-            brain=brain,
-            model=model,
-            store=_store(store),
-        )
-    except SourceError as exc:
-        raise _fail(str(exc), BAD_INPUT) from None
+    d = create(
+        campaign,
+        policy,
+        demo=demo,
+        accept_new_host_keys=accept_new_host_keys,
+        ssh_config=ssh_config,
+        campaign_text=campaign_text,
+        brain=brain,
+        model=model,
+        store=_store(store),
+    )
     if not headless and not as_json and screens is not None and _terminal():
         _finish(_live_tui(d), as_json, checks)
     progress = Progress(plain=True if as_json else None)
@@ -281,7 +270,7 @@ def _run(
     except RunFailed as exc:
         raise _fail(f"session {d.id} failed: {exc}; see its journal, then `signoff resume {d.id}`", FAILED) from None
     except KeyboardInterrupt:
-        raise _fail(f"interrupted; `signoff resume {d.id}` continues from the last step", 130) from None
+        raise _fail(f"interrupted; `signoff resume {d.id}` continues from the last step", INTERRUPTED) from None
     _finish(out, as_json, checks)
 
 
@@ -372,8 +361,9 @@ def decide(
 ) -> None:
     """Answer the gate a paused session is waiting at, then resume it (or, when a runner on any machine
     holds the session waiting for this answer, hand the answer to it and report where it got to)."""
+    from agent.errors import RunFailed
     from agent.report.console import Progress
-    from agent.run.runner import DecisionError, RunFailed, Runner, SessionBusy, SessionError
+    from agent.run.runner import DecisionError, Runner, SessionBusy, SessionError
 
     checks = _fail_on(fail_on)
     if by is not None and not re.fullmatch(r"[\w.@+-][\w .@+-]{0,63}", by):
@@ -699,7 +689,7 @@ def attach(
             BAD_INPUT,
         )
     if screens.attach(d):
-        raise _fail(f"detached while the run was going; `signoff resume {d.id}` continues it", 130)
+        raise _fail(f"detached while the run was going; `signoff resume {d.id}` continues it", INTERRUPTED)
     try:
         with d.locked():
             out = Runner(d, headless=True).outcome()
@@ -876,7 +866,7 @@ def decision_parse(
     as_json: JsonOpt = False,
 ) -> None:
     """Show how a one-liner would be understood at a gate (nothing is recorded)."""
-    from policies.decisions import DecisionError, parse_decision
+    from policies.decisions import parse_decision
     from policies.gates import GATE_KINDS
 
     if gate not in GATE_KINDS:
@@ -891,10 +881,7 @@ def decision_parse(
         if not sep or not key.strip().lstrip("#").isdigit() or not words.strip():
             raise _fail(f"--title takes ID=TITLE, e.g. --title '2=overlap scheduler', not {entry!r}", BAD_INPUT)
         titles[int(key.strip().lstrip("#"))] = words.strip()
-    try:
-        d = parse_decision(text, kind=gate, options=ids or sorted(titles), titles=titles)  # type: ignore[arg-type]
-    except DecisionError as exc:
-        raise _fail(str(exc), BAD_INPUT) from None
+    d = parse_decision(text, kind=gate, options=ids or sorted(titles), titles=titles)  # type: ignore[arg-type]
     if as_json:
         typer.echo(d.model_dump_json(indent=2))
     else:
@@ -1080,7 +1067,13 @@ def main() -> None:
     try:
         app()
     except KeyboardInterrupt:
-        sys.exit(130)
+        sys.exit(INTERRUPTED)
+    except Exception as exc:  # an error signoff raises on purpose is one line and its exit code; a bug is not
+        code = exit_code(exc)
+        if code is None:
+            raise
+        print(f"signoff: {exc}", file=sys.stderr)
+        sys.exit(code)
 
 
 def _drain(signum: int, frame: Any) -> None:

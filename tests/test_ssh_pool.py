@@ -15,8 +15,9 @@ from langgraph.func import entrypoint
 from agent.brain.rules import RuleBrain
 from agent.campaign import load_campaign
 from agent.context import RunContext
+from agent.errors import LinkLost
 from agent.journal.chain import Journal
-from agent.run.execute import LinkLost, _command_task
+from agent.run.execute import _command_task
 from agent.run.planning import Planned
 from policies.engine import PolicyEngine
 from policies.load import load_policy

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from agent.brain.client import LLMClient, LLMError
+from agent.brain.client import LLMClient
 from agent.brain.rules import RuleBrain
 from agent.brain.schemas import (
     Cited,
@@ -31,6 +31,7 @@ from agent.brain.schemas import (
     tool_spec,
 )
 from agent.brain.toolbox import TOOL_SPECS, Toolbox
+from agent.errors import LLMError, StepFailed
 from agent.journal import events as ev
 from agent.journal.chain import Journal
 from agent.models import BUILTIN_VARS, TEMPLATE_VAR, Assessment, BrainSpec, Campaign, CommandSpec, Finding, Option, Plan
@@ -80,10 +81,6 @@ DECISION_TOOL = tool_spec(
 )
 _PERCENT = re.compile(r"([-+−]?\d+(?:\.\d+)?)\s*%")
 _NUMBER = re.compile(r"(?<![\w.])[-+−]?\d+(?:,\d{3})*(?:\.\d+)?(?![\w.])")
-
-
-class StepFailed(RuntimeError):
-    """The model's output for one step was unusable after the repair round."""
 
 
 # The model is advisory: whatever goes wrong on its path (the API, its output, or a bug of ours in

@@ -15,6 +15,7 @@ from typing import Any
 
 from langgraph.func import task
 
+from agent.errors import LLMError
 from agent.journal import events as ev
 from agent.journal.chain import Journal
 from agent.models import BrainSpec, Price
@@ -37,10 +38,6 @@ PRICES: dict[str, Price] = {
 ASSUMED = Price(input=10.0, output=50.0, cache_write=12.5, cache_read=1.0)
 RETRYABLE = {408, 409, 429, 500, 502, 503, 504, 529}
 MAX_WAIT_S = 60.0  # a server's retry-after beyond this is not waited out in one step
-
-
-class LLMError(RuntimeError):
-    """A call that failed for good (after retries) or that cannot be made (no key)."""
 
 
 def price_for(spec: BrainSpec) -> tuple[Price, str]:

@@ -7,10 +7,10 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from agent.context import RunContext
+from agent.errors import CommandRefused, MutationInDoubt
 from agent.journal import events as ev
-from agent.run.effects import MutationInDoubt
 from agent.run.execute import run_spec
-from agent.run.planning import CommandRefused, rendered
+from agent.run.planning import rendered
 from agent.state import State
 
 

@@ -13,11 +13,10 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from agent.context import RunContext
+from agent.errors import CommandRefused, MutationInDoubt
 from agent.journal import events as ev
 from agent.models import CommandSpec
-from agent.run.effects import MutationInDoubt
 from agent.run.execute import run_spec
-from agent.run.planning import CommandRefused
 from agent.state import State
 from tools.abstats import ABResult, BenchRun, analyse, outlier_pairs, pair_order
 from tools.benchparse import BenchParseError, parse

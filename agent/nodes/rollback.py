@@ -11,12 +11,11 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from agent.context import RunContext
+from agent.errors import CommandRefused, MutationInDoubt
 from agent.journal import events as ev
 from agent.nodes.benchmark import bench_once
 from agent.nodes.gates import option_hosts
-from agent.run.effects import MutationInDoubt
 from agent.run.execute import run_spec
-from agent.run.planning import CommandRefused
 from agent.run.verification import judge, settled, state_check
 from agent.state import State
 from tools.noise import noise_of

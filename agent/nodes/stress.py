@@ -8,11 +8,11 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from agent.context import RunContext
+from agent.errors import CommandRefused
 from agent.journal import events as ev
 from agent.models import CommandSpec, StressSpec
 from agent.nodes.benchmark import bench_once
 from agent.run.execute import run_spec
-from agent.run.planning import CommandRefused
 from agent.run.verification import recent
 from agent.state import State
 from tools.noise import band, delta_pct, noise_of, runs_for

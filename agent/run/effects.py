@@ -16,6 +16,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from agent.errors import MutationInDoubt
 from agent.journal import events as ev
 from agent.models import CommandSpec
 from agent.run.dispatch import run_one
@@ -25,17 +26,6 @@ from tools.transport import CommandResult, gone_after
 
 if TYPE_CHECKING:
     from agent.context import RunContext
-
-
-class MutationInDoubt(RuntimeError):
-    """A mutation was cut short by a crash and nothing can tell whether it took effect."""
-
-    def __init__(self, key: str, host: str, effect: Effect, option: int | None, why: str) -> None:
-        self.key, self.host, self.effect, self.option = key, host, effect, option
-        super().__init__(
-            f"the {effect} of #{option} on {host} was cut short by a crash and {why}, so whether it took effect "
-            "is unknown"
-        )
 
 
 def mutate(

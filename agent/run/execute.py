@@ -17,12 +17,13 @@ from langgraph.func import task
 from langgraph.types import RetryPolicy
 
 from agent.context import RunContext
+from agent.errors import CommandRefused, LinkLost, MutationInDoubt
 from agent.journal import events as ev
 from agent.models import CommandSpec
 from agent.run.dispatch import run_one
-from agent.run.effects import MutationInDoubt, mutate
+from agent.run.effects import mutate
 from agent.run.ledger import Effect, graph_task
-from agent.run.planning import CommandRefused, Planned, command_class, plan
+from agent.run.planning import Planned, command_class, plan
 from tools.transport import CommandResult, Host, TransportError
 
 
@@ -104,14 +105,6 @@ def run_spec(
     if doubt is not None:
         raise doubt
     return results
-
-
-class LinkLost(RuntimeError):
-    """The link to the host dropped mid-command; a read-only command may simply run again."""
-
-    def __init__(self, result: CommandResult) -> None:
-        self.result = result
-        super().__init__(result.error)
 
 
 # Commands that only look (a second run changes nothing on the host): the ones worth running again

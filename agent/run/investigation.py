@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.context import RunContext
+from agent.errors import CommandRefused
 from agent.journal import events as ev
 from agent.models import Option, Probe
 from agent.run.dispatch import run_one
 from agent.run.execute import run_spec
-from agent.run.planning import CommandRefused, Planned, command_class, plan
+from agent.run.planning import Planned, command_class, plan
 from tools.commands import allowed_words, classify
 from tools.transport import CommandResult
 

@@ -16,14 +16,6 @@ from tools.secrets import delivery_script, encode_for_delivery
 from tools.transport import Host, TransportError
 
 
-class CommandRefused(RuntimeError):
-    """The command policy does not let this command run (deny, or ask without approval)."""
-
-    def __init__(self, command: str, verdict: Verdict) -> None:
-        self.command, self.verdict = command, verdict
-        super().__init__(f"command {verdict.klass}: {verdict.part!r} {verdict.reason}")
-
-
 @dataclass(frozen=True)
 class Planned:
     host: Host

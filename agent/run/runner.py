@@ -31,7 +31,16 @@ from agent.brain import Brain
 from agent.brain.rules import RuleBrain
 from agent.campaign import LoadedCampaign, load_campaign, refuse_literal_secrets, with_proposals
 from agent.context import RunContext
-from agent.errors import SessionError
+from agent.errors import (
+    FAILED,
+    FINISHED,
+    PAUSED,
+    CheckpointUnreadable,
+    DocumentsChanged,
+    RunFailed,
+    SessionBusy,
+    SessionError,
+)
 from agent.journal import events as ev
 from agent.journal.chain import ENDING_KINDS, Record
 from agent.journal.documents import DOCUMENTS, mismatch
@@ -44,7 +53,7 @@ from agent.run.connect import HostRouter, ssh_factory
 from agent.run.ledger import Ledger
 from agent.stopping import stop_requested
 from agent.store import open_store
-from agent.store.base import CheckpointUnreadable, Session, SessionBusy, Store, owner
+from agent.store.base import Session, Store, owner
 from agent.store.listing import list_sessions
 from agent.store.local import SessionDir
 from agent.store.serde import blocked_types
@@ -60,11 +69,7 @@ from tools.secrets import Redactor, is_secret_name
 from tools.transport import LocalTransport
 
 Status = Literal["finished", "paused", "failed", "stopped"]
-EXIT = {"finished": 0, "stopped": 0, "paused": 3, "failed": 1}
-
-
-class RunFailed(RuntimeError):
-    """The graph raised: journaled as session.failed; the checkpoint stays for `signoff resume`."""
+EXIT = {"finished": FINISHED, "stopped": FINISHED, "paused": PAUSED, "failed": FAILED}
 
 
 class Outcome(BaseModel):
@@ -240,16 +245,6 @@ def policy_drift(d: Session) -> tuple[Path, str] | None:
     if hashlib.sha256(text.encode()).hexdigest() == hashlib.sha256(current.encode()).hexdigest():
         return None
     return path, text
-
-
-class DocumentsChanged(SessionError):
-    """The session's own campaign.yaml or policy.yaml is not what its journal recorded: nothing runs."""
-
-    def __init__(self, session: str, problem: str) -> None:
-        self.problem = problem
-        super().__init__(
-            f"session {session}: {problem}; nothing ran (restore the file, or start a new session from it)"
-        )
 
 
 def check_documents(d: Session, journal: Any = None) -> None:

@@ -23,9 +23,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from agent.context import RunContext
+from agent.errors import CommandRefused
 from agent.models import CommandSpec, RollbackSpec
 from agent.run.execute import run_spec
-from agent.run.planning import CommandRefused, plan
+from agent.run.planning import plan
 from tools.noise import Band, Noise, band, delta_pct, trend_level
 
 RECENT = 4  # baseline-arm readings taken as "the baseline now": the last few of the A/B

@@ -32,14 +32,6 @@ def check_session_id(session_id: object) -> str:
     return session_id
 
 
-class SessionBusy(SessionError):
-    """Another process holds the session's lease (it is running the session)."""
-
-
-class CheckpointUnreadable(RuntimeError):
-    """The session's checkpoint store cannot be read, so the graph cannot resume."""
-
-
 class JournalWriter(Protocol):
     def subscribe(self, listener: Listener) -> None: ...
 

@@ -15,16 +15,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from agent.errors import SessionError
+from agent.errors import CheckpointUnreadable, SessionBusy, SessionError
 from agent.journal.chain import Journal, read_events
 from agent.privatefiles import private_file, write_private
-from agent.store.base import (
-    CheckpointUnreadable,
-    Session,
-    SessionBusy,
-    Store,
-    check_session_id,
-)
+from agent.store.base import Session, Store, check_session_id
 from agent.store.listing import list_sessions, sessions_root
 from agent.store.serde import serializer
 

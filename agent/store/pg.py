@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from agent.errors import SessionError
+from agent.errors import CheckpointUnreadable, SessionBusy, SessionError
 from agent.journal import pg as pgjournal
-from agent.store.base import CheckpointUnreadable, Session, SessionBusy, Store, check_session_id
+from agent.store.base import Session, Store, check_session_id
 from agent.store.listing import home, summarize
 from agent.store.local import private_dir, scratch_dir
 from agent.store.serde import serializer

@@ -85,7 +85,7 @@ def test_a_sessions_root_that_is_a_link_is_refused(home, tmp_path):
 def test_a_link_planted_at_a_sessions_checkpoint_db_is_never_written_through(home, tmp_path):
     """The checkpoint DB is made 0600 with O_NOFOLLOW: a link in its place is refused as unreadable
     (one line from the runner), and what it points to is left alone."""
-    from agent.store.base import CheckpointUnreadable
+    from agent.errors import CheckpointUnreadable
 
     target = tmp_path / "elsewhere.sqlite"
     target.write_bytes(b"")

@@ -28,19 +28,32 @@ def graph(root: Path, packages: tuple[str, ...] = PACKAGES) -> dict[str, set[str
     mods = modules(root, packages)
     edges: dict[str, set[str]] = {m: set() for m in mods}
     for name, path in mods.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             targets: list[str] = []
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                # `from a.b import c` reaches a.b, and a.b.c too when c is a module
-                targets = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
-            for target in targets:
-                if target in mods and target != name:
-                    edges[name].add(target)
-                elif target == name:
-                    edges[name].add(name)
+            elif isinstance(node, ast.ImportFrom):
+                base = _absolute(package, node.module, node.level)
+                if base is None:
+                    continue
+                # `from a.b import c` reaches a.b, or a.b.c when c is a module (a package's `__init__`
+                # importing its own submodules, `from a.b import c` in a/b/__init__.py, reaches only them)
+                subs = [f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in mods]
+                targets = subs if len(subs) == len(node.names) else [base, *subs]
+            edges[name].update(t for t in targets if t in mods)
     return edges
+
+
+def _absolute(package: str, module: str | None, level: int) -> str | None:
+    """The absolute name a `from` import refers to (relative ones resolved against `package`)."""
+    if level == 0:
+        return module
+    parts = package.split(".")
+    if level - 1 >= len(parts):
+        return None  # above the top of the tree: not one of ours
+    base = ".".join(parts[: len(parts) - (level - 1)])
+    return f"{base}.{module}" if module else base
 
 
 def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -81,27 +94,43 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def _path(edges: dict[str, set[str]], component: list[str]) -> str:
-    """One cycle through the component, written a -> b -> a."""
-    members, start = set(component), component[0]
-    trail, seen, at = [start], {start}, start
-    while True:
-        nxt = sorted(w for w in edges[at] if w in members)
-        back = (start in nxt and len(trail) > 1) or nxt == [start]
-        if back:
-            return " -> ".join([*trail, start])
-        fresh = [w for w in nxt if w not in seen]
-        if not fresh:
-            return " -> ".join([*trail, "…"])
-        at = fresh[0]
-        trail.append(at)
-        seen.add(at)
+def _shortest_cycle(edges: dict[str, set[str]], members: set[str], start: str) -> list[str]:
+    """The shortest cycle through `start` inside its component (breadth first; one always exists)."""
+    came: dict[str, str] = {}
+    frontier = [start]
+    while frontier:
+        nxt = []
+        for at in frontier:
+            for w in sorted(edges[at] & members):
+                if w == start:
+                    trail = [at]
+                    while trail[-1] != start:
+                        trail.append(came[trail[-1]])
+                    return [*reversed(trail), start]
+                if w not in came:
+                    came[w] = at
+                    nxt.append(w)
+        frontier = nxt
+    raise AssertionError(f"{start} is on no cycle")  # not reached for a component from `cycles`
+
+
+def describe(edges: dict[str, set[str]], component: list[str]) -> list[str]:
+    """Cycles through the component, written a -> b -> a, until every one of its modules is on one."""
+    members, shown, out = set(component), set[str](), []
+    for start in component:
+        if start not in shown:
+            cycle = _shortest_cycle(edges, members, start)
+            shown.update(cycle)
+            out.append(" -> ".join(cycle))
+    return out
 
 
 def test_no_import_cycles() -> None:
     edges = graph(ROOT)
     found = cycles(edges)
-    assert not found, "import cycles:\n" + "\n".join(_path(edges, c) for c in found)
+    assert not found, "import cycles:\n" + "\n".join(
+        f"{', '.join(c)}:\n" + "\n".join(f"  {line}" for line in describe(edges, c)) for c in found
+    )
 
 
 def test_the_detector_finds_a_cycle_however_it_is_hidden(tmp_path: Path) -> None:
@@ -116,4 +145,18 @@ def test_the_detector_finds_a_cycle_however_it_is_hidden(tmp_path: Path) -> None
     edges = graph(tmp_path, ("agent",))
     found = cycles(edges)
     assert found == [["agent.a", "agent.c", "agent.sub.b"]]
-    assert _path(edges, found[0]) == "agent.a -> agent.sub.b -> agent.c -> agent.a"
+    assert describe(edges, found[0]) == ["agent.a -> agent.sub.b -> agent.c -> agent.a"]
+
+
+def test_the_detector_resolves_relative_imports_and_own_submodules(tmp_path: Path) -> None:
+    pkg = tmp_path / "agent"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from agent import x\n")  # a package importing its own submodule
+    (pkg / "x.py").write_text("from . import y\n")
+    (pkg / "y.py").write_text("def f():\n    from .x import g\n")
+    (pkg / "z.py").write_text("import agent.z\n")
+    edges = graph(tmp_path, ("agent",))
+    assert edges["agent"] == {"agent.x"}
+    found = cycles(edges)
+    assert found == [["agent.x", "agent.y"], ["agent.z"]]
+    assert [describe(edges, c) for c in found] == [["agent.x -> agent.y -> agent.x"], ["agent.z -> agent.z"]]
