@@ -66,6 +66,7 @@ bench: $(DEVSTAMP) system-deps
 lint: $(DEVSTAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/basedpyright
 
 clean:
 	rm -rf $(VENV) .signoff

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent.brain import Brain
-from agent.journal.chain import Journal
 from agent.models import Campaign
 from agent.run.ledger import Ledger
+from agent.store.base import JournalWriter
 from policies.engine import PolicyEngine
 from policies.schema import Policy
 from tools.artifacts import ArtifactStore
@@ -27,7 +27,7 @@ class RunContext:
     campaign_dir: Path
     transport: Transport
     artifacts: ArtifactStore
-    journal: Journal
+    journal: JournalWriter
     policy: Policy
     engine: PolicyEngine
     brain: Brain

@@ -35,7 +35,7 @@ def _after_keep(state: State) -> str:
     return "report" if state.get("stopping") else "continue_gate"
 
 
-def build() -> StateGraph:
+def build() -> StateGraph[State, RunContext, Any, Any]:
     g: StateGraph[State, RunContext, Any, Any] = StateGraph(State, context_schema=RunContext)
     g.add_node("preflight", pick.preflight)
     g.add_node("setup", setup.setup)

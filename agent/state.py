@@ -71,3 +71,11 @@ class State(TypedDict, total=False):
     tried: Annotated[list[int], appended()]  # options that reached apply (budget: options tried)
     budget: dict[str, Any] | None  # the facts of the last budget check
     budget_approved: list[str]  # limits a person or rule agreed to go past
+
+
+def current(state: State) -> int:
+    """The option an option-scoped node works on: the graph routes to those nodes only once one is chosen."""
+    option = state.get("current")
+    if option is None:
+        raise RuntimeError("an option-scoped node ran with no current option (a routing bug in agent/graph.py)")
+    return option

@@ -59,7 +59,7 @@ _VERBS: list[tuple[str, Action]] = [
 ]  # fmt: skip
 # "try again" must win over "try": order the table by phrase length within a shared prefix.
 _VERBS.sort(key=lambda v: -len(v[0]))
-_VERB_RE = [(re.compile(rf"^{pattern}\b"), action) for pattern, action in _VERBS]
+_VERB_RE: list[tuple[re.Pattern[str], Action]] = [(re.compile(rf"^{pattern}\b"), action) for pattern, action in _VERBS]
 
 _HEDGES = ("sounds like", "i think", "i guess", "maybe", "probably", "perhaps", "seems like")
 _LEADS = ("let's", "lets", "please", "ok so", "okay so", "so", "then", "just", "only", "and")
@@ -221,7 +221,9 @@ def _clause(
     )
     if m:
         return Decision(action="select", targets=[int(m.group(1))], rationale=text)
-    found = next(((vm, verb) for pattern, verb in _VERB_RE if (vm := pattern.match(text))), None)
+    found: tuple[re.Match[str], Action] | None = next(
+        ((vm, verb) for pattern, verb in _VERB_RE if (vm := pattern.match(text))), None
+    )
     if found is None:
         raise NotUnderstood(f"didn't understand {text!r}: no decision verb; try: {', '.join(EXAMPLES)}")
     vm, action = found

@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from policies.expr import Condition, EvalError, ExprError
-from policies.gates import ALLOWED, FACTS, Decision, Gate, GateKind, check_facts
+from policies.gates import ALLOWED, FACTS, GATE_KINDS, Decision, Gate, GateKind, check_facts
 from policies.schema import Policy
 
 
@@ -146,9 +146,9 @@ def _try(
 def kinds_for_condition(condition: str | None) -> list[GateKind]:
     """The gate kinds whose facts a condition type-checks against (where a session rule can fire)."""
     if condition is None:
-        return list(FACTS)
+        return list(GATE_KINDS)
     kinds: list[GateKind] = []
-    for kind in FACTS:
+    for kind in GATE_KINDS:
         try:
             Condition(condition, FACTS[kind])
         except ExprError:

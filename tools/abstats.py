@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, TypedDict
 
 from pydantic import BaseModel
 
@@ -90,6 +90,20 @@ class ABResult(BaseModel):
             f"{self.metric} {self.effect_pct:+.1f}% (95% CI {self.ci_low:+.1f}%…{self.ci_high:+.1f}%, "
             f"paired t, {self.pairs} interleaved pairs{wilcoxon}) → {self.verdict}"
         )
+
+
+class _Shared(TypedDict):
+    """The `ABResult` fields every outcome of `analyse` has, estimate or not."""
+
+    metric: str
+    higher_is_better: bool
+    pairs: int
+    ratios: list[float]
+    invalid_runs: int
+    noise_pct: float
+    equivalence_pct: float
+    a_mean: float | None
+    b_mean: float | None
 
 
 def paired_ci(ratios: Sequence[float]) -> tuple[float, float, float]:
@@ -190,7 +204,7 @@ def analyse(
     ]
     a_mean = statistics.fmean(a.value for a, _ in complete) if complete else None  # type: ignore[misc]
     b_mean = statistics.fmean(b.value for _, b in complete) if complete else None  # type: ignore[misc]
-    base = dict(
+    base = _Shared(
         metric=metric,
         higher_is_better=higher_is_better,
         pairs=len(ratios),

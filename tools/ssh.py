@@ -178,6 +178,7 @@ class KnownHosts:
 
     def _load(self, path: Path) -> None:
         import paramiko
+        from paramiko.hostkeys import HostKeyEntry
 
         if not path.exists():
             return
@@ -189,7 +190,7 @@ class KnownHosts:
             kept.append(line)
         for line in kept:
             try:
-                entry = paramiko.hostkeys.HostKeyEntry.from_line(line)
+                entry = HostKeyEntry.from_line(line)
             except (paramiko.SSHException, ValueError, IndexError):
                 continue
             if entry is not None:
@@ -288,8 +289,12 @@ class SSHTransport:
         saw the link drop make one new connection between them, not a dozen that close each other's."""
         with self._host_lock(host.name):
             conn = self._pool.get(host.name)
-            reusable = conn is not None and conn is not replacing and conn.alive()
-            if reusable and (time.monotonic() - conn.last_used < IDLE_PROBE_AFTER or self._probe(conn)):
+            if (
+                conn is not None
+                and conn is not replacing
+                and conn.alive()
+                and (time.monotonic() - conn.last_used < IDLE_PROBE_AFTER or self._probe(conn))
+            ):
                 return conn
             if conn is not None:
                 conn.close()
@@ -364,7 +369,8 @@ class SSHTransport:
                         hostname=endpoint.address,
                         port=endpoint.port,
                         username=endpoint.user,
-                        key_filename=endpoint.key_paths or None,
+                        # paramiko takes a list of paths too (its docs, and _auth); typeshed's stub says str only
+                        key_filename=endpoint.key_paths or None,  # pyright: ignore[reportArgumentType]
                         passphrase=endpoint.passphrase,
                         sock=sock,
                         timeout=CONNECT_TIMEOUT,
@@ -384,15 +390,16 @@ class SSHTransport:
                         f"{exc.expected_key.fingerprint}, got {exc.key.get_name()} {exc.key.fingerprint}; refusing "
                         "to connect (possible man-in-the-middle; fix known_hosts only after checking the host)"
                     ) from None
-                except paramiko.AuthenticationException as exc:
-                    client.close()
-                    keys = ", ".join(endpoint.key_paths) or ("ssh-agent" if endpoint.use_agent else "no key")
-                    raise TransportError(f"{endpoint.label()}: authentication failed with {keys}: {exc}") from None
                 except paramiko.PasswordRequiredException:
+                    # before AuthenticationException, which it subclasses: the hint says what to set
                     client.close()
                     raise TransportError(
                         f"{endpoint.label()}: the key is passphrase-protected; set passphrase_env on the host"
                     ) from None
+                except paramiko.AuthenticationException as exc:
+                    client.close()
+                    keys = ", ".join(endpoint.key_paths) or ("ssh-agent" if endpoint.use_agent else "no key")
+                    raise TransportError(f"{endpoint.label()}: authentication failed with {keys}: {exc}") from None
                 except (paramiko.SSHException, EOFError, OSError) as exc:
                     # Banner errors and resets: sshd's MaxStartups drops handshakes under a burst. Retry.
                     client.close()
@@ -400,6 +407,7 @@ class SSHTransport:
                     time.sleep(0.1 * 2**attempt)
                     continue
             transport = client.get_transport()
+            assert transport is not None  # connect() returned, so the client has its transport
             transport.set_keepalive(15)
             return _Connection(client, endpoint)
         raise TransportError(f"{endpoint.label()}: SSH handshake failed after retries: {last}")

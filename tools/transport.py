@@ -251,12 +251,14 @@ def finish(
     link_lost: bool = False,
 ) -> CommandResult:
     full: StorageFull | None = None
+    out_kept: tuple[str, str, str] | None = None
+    err_kept: tuple[str, str, str] | None = None
     try:
-        stdout, digest, artifact = out.close()
+        out_kept = out.close()
     except StorageFull as exc:  # both streams are closed and discarded: no partial artifact is left
         full = exc
     try:
-        stderr, _, stderr_artifact = err.close()
+        err_kept = err.close()
     except StorageFull as exc:
         full = full or exc
     ended = CommandResult(
@@ -271,6 +273,9 @@ def finish(
         # The command ran and how it ended is known; only its output could not be kept.
         full.result = ended.model_copy(update={"error": f"output not kept: {full.strerror}"})
         raise full
+    assert out_kept is not None and err_kept is not None  # a close() that did not return raised StorageFull
+    stdout, digest, artifact = out_kept
+    stderr, _, stderr_artifact = err_kept
     return ended.model_copy(
         update=dict(
             stdout_tail=stdout,

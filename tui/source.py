@@ -34,8 +34,12 @@ class Preview:
 
 
 class EventSource(Protocol):
-    read_only: bool
-    session: str
+    # read-only members: a class attribute, an instance attribute or a property all provide them
+    @property
+    def read_only(self) -> bool: ...
+
+    @property
+    def session(self) -> str: ...
 
     def poll(self) -> list[dict[str, Any]]: ...
 
@@ -217,8 +221,16 @@ class SanitizedSource:
     def __init__(self, inner: EventSource) -> None:
         self.inner = inner
 
-    def __getattr__(self, name: str) -> Any:  # read_only, session, dir, error: the wrapped source's own
+    def __getattr__(self, name: str) -> Any:  # dir, error, …: the wrapped source's own
         return getattr(self.inner, name)
+
+    @property
+    def read_only(self) -> bool:
+        return self.inner.read_only
+
+    @property
+    def session(self) -> str:
+        return self.inner.session
 
     def poll(self) -> list[dict[str, Any]]:
         return [shown(e) for e in self.inner.poll()]

@@ -33,8 +33,8 @@ from agent.brain.schemas import (
 from agent.brain.toolbox import TOOL_SPECS, Toolbox
 from agent.errors import LLMError, StepFailed
 from agent.journal import events as ev
-from agent.journal.chain import Journal
 from agent.models import BUILTIN_VARS, TEMPLATE_VAR, Assessment, BrainSpec, Campaign, CommandSpec, Finding, Option, Plan
+from agent.store.base import JournalWriter
 from policies.decisions import DecisionError, NotUnderstood
 from policies.engine import kinds_for_condition
 from policies.expr import Condition, ExprError
@@ -117,7 +117,7 @@ class ClaudeBrain:
         spec: BrainSpec,
         *,
         campaign: Campaign,
-        journal: Journal,
+        journal: JournalWriter,
         api_key: str,
         on_cost: Callable[[float], None] = lambda _: None,
         over_budget: Callable[[], str | None] = lambda: None,

@@ -17,9 +17,9 @@ from langgraph.func import task
 
 from agent.errors import LLMError
 from agent.journal import events as ev
-from agent.journal.chain import Journal
 from agent.models import BrainSpec, Price
 from agent.run.ledger import graph_task
+from agent.store.base import JournalWriter
 
 # $/MTok, from Anthropic's published price list (5-minute cache writes).
 PRICES: dict[str, Price] = {
@@ -65,7 +65,7 @@ class LLMClient:
         spec: BrainSpec,
         *,
         api_key: str,
-        journal: Journal,
+        journal: JournalWriter,
         on_cost: Callable[[float], None] = lambda _: None,
         sleep: Callable[[float], None] = time.sleep,
         base_url: str | None = None,
@@ -200,7 +200,8 @@ def _durable_call(client: LLMClient, request: dict[str, Any]) -> dict[str, Any]:
 def _status_failure(exc: Any) -> tuple[str, int, float | None]:
     status = int(exc.status_code)
     body = exc.body if isinstance(exc.body, dict) else {}
-    err = body.get("error") if isinstance(body.get("error"), dict) else {}
+    err = body.get("error")
+    err = err if isinstance(err, dict) else {}
     kind = err.get("type") or type(exc).__name__
     text = err.get("message") or str(exc)
     retry_after = None

@@ -465,6 +465,8 @@ class GateOpened(Event):
     question: str = ""
     facts: dict[str, Json] = {}
     recommendation: Json = None
+    note: str | None = None
+    recovered: bool | None = None  # journaled again after a crash (written only when true)
 
 
 class Decision(Event):
@@ -474,10 +476,14 @@ class Decision(Event):
     option: OptionId = None
     interrupt: str | None = None
     by: str | None = None
-    decision: dict[str, Json] = {}
+    decision: dict[str, Json] | None = None  # None: the one-liner was understood but decided nothing yet
     raw: str | None = None
     rule: str | None = None
     echo: str | None = None
+    parsed: dict[str, Json] | None = None  # what the one-liner was read as, before the gate's own checks
+    opened: str | None = None  # when the gate opened (a deadline's answer)
+    policy_sha256: str | None = None
+    recovered: bool | None = None
 
 
 class DecisionRejected(Event):

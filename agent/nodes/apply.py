@@ -11,12 +11,12 @@ from agent.errors import CommandRefused, MutationInDoubt
 from agent.journal import events as ev
 from agent.run.execute import run_spec
 from agent.run.planning import rendered
-from agent.state import State
+from agent.state import State, current
 
 
 def apply(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
-    option = ctx.campaign.option(state["current"])
+    option = ctx.campaign.option(current(state))
     key = str(option.id)
     undo = [{"host": h.name, "command": c} for spec in option.revert for h, c in rendered(ctx, spec)]
     ctx.journal.append(

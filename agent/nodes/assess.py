@@ -8,14 +8,14 @@ from langgraph.runtime import Runtime
 
 from agent.context import RunContext
 from agent.journal import events as ev
-from agent.state import State
+from agent.state import State, current
 
 
 def assess(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
-    key = str(state["current"])
-    option = ctx.campaign.option(state["current"])
-    ab = state["ab"][key]
+    key = str(current(state))
+    option = ctx.campaign.option(current(state))
+    ab = state.get("ab", {})[key]
     evidence = {
         "ab": ab,
         "stress": state.get("stress", {}).get(key, []),

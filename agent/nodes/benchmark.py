@@ -17,8 +17,8 @@ from agent.errors import CommandRefused, MutationInDoubt
 from agent.journal import events as ev
 from agent.models import CommandSpec
 from agent.run.execute import run_spec
-from agent.state import State
-from tools.abstats import ABResult, BenchRun, analyse, outlier_pairs, pair_order
+from agent.state import State, current
+from tools.abstats import ABResult, Arm, BenchRun, analyse, outlier_pairs, pair_order
 from tools.benchparse import BenchParseError, parse
 from tools.transport import CommandResult
 
@@ -27,7 +27,7 @@ def bench_once(
     ctx: RunContext,
     *,
     pair: int,
-    arm: str,
+    arm: Arm,
     option: int | None,
     approved: list[str],
     purpose: str = "ab",
@@ -121,7 +121,7 @@ def _fleet_run(
 def benchmark(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
     spec = ctx.campaign.benchmark
-    option = ctx.campaign.option(state["current"])
+    option = ctx.campaign.option(current(state))
     key = str(option.id)
     approved = state.get("approved", [])
     target = state.get("retry_pairs") or spec.pairs
@@ -202,9 +202,8 @@ def benchmark(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     if hosts:
         ab["hosts"] = hosts
     extra = {"hosts": hosts} if hosts else {}
-    ctx.journal.append(
-        ev.ABResult(option=option.id, summary=result.summary(), **result.model_dump(mode="json"), **extra)
-    )
+    fields = {"option": option.id, "summary": result.summary(), **result.model_dump(mode="json"), **extra}
+    ctx.journal.append(ev.ABResult.model_validate(fields))
     return {"ab": {key: ab}, "route": "stress"}
 
 

@@ -6,7 +6,7 @@ from the node's returned record (DESIGN §4).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
@@ -14,10 +14,11 @@ from langgraph.types import interrupt
 from agent.context import RunContext
 from agent.models import CommandSpec
 from agent.run.planning import rendered
-from agent.state import State
+from agent.state import State, current
 from policies.engine import SessionRule
 from policies.facts import (
     BudgetFacts,
+    CommandClass,
     CommandFacts,
     ContinueFacts,
     GateFacts,
@@ -293,7 +294,7 @@ def triage_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     lines = [f"Investigation of {len(findings)} option(s):"]
     for key in sorted(findings, key=int):
         f = findings[key]
-        title = state["options"][key]["title"]
+        title = state.get("options", {})[key]["title"]
         status = "NO-GO" if not f["feasible"] else ("hazard" if f["hazards"] else "clear")
         detail = "; ".join(f["blockers"] or f["hazards"]) or "probes passed"
         lines.append(f"- #{key} {title}: **{status}** — {detail}")
@@ -326,9 +327,9 @@ def triage_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
 
 
 def safety_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
-    current = state["current"]
-    key = str(current)
-    a = state["assessments"][key]
+    option = current(state)
+    key = str(option)
+    a = state.get("assessments", {})[key]
     per_host = state.get("ab", {}).get(key, {}).get("hosts") or {}
     facts = SafetyFacts(
         option=key,
@@ -350,7 +351,7 @@ def safety_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         hosts_measured=len(per_host) or 1,
         hosts_regressed=sum(1 for h in per_host.values() if h["verdict"] == "regressed"),
     )
-    title = state["options"][key]["title"]
+    title = state.get("options", {})[key]["title"]
     question = "\n".join(
         [
             f"#{key} {title}: safety **{a['verdict']}**, A/B **{a['ab_verdict']}**; "
@@ -358,7 +359,7 @@ def safety_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
             *[f"- {r}" for r in a["reasons"]],
             *([f"Assessor ({runtime.context.brain.name}): {a['rationale']}"] if a.get("rationale") else []),
             *_host_lines(per_host),
-            undo_plan(runtime.context, current),
+            undo_plan(runtime.context, option),
             "Keep it (continue), or skip it and roll back?"
             + (" Or keep it where it helps: approve on all except HOST[, HOST]." if per_host else ""),
         ]
@@ -368,10 +369,10 @@ def safety_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         "safety",
         question,
         facts,
-        option=current,
-        options=[current],
+        option=option,
+        options=[option],
         evidence=[f"ab #{key}", f"stress #{key}", f"assessment #{key}"],
-        hosts=option_hosts(runtime.context, current),
+        hosts=option_hosts(runtime.context, option),
     )
     decision, update = resolve(state, runtime, gate)
     if decision is None:
@@ -436,8 +437,8 @@ def continue_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
 
 
 def rollback_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
-    v = state["verification"] or {}
-    key = str(state["current"])
+    v = state.get("verification") or {}
+    key = str(current(state))
     facts = RollbackFacts(
         option=key,
         health_ok=bool(v.get("health_ok")),
@@ -451,10 +452,10 @@ def rollback_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     what = "a change to" if v.get("in_doubt") else "rollback of"
     question = (
         f"**CRITICAL** — {what} #{key} did not verify: {v.get('detail', 'no detail')}. The hosts may not "
-        f"be on the known-good baseline.\n{undo_plan(runtime.context, state['current'])}\n"
+        f"be on the known-good baseline.\n{undo_plan(runtime.context, current(state))}\n"
         "Revert (and verify), accept it as is, or stop?"
     )
-    gate = make_gate(state, "rollback", question, facts, option=state["current"])
+    gate = make_gate(state, "rollback", question, facts, option=current(state))
     decision, update = resolve(state, runtime, gate, critical=True)
     if decision is None:
         return update
@@ -495,7 +496,7 @@ def command_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         state,
         "command",
         question,
-        CommandFacts(command=command, host=host, klass=klass),
+        CommandFacts(command=command, host=host, klass=cast(CommandClass, klass)),
         option=option,
         options=[option] if option else [],
         commands=[c for _, c, _ in pending],

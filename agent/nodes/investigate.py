@@ -11,7 +11,7 @@ not run without approval, then lets the brain re-rank the feasible options with 
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any, Required, TypedDict
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
@@ -25,7 +25,7 @@ from agent.state import State
 
 
 class Subagent(TypedDict, total=False):
-    option_id: int
+    option_id: Required[int]
     approved: list[str]
     finding: dict[str, Any]
     findings: dict[str, dict[str, Any]]
@@ -39,7 +39,7 @@ class SubagentOutput(TypedDict, total=False):
 
 def fan_out(state: State, only: list[int] | None = None) -> list[Send]:
     approved = list(state.get("approved", []))
-    targets = only if only is not None else state["plan"]
+    targets = only if only is not None else state.get("plan", [])
     return [Send("investigate", {"option_id": o, "approved": approved}) for o in targets]
 
 
@@ -57,7 +57,7 @@ def explore(s: Subagent, runtime: Runtime[RunContext]) -> dict[str, Any]:
 
 
 def conclude(s: Subagent, runtime: Runtime[RunContext]) -> dict[str, Any]:
-    finding = Finding.model_validate(s["finding"])
+    finding = Finding.model_validate(s.get("finding"))
     key = str(finding.option)
     runtime.context.journal.append(ev.Finding(**finding.model_dump(mode="json")), actor=f"investigator#{key}")
     return {
@@ -70,8 +70,9 @@ def subgraph() -> Any:
     g: StateGraph[Subagent, RunContext, Any, Any] = StateGraph(
         Subagent, context_schema=RunContext, output_schema=SubagentOutput
     )
-    g.add_node("explore", explore)
-    g.add_node("conclude", conclude)
+    # A Send node's input is its own state type (Subagent); LangGraph's StateNode typing cannot say so.
+    g.add_node("explore", explore)  # pyright: ignore[reportArgumentType]
+    g.add_node("conclude", conclude)  # pyright: ignore[reportArgumentType]
     g.add_edge(START, "explore")
     g.add_edge("explore", "conclude")
     g.add_edge("conclude", END)

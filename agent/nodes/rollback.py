@@ -17,19 +17,19 @@ from agent.nodes.benchmark import bench_once
 from agent.nodes.gates import option_hosts
 from agent.run.execute import run_spec
 from agent.run.verification import judge, settled, state_check
-from agent.state import State
+from agent.state import State, current
 from tools.noise import noise_of
 
 
 def keep(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
-    key = str(state["current"])
-    a = state["assessments"][key]
-    decided = state["gates"][-1]["decision"]
+    key = str(current(state))
+    a = state.get("assessments", {})[key]
+    decided = state.get("gates", [])[-1]["decision"]
     excepted = decided.get("except_hosts") or []
     if excepted:
         return _keep_except(state, runtime, excepted)
-    ctx.journal.append(ev.Kept(option=state["current"], gain_pct=a["gain_pct"], ci=a["ci"], by=decided.get("by")))
+    ctx.journal.append(ev.Kept(option=current(state), gain_pct=a["gain_pct"], ci=a["ci"], by=decided.get("by")))
     reason = f"kept by {decided.get('by')}: {a['reasons'][-1]}"
     # The kept option is the new known-good baseline; its candidate-arm runs measured exactly that.
     new_reference = state.get("ab", {}).get(key, {}).get("b_values") or state.get("reference", [])
@@ -46,13 +46,13 @@ def _keep_except(state: State, runtime: Runtime[RunContext], excepted: list[str]
     named ones — reverted, health-checked and re-measured there against their own A-arm readings — and
     the fleet's new known-good baseline is measured afresh (it is neither arm of the A/B)."""
     ctx = runtime.context
-    key = str(state["current"])
-    a = state["assessments"][key]
-    decided = state["gates"][-1]["decision"]
-    kept_on = [h for h in option_hosts(ctx, state["current"]) if h not in excepted]
+    key = str(current(state))
+    a = state.get("assessments", {})[key]
+    decided = state.get("gates", [])[-1]["decision"]
+    kept_on = [h for h in option_hosts(ctx, current(state)) if h not in excepted]
     ctx.journal.append(
         ev.Kept(
-            option=state["current"],
+            option=current(state),
             gain_pct=a["gain_pct"],
             ci=a["ci"],
             by=decided.get("by"),
@@ -88,7 +88,7 @@ def _keep_except(state: State, runtime: Runtime[RunContext], excepted: list[str]
                     ctx,
                     pair=i,
                     arm="A",
-                    option=state["current"],
+                    option=current(state),
                     approved=state.get("approved", []),
                     purpose="baseline",
                 )
@@ -103,7 +103,7 @@ def _revert_on(state: State, runtime: Runtime[RunContext], hosts: list[str]) -> 
     """Revert the current option on `hosts` only, health-check them, and verify each one against its own
     readings from the A/B (the fleet's mean would hide one host)."""
     ctx = runtime.context
-    option = ctx.campaign.option(state["current"])
+    option = ctx.campaign.option(current(state))
     approved = state.get("approved", [])
     ctx.journal.append(ev.Phase(phase="rollback", option=option.id, hosts=hosts))
     try:
@@ -195,13 +195,13 @@ def _revert_on(state: State, runtime: Runtime[RunContext], hosts: list[str]) -> 
 
 def rollback(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
-    key = str(state["current"])
+    key = str(current(state))
     mine = state.get("options", {}).get(key, {})
     if mine.get("outcome") == "kept" and mine.get("except_hosts"):
         # Asked again (the rollback gate's retry) after a keep with exceptions: those hosts only.
         v = _revert_on(state, runtime, mine["except_hosts"])
         return {"verification": v, "options": {key: {"rollback": v}}}
-    option = ctx.campaign.option(state["current"])
+    option = ctx.campaign.option(current(state))
     approved = state.get("approved", [])
     ctx.journal.append(ev.Phase(phase="rollback", option=option.id))
     try:
@@ -335,5 +335,5 @@ def _noted(state: State, option_id: int, v: dict[str, Any]) -> dict[str, Any]:
     note = f"rollback {'verified' if v['verified'] else 'NOT verified'}: {v['detail']}"
     return {
         "verification": v,
-        "options": {key: {"reasons": [*state["options"][key].get("reasons", []), note], "rollback": v}},
+        "options": {key: {"reasons": [*state.get("options", {})[key].get("reasons", []), note], "rollback": v}},
     }

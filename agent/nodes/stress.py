@@ -14,7 +14,7 @@ from agent.models import CommandSpec, StressSpec
 from agent.nodes.benchmark import bench_once
 from agent.run.execute import run_spec
 from agent.run.verification import recent
-from agent.state import State
+from agent.state import State, current
 from tools.noise import band, delta_pct, noise_of, runs_for
 from tools.stress import StressResult, classify
 from tools.transport import Host
@@ -22,7 +22,7 @@ from tools.transport import Host
 
 def stress(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
-    option = state["current"]
+    option = current(state)
     results: list[dict[str, Any]] = []
     ctx.journal.append(ev.Phase(phase="stress", option=option, scenarios=len(ctx.campaign.stress)))
     for spec in ctx.campaign.stress:

@@ -15,9 +15,9 @@ from pydantic import BaseModel, Field
 from policies.decisions import DecisionError
 from policies.engine import SessionRule, kinds_for_condition
 from policies.expr import Condition, EvalError
-from policies.gates import ALLOWED, FACTS, MEANING, Decision, Gate
+from policies.gates import ALLOWED, FACTS, MEANING, Decision, Gate, GateKind
 
-PROGRESSION = ("plan", "triage", "continue_or_ask")
+PROGRESSION: tuple[GateKind, ...] = ("plan", "triage", "continue_or_ask")
 
 
 class Answer(BaseModel):
@@ -148,7 +148,7 @@ def answer(gate: Gate, decision: Decision, *, next_rule: int) -> Answer:
             echo = f"{_echo(gate, decision)} — KEEP #{gate.option}, which the assessment calls UNSAFE"
             return Answer(decision=decision, rules=rules, echo=echo + said)
         return Answer(decision=decision, rules=rules, echo=_echo(gate, decision) + said)
-    kinds = [k for k in kinds_for_condition(decision.condition) if decision.action in ALLOWED[k]]
+    kinds: list[GateKind] = [k for k in kinds_for_condition(decision.condition) if decision.action in ALLOWED[k]]
     if decision.action in ("continue", "approve"):
         # "keep going unless unsure" is about moving on; keeping an option, accepting a rollback or
         # running a command has to be said at that gate, not inferred from a rule given elsewhere.

@@ -34,6 +34,6 @@ def graph_task() -> str | None:
     from langgraph.config import get_config
 
     try:
-        return get_config()["configurable"].get("checkpoint_ns") or None
+        return get_config().get("configurable", {}).get("checkpoint_ns") or None
     except RuntimeError:
         return None
