@@ -16,7 +16,7 @@ from rich.text import Text
 
 from agent.journal.chain import Record
 from agent.journal.view import GateView, OptionView, SessionView
-from agent.report.console import progress_line
+from agent.report.console import pct, progress_line
 
 STATUS_STYLE = {
     "kept": "bold green",
@@ -45,10 +45,6 @@ KIND_STYLE = {
     "brain.fallback": "yellow",
     "permission.requested": "bold yellow",
 }
-
-
-def pct(value: float | None) -> str:
-    return "—" if value is None else f"{value:+.1f}%"
 
 
 def ci_text(ci: list[float] | None) -> str:

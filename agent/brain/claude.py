@@ -239,7 +239,7 @@ class ClaudeBrain:
             order=[r.option for r in sub.ranking if r.option not in infeasible] + [p.id for p in proposals],
             rationale={
                 **{
-                    r.option: f"{r.rationale} (est. {_pct(r.expected_gain_pct)}, risk {r.risk}, cost {r.cost})"
+                    r.option: f"{r.rationale} (est. {_prompt_pct(r.expected_gain_pct)}, risk {r.risk}, cost {r.cost})"
                     for r in sub.ranking
                 },
                 **{p.id: f"proposed: {p.hypothesis}" for p in proposals},
@@ -533,7 +533,8 @@ def _one_line(exc: Exception) -> str:
     return " ".join(str(exc).split())
 
 
-def _pct(value: float | None) -> str:
+def _prompt_pct(value: float | None) -> str:
+    """A percentage for the model to read: every digit kept (a report rounds to one decimal)."""
     return "?" if value is None else f"{value:+g}%"
 
 

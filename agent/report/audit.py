@@ -11,15 +11,12 @@ from pathlib import Path
 from agent.journal import events as ev
 from agent.journal.chain import read_events
 from agent.journal.view import OptionView, SessionView, fold
+from agent.report.console import pct
 from tools.terminal import printable
 
 
 def collect(journal: Path) -> SessionView:
     return fold(read_events(journal))
-
-
-def _pct(v: float | None) -> str:
-    return "—" if v is None else f"{v:+.1f}%"
 
 
 def _who(by: str | None) -> str:
@@ -49,7 +46,7 @@ def markdown(view: SessionView) -> str:
         f"- status: {status if view.ended is not None else f'not finished ({status})'} · {view.events} journal events",
     ]
     if view.report is not None and view.report.estimated_gain_pct is not None:
-        out.append(f"- estimated gain of what was kept: {_pct(view.report.estimated_gain_pct)}")
+        out.append(f"- estimated gain of what was kept: {pct(view.report.estimated_gain_pct)}")
     if view.started is not None:
         waited = view.wall_s - view.run_s
         out.append(
@@ -64,7 +61,7 @@ def markdown(view: SessionView) -> str:
         ci = (
             f"[{ab.ci_low:+.1f}, {ab.ci_high:+.1f}]" if ab and ab.ci_low is not None and ab.ci_high is not None else "—"
         )
-        gain = _pct(ab.effect_pct) if ab else "—"
+        gain = pct(ab.effect_pct) if ab else "—"
         safety = (o.assessment.verdict if o.assessment else None) or "—"
         out.append(f"| #{o.id} {_cell(o.title)} | **{o.outcome}** | {gain} | {ci} | {safety} |")
     for o in sorted(view.options.values(), key=lambda o: o.id):

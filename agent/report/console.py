@@ -18,7 +18,8 @@ from agent.journal.chain import Record
 from tools.terminal import printable, safe_console
 
 
-def _pct(value: float | None) -> str:
+def pct(value: float | None) -> str:
+    """A signed percentage as every report shows it: one decimal, "—" when there is none."""
     return "—" if value is None else f"{value:+.1f}%"
 
 
@@ -83,7 +84,7 @@ def progress_line(event: Record) -> str | None:
     if k == "rollback":
         return f"{opt}rollback {'verified' if d['verified'] else 'NOT verified'}: {d.get('detail')}"
     if k == "kept":
-        return f"{opt}kept ({_pct(d.get('gain_pct'))}) by {d.get('by')}"
+        return f"{opt}kept ({pct(d.get('gain_pct'))}) by {d.get('by')}"
     if k in ("setup.failed", "apply.failed", "bench.aborted"):
         return f"{opt}{k}: {d.get('error') or d.get('reason')}"
     return None
@@ -135,7 +136,7 @@ def print_report(out: Any, console: Console | None = None) -> None:
     for o in out.options:
         gain = "—"
         if o.get("gain_pct") is not None:
-            gain = _pct(o["gain_pct"]) + (f" [{o['ci'][0]:+.1f}, {o['ci'][1]:+.1f}]" if o.get("ci") else "")
+            gain = pct(o["gain_pct"]) + (f" [{o['ci'][0]:+.1f}, {o['ci'][1]:+.1f}]" if o.get("ci") else "")
         table.add_row(
             str(o["id"]),
             Text(o["title"]),

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent.errors import MutationInDoubt
 from agent.journal import events as ev
+from agent.journal.view import timestamp
 from agent.models import CommandSpec
 from agent.run.dispatch import run_one
 from agent.run.ledger import Effect
@@ -105,7 +106,7 @@ def took_effect(
 def _outwait(ctx: RunContext, p: Planned, started: dict[str, Any], *, key: str) -> None:
     """The cut-short command may still be running (its backstop outlives a killed signoff): checking
     before it is gone could see a half-done change, and running it again would race it."""
-    began = datetime.fromisoformat(started["ts"].replace("Z", "+00:00"))
+    began = timestamp(started.get("ts")) or datetime.now(UTC)  # a start line without its time: wait in full
     until = began + timedelta(seconds=gone_after(float(started.get("timeout_s") or 0)))
     wait = (until - datetime.now(UTC)).total_seconds()
     if wait > 0:
