@@ -61,7 +61,13 @@ class ArtifactStore:
         digest = hashlib.sha256(data).hexdigest()
         path = self.root / f"sha256-{digest}"
         if not path.exists():
-            tmp = path.with_suffix(".tmp")
+            # A temporary name of its own: two threads storing the same bytes must not share one file
+            # (the second `replace` would find it gone).
+            fd, name = _guarded(
+                self.root, lambda: tempfile.mkstemp(dir=self.root, prefix=f"sha256-{digest}.", suffix=".tmp")
+            )
+            os.close(fd)
+            tmp = Path(name)
             try:
                 _guarded(self.root, lambda: tmp.write_bytes(data))
             except StorageFull:
