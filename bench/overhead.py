@@ -34,7 +34,9 @@ RUNS = int(os.environ.get("BENCH_RUNS", "5"))
 
 from table import record  # noqa: E402
 
-from agent.run.runner import Runner, SessionDir, create  # noqa: E402
+from agent.run.create import create  # noqa: E402
+from agent.run.runner import Runner  # noqa: E402
+from agent.store.local import SessionDir  # noqa: E402
 from tools.transport import CommandResult, Host  # noqa: E402
 
 

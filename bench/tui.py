@@ -37,7 +37,7 @@ class Timed(Base):
 Timed(*ARGS, **KW).run(headless=True, size=(120, 40))
 """
 SIGNOFF_APP = """
-from agent.run.runner import SessionDir
+from agent.store.local import SessionDir
 from tui.app import SignoffApp
 from tui.source import ReplaySource
 Base, ARGS, KW = SignoffApp, (ReplaySource(SessionDir({session!r})),), {{"mode": "replay"}}
@@ -96,7 +96,7 @@ def big_journal(n: int) -> list[bytes]:
 
 async def open_and_jump(home: str) -> tuple[float, int]:
     os.environ["SIGNOFF_HOME"] = home
-    from agent.run.runner import SessionDir
+    from agent.store.local import SessionDir
     from tui.app import SignoffApp
     from tui.source import ReplaySource
 

@@ -544,8 +544,9 @@ def test_findings_re_rank_the_plan(tmp_path: Path, variant: Callable[..., Path])
 
 @pytest.fixture
 def toolbox(home: Path, variant: Callable[..., Path]) -> Any:
+    from agent.run.create import create
     from agent.run.investigation import Toolbox
-    from agent.run.runner import Runner, create
+    from agent.run.runner import Runner
 
     d = create(variant(), "cautious")
     runner = Runner(d)

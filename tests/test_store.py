@@ -14,7 +14,8 @@ import pytest
 from agent.errors import SessionError
 from agent.journal.chain import Journal, read_events
 from agent.journal.verify import verify
-from agent.run.runner import campaign_dir, create
+from agent.run.create import create
+from agent.run.documents import campaign_dir
 from agent.store.local import LocalStore
 from tests.conftest import DEMO_DIR, ROOT, fast
 

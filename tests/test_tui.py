@@ -18,7 +18,9 @@ from rich.console import Console
 from textual.css.query import NoMatches
 from textual.widgets import DataTable, Input, RichLog, Static
 
-from agent.run.runner import Runner, SessionDir, create
+from agent.run.create import create
+from agent.run.runner import Runner
+from agent.store.local import SessionDir
 from tests.conftest import ROOT, journal_events
 from tui import render
 from tui.app import SignoffApp
@@ -314,7 +316,7 @@ async def test_help_palette_and_theme(home: Path) -> None:
 
 
 def test_replay_source_refuses_answers(home: Path) -> None:
-    from agent.run.runner import SessionError
+    from agent.errors import SessionError
 
     source = ReplaySource(fixture_session(home))
     assert source.read_only and source.preview("continue").error

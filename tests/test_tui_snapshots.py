@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from textual.widgets import Input
 
-from agent.run.runner import SessionDir
+from agent.store.local import SessionDir
 from policies.gates import ALLOWED
 from tui.app import SignoffApp
 from tui.source import PendingGate, Preview, ReplaySource

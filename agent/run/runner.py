@@ -213,9 +213,7 @@ class Runner:
         opened = self._opened_at(interrupt_id)
         due = opened + timedelta(seconds=value["deadline_s"]) if value.get("deadline_s") and opened else None
         self.dir.write_meta({**self.dir.meta(), "waiting": owner()})
-        self.journal.append(
-            ev.SessionWaiting(interrupt=interrupt_id, runner=owner(), deadline=due and due.isoformat())
-        )
+        self.journal.append(ev.SessionWaiting(interrupt=interrupt_id, runner=owner(), deadline=due and due.isoformat()))
         try:
             while not stop_requested():
                 left = (due - datetime.now(UTC)).total_seconds() if due else 1.0

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from agent.errors import SessionError
-from agent.run import runner as session_module
+from agent.run import create as session_module
 from agent.store.local import LocalStore
 from tests.conftest import SIGNOFF
 

@@ -18,6 +18,7 @@ def test_every_error_is_a_signoff_error_with_a_sentence_and_an_exit_code(cls: ty
     assert issubclass(cls, SignoffError)
     assert cls.__doc__ and cls.__doc__.strip().endswith(".")
     assert cls.exit_code in (BAD_INPUT, FAILED)  # type: ignore[attr-defined]
+    assert exit_code(cls.__new__(cls)) == cls.exit_code  # type: ignore[attr-defined]  (no constructor: any instance)
 
 
 @pytest.mark.parametrize("where", sorted(FOREIGN), ids=lambda w: ".".join(w))

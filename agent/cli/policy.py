@@ -1,0 +1,176 @@
+"""Working with decisions and policies without a session: how a one-liner is understood at a gate
+(`decision parse`), and a policy file checked, explained, or improved from people's answers
+(`policy check`, `policy explain`, `policy suggest`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from agent.cli.shared import JsonOpt, StoreOpt, fail, find
+from agent.errors import BAD_INPUT, FAILED
+
+
+def decision_parse(
+    text: Annotated[str, typer.Argument(help="The one-line decision.")],
+    gate: Annotated[
+        str,
+        typer.Option("--gate", help="Gate kind: plan, triage, safety, continue_or_ask, rollback, command, budget."),
+    ],
+    options: Annotated[str, typer.Option("--options", help="Option ids nameable here, e.g. 1,2,3.")] = "",
+    title: Annotated[
+        list[str] | None,
+        typer.Option("--title", help="An option's title, to name it in words: --title '2=overlap scheduler'."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show how a one-liner would be understood at a gate (nothing is recorded)."""
+    from policies.decisions import parse_decision
+    from policies.gates import GATE_KINDS
+
+    if gate not in GATE_KINDS:
+        raise fail(f"unknown gate kind {gate!r}; one of {', '.join(GATE_KINDS)}", BAD_INPUT)
+    try:
+        ids = [int(x.strip().lstrip("#")) for x in options.split(",") if x.strip()]
+    except ValueError:
+        raise fail(f"--options takes comma-separated option ids, not {options!r}", BAD_INPUT) from None
+    titles: dict[int, str] = {}
+    for entry in title or []:
+        key, sep, words = entry.partition("=")
+        if not sep or not key.strip().lstrip("#").isdigit() or not words.strip():
+            raise fail(f"--title takes ID=TITLE, e.g. --title '2=overlap scheduler', not {entry!r}", BAD_INPUT)
+        titles[int(key.strip().lstrip("#"))] = words.strip()
+    d = parse_decision(text, kind=gate, options=ids or sorted(titles), titles=titles)  # type: ignore[arg-type]
+    if as_json:
+        typer.echo(d.model_dump_json(indent=2))
+    else:
+        typer.echo(d.describe() + (f" (read as: {'; '.join(d.read_as)}; needs confirmation)" if d.read_as else ""))
+
+
+def policy_suggest(
+    sessions: Annotated[list[str], typer.Argument(help="Session ids whose human answers to learn from.")],
+    policy: Annotated[
+        str | None,
+        typer.Option("--policy", help="The policy file to diff against (default: the one the first session ran)."),
+    ] = None,
+    minimum: Annotated[int, typer.Option("--min", help="Answers needed before a rule is suggested.")] = 2,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="Also write the suggested policy to this new file (never the original)."),
+    ] = None,
+    store: StoreOpt = None,
+) -> None:
+    """Suggest rules from gates people answered the same way repeatedly: printed as a diff, never applied."""
+    from contextlib import ExitStack
+
+    from agent.report.suggest import suggest
+    from policies.load import load_policy, load_policy_text
+
+    with ExitStack() as stack:
+        dirs = [find(s, store) for s in sessions]
+        for d in dirs:
+            stack.callback(d.close)
+        journals = [stack.enter_context(d.journal_file()) for d in dirs]
+        try:
+            if policy is not None:
+                base = load_policy(policy)
+            else:
+                started = next(e for e in dirs[0].events() if e["kind"] == "session.started")
+                base = load_policy_text(started["policy_text"], path=started.get("policy") or "policy.yaml")
+        except (FileNotFoundError, StopIteration) as exc:
+            raise fail(str(exc) or "the first session has no session.started event", BAD_INPUT) from None
+        notes, diff, text = suggest(journals, base, minimum=minimum)
+    for line in notes:
+        typer.echo(f"# {line}", err=True)
+    if diff:
+        typer.echo(diff, nl=False)
+        if out is not None:
+            if base.path is not None and out.resolve() == Path(base.path).resolve():
+                raise fail("--out must be a new file: suggestions are never applied to the policy in place", BAD_INPUT)
+            out.write_text(text)
+            typer.echo(f"# wrote the suggested policy to {out}", err=True)
+
+
+def policy_check(
+    file: Annotated[str, typer.Argument(help="Policy file or preset name.")],
+    as_json: JsonOpt = False,
+    strict: Annotated[bool, typer.Option("--strict", help="Exit 1 on lint warnings too.")] = False,
+) -> None:
+    """Load a policy (schema, CEL type checks against each gate's facts, its `tests:`) and lint it."""
+    from policies.load import load_policy
+    from policies.schema import SourceError, lint
+
+    try:
+        p = load_policy(file)
+    except SourceError as exc:
+        if as_json:
+            typer.echo(json.dumps({"ok": False, "error": str(exc), "file": exc.path, "line": exc.line, "warnings": []}))
+        raise  # and one line on stderr, exit 2 (agent/errors.py)
+    rules = sum(len(r) for r in p.rules.values())
+    warnings = lint(p)
+    if as_json:
+        typer.echo(
+            json.dumps(
+                {
+                    "ok": True,
+                    "name": p.name,
+                    "sha256": p.sha256,
+                    "rules": rules,
+                    "tests": len(p.model.tests),
+                    "warnings": [w.model_dump() | {"file": str(p.path)} for w in warnings],
+                }
+            )
+        )
+    else:
+        for w in warnings:
+            typer.echo(f"{p.path}:{w.line or 1}: warning: {w.message}", err=True)
+        typer.echo(
+            f"OK: {p.name} ({p.path}) — {rules} rules, {len(p.model.tests)} tests pass"
+            + (f", {len(warnings)} warning(s)" if warnings else "")
+        )
+    if strict and warnings:
+        raise typer.Exit(FAILED)
+
+
+def policy_explain(
+    file: Annotated[str, typer.Argument(help="Policy file or preset name.")],
+    gate: Annotated[str, typer.Option("--gate", help="Gate kind.")],
+    facts: Annotated[str, typer.Option("--facts", help='The gate\'s facts as JSON, e.g. \'{"verdict": "unsafe"}\'.')],
+    as_json: JsonOpt = False,
+) -> None:
+    """Show the decision a policy makes for these facts, the rule that made it, and why earlier rules did not."""
+    from policies.engine import PolicyEngine
+    from policies.gates import FACTS, GATE_KINDS
+    from policies.load import load_policy
+    from policies.schema import SourceError
+
+    if gate not in GATE_KINDS:
+        raise fail(f"unknown gate kind {gate!r}; one of {', '.join(GATE_KINDS)}", BAD_INPUT)
+    try:
+        values = json.loads(facts)
+        if not isinstance(values, dict):
+            raise ValueError("not an object")
+    except ValueError as exc:
+        raise fail(f"--facts must be a JSON object: {exc}", BAD_INPUT) from None
+    try:
+        p = load_policy(file)
+        ex = PolicyEngine(p).explain(gate, values)  # type: ignore[arg-type]
+    except SourceError:
+        raise  # one line, exit 2 (agent/errors.py); not the facts' fault
+    except ValueError as exc:
+        known = ", ".join(f"{n} ({s.type})" for n, s in FACTS[gate].items())  # type: ignore[index]
+        raise fail(f"{exc}; facts of a {gate} gate: {known}", BAD_INPUT) from None
+    if as_json:
+        typer.echo(ex.model_dump_json(indent=2, exclude_none=True))
+        return
+    d = ex.decision
+    typer.echo(f"decision: {d.action}" + (f" (then {d.then})" if d.then else "") + f" — by {d.by}")
+    for step in ex.steps:
+        typer.echo(f"  {step.rule}: {step.outcome}" + (f" — {step.detail}" if step.detail else ""))
+    missing = [n for n in FACTS[gate] if n not in values]  # type: ignore[index]
+    if missing:
+        typer.echo(f"  (facts not given: {', '.join(missing)}; rules that read them fail closed)")

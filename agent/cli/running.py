@@ -1,0 +1,381 @@
+"""The commands that run a session: `demo`, `run` (a new one), `decide` (answer its gate), `resume`, and
+`attach` (follow it, on screen or as lines). Each holds the session's lease while it runs it; a runner
+that waits for an answer (`--wait`) gets it from `decide` on any machine.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from agent.cli.shared import (
+    AcceptKeysOpt,
+    AcceptPolicyOpt,
+    BrainOpt,
+    FailOnOpt,
+    HeadlessOpt,
+    JsonOpt,
+    ModelOpt,
+    PolicyOpt,
+    SshConfigOpt,
+    StoreOpt,
+    WaitOpt,
+    check_policy_drift,
+    existing_session,
+    fail,
+    fail_on_checks,
+    find,
+    finish,
+    screens,
+    store_at,
+    terminal,
+)
+from agent.errors import BAD_INPUT, FAILED, INTERRUPTED
+
+if TYPE_CHECKING:
+    from agent.run.create import RunOptions
+
+STOPS = ("session.paused", "session.waiting", "session.finished", "session.failed", "session.interrupted")
+
+
+def _live_tui(d: Any) -> Any:
+    """Run a new session under the TUI; the outcome once the person quits (paused, finished, …)."""
+    from agent.errors import SessionError
+    from agent.run.runner import Runner
+
+    ui = screens()
+    assert ui is not None
+    if ui.live(d):
+        raise fail(f"quit while the run was still going; `signoff resume {d.id}` continues it", INTERRUPTED)
+    try:
+        with d.locked(), Runner(d, headless=True) as runner:
+            return runner.outcome()
+    except SessionError as exc:
+        raise fail(str(exc), FAILED) from None
+
+
+def _served(d: Any, out: Any, wait: bool, listeners: list[Any]) -> Any:
+    """With --wait, answer-and-go-on until the session ends (the caller holds the lease)."""
+    from agent.run.runner import Runner
+
+    while wait and out.status == "paused":
+        with Runner(d, headless=True) as runner:
+            if not runner.wait_for_answer():
+                break  # stopped by a signal while waiting: the session stays paused
+        with Runner(d, headless=True, listeners=listeners) as runner:
+            out = runner.resume()
+    return out
+
+
+def _run(campaign: Path, options: RunOptions) -> None:
+    from agent.errors import RunFailed, SessionError
+    from agent.report.console import Progress
+    from agent.run.create import create
+    from agent.run.runner import Runner
+
+    checks = fail_on_checks(options.fail_on)
+    d = create(campaign, options, store=store_at(options.store))
+    if not options.headless and not options.as_json and screens() is not None and terminal():
+        finish(_live_tui(d), options.as_json, checks)
+    progress = Progress(plain=True if options.as_json else None)
+    try:
+        with d.locked():
+            with Runner(d, headless=True, listeners=[progress]) as runner:
+                out = runner.start()
+            out = _served(d, out, options.wait, [progress])
+    except SessionError as exc:
+        raise fail(str(exc), FAILED) from None
+    except RunFailed as exc:
+        raise fail(f"session {d.id} failed: {exc}; see its journal, then `signoff resume {d.id}`", FAILED) from None
+    except KeyboardInterrupt:
+        raise fail(f"interrupted; `signoff resume {d.id}` continues from the last step", INTERRUPTED) from None
+    finish(out, options.as_json, checks)
+
+
+def demo(
+    headless: HeadlessOpt = False,
+    policy: PolicyOpt = "cautious",
+    as_json: JsonOpt = False,
+    ssh: Annotated[
+        str | None,
+        typer.Option("--ssh", help="HOST[:PORT]: put the demo's hosts on a real SSH host (alias or address)."),
+    ] = None,
+    ssh_config: SshConfigOpt = None,
+    accept_new_host_keys: AcceptKeysOpt = False,
+    fail_on: FailOnOpt = None,
+    brain: BrainOpt = None,
+    model: ModelOpt = None,
+    store: StoreOpt = None,
+    wait: WaitOpt = False,
+) -> None:
+    """Run the built-in decode-throughput demo (simulated hosts; no keys, no network)."""
+    from agent.run.create import RunOptions, demo_campaign, demo_over_ssh
+
+    campaign = demo_campaign()
+    try:
+        text = demo_over_ssh(campaign, ssh) if ssh else None
+    except ValueError as exc:
+        raise fail(str(exc), BAD_INPUT) from None
+    options = RunOptions(
+        policy=policy,
+        demo=True,
+        accept_new_host_keys=accept_new_host_keys,
+        ssh_config=ssh_config,
+        campaign_text=text,
+        brain=brain,
+        model=model,
+        store=store,
+        headless=headless,
+        as_json=as_json,
+        fail_on=tuple(fail_on or ()),
+        wait=wait,
+    )
+    _run(campaign, options)
+
+
+def run(
+    campaign: Annotated[Path, typer.Argument(help="Campaign YAML file.")],
+    policy: PolicyOpt = "cautious",
+    headless: HeadlessOpt = False,
+    as_json: JsonOpt = False,
+    ssh_config: SshConfigOpt = None,
+    accept_new_host_keys: AcceptKeysOpt = False,
+    fail_on: FailOnOpt = None,
+    brain: BrainOpt = None,
+    model: ModelOpt = None,
+    store: StoreOpt = None,
+    wait: WaitOpt = False,
+) -> None:
+    """Run a campaign. Pauses (exit 3) at any gate the policy says to ask about."""
+    from agent.run.create import RunOptions
+
+    options = RunOptions(
+        policy=policy,
+        accept_new_host_keys=accept_new_host_keys,
+        ssh_config=ssh_config,
+        brain=brain,
+        model=model,
+        store=store,
+        headless=headless,
+        as_json=as_json,
+        fail_on=tuple(fail_on or ()),
+        wait=wait,
+    )
+    _run(campaign, options)
+
+
+def decide(
+    session: Annotated[str, typer.Argument(help="Session id.")],
+    text: Annotated[str, typer.Argument(help='One line, e.g. "skip #2 for now if it\'s unsafe".')],
+    by: Annotated[str | None, typer.Option("--by", help="Who decides (default: your user name).")] = None,
+    no_resume: Annotated[bool, typer.Option("--no-resume", help="Record the decision; resume later.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", help="Confirm a hedged, rollback, stop or standing decision.")] = False,
+    as_json: JsonOpt = False,
+    fail_on: FailOnOpt = None,
+    accept_policy_change: AcceptPolicyOpt = False,
+    store: StoreOpt = None,
+) -> None:
+    """Answer the gate a paused session is waiting at, then resume it (or, when a runner on any machine
+    holds the session waiting for this answer, hand the answer to it and report where it got to)."""
+    from agent.errors import RunFailed, SessionBusy
+    from agent.report.console import Progress
+    from agent.run.runner import Runner
+    from policies.decisions import DecisionError
+
+    checks = fail_on_checks(fail_on)
+    if by is not None and not re.fullmatch(r"[\w.@+-][\w .@+-]{0,63}", by):
+        # A name is shown in reports and the journal as who decided: no escapes, colons or prefixes that
+        # could dress a person's decision up as a policy's ("policy:…", "\x1b[2K…").
+        raise fail(f"--by {by[:40]!r}: a name is 1-64 letters, digits, spaces and . @ + - _", BAD_INPUT)
+    who = f"human:{by or getpass.getuser()}"
+    d = find(session, store)
+    try:
+        with d.locked():
+            check_policy_drift(d, accept_policy_change)
+            with Runner(d, headless=True, listeners=[Progress(plain=True if as_json else None)]) as runner:
+                try:
+                    _, echo = runner.decide(text, by=who, confirmed=yes)
+                except DecisionError as exc:
+                    raise fail(f"{exc} (nothing changed)", BAD_INPUT) from None
+            typer.echo(f"decided: {echo}", err=True)
+            if no_resume:
+                with Runner(d, headless=True) as runner:
+                    out = runner.outcome()
+                out.echo = f"recorded: {echo}; run `signoff resume {session}` to continue"
+            else:
+                with Runner(d, headless=True, listeners=[Progress(plain=True if as_json else None)]) as runner:
+                    out = runner.resume()
+    except SessionBusy as busy:
+        out = _hand_over(d, busy, text, who=who, yes=yes, no_resume=no_resume)
+    except RunFailed as exc:
+        raise fail(f"session {session} failed: {exc}", FAILED) from None
+    finally:
+        d.close()
+    finish(out, as_json, checks)
+
+
+def _hand_over(d: Any, busy: Exception, text: str, *, who: str, yes: bool, no_resume: bool) -> Any:
+    """The session is held by a runner (`--wait`) that waits for exactly this: record the answer where
+    it looks (it wakes at once), then follow the journal until the session stands still again. If that
+    runner dies instead, take the session over and resume it here."""
+    import time
+
+    from agent.errors import SessionBusy
+    from agent.run.runner import Runner
+    from policies.decisions import DecisionError
+
+    deadline = time.monotonic() + 5.0
+    while not (waiting := d.meta().get("waiting")):
+        # A runner that has just paused takes a moment to start waiting; one that runs is busy.
+        if d.meta().get("status") != "paused" or time.monotonic() > deadline:
+            raise busy
+        time.sleep(0.1)
+    tail = d.tail()
+    try:
+        tail.read()  # what is journaled already: the stop we wait for comes after our answer
+        with Runner(d, headless=True) as runner:
+            try:
+                _, echo = runner.decide(text, by=who, confirmed=yes)
+            except DecisionError as exc:
+                raise fail(f"{exc} (nothing changed)", BAD_INPUT) from None
+        if no_resume:
+            typer.echo(f"decided: {echo}; the runner waiting on {waiting} goes on with it", err=True)
+            with Runner(d, headless=True) as runner:
+                out = runner.outcome()
+            out.echo = f"recorded: {echo}; the runner waiting on {waiting} goes on"
+            return out
+        typer.echo(f"decided: {echo}; handed to the runner waiting on {waiting}", err=True)
+        while True:
+            if any(e["kind"] in STOPS and e["kind"] != "session.waiting" for e in tail.read()):
+                with Runner(d, headless=True) as runner:
+                    return runner.outcome()
+            tail.wait(5.0)
+            try:
+                with d.locked(), Runner(d, headless=True) as runner:  # free: the runner is gone (or done)
+                    return runner.resume()
+            except SessionBusy:
+                continue
+    finally:
+        tail.close()
+
+
+def resume(
+    session: Annotated[str, typer.Argument(help="Session id.")],
+    revisit: Annotated[
+        bool, typer.Option("--revisit", help="Reopen the options deferred 'for now' and try them again.")
+    ] = False,
+    as_json: JsonOpt = False,
+    fail_on: FailOnOpt = None,
+    accept_policy_change: AcceptPolicyOpt = False,
+    store: StoreOpt = None,
+    wait: WaitOpt = False,
+) -> None:
+    """Continue a paused or interrupted session (applies decisions recorded with --no-resume and expired
+    gate deadlines); with --revisit, reopen a finished session's deferred options."""
+    from agent.report.console import Progress
+    from agent.run.runner import Runner
+
+    checks = fail_on_checks(fail_on)
+    with existing_session(session, store, accept_policy_change=accept_policy_change) as d:
+        progress = Progress(plain=True if as_json else None)
+        with Runner(d, headless=True, listeners=[progress]) as runner:
+            out = runner.revisit() if revisit else runner.resume()
+        out = _served(d, out, wait, [progress])
+    finish(out, as_json, checks)
+
+
+def attach(
+    session: Annotated[str, typer.Argument(help="Session id.")],
+    accept_policy_change: AcceptPolicyOpt = False,
+    follow: Annotated[
+        bool,
+        typer.Option(
+            "--follow",
+            help="No TUI: print the session's events as they are journaled (one JSON object per line with "
+            "--json) until it pauses or ends and no runner holds it; exits with its status code.",
+        ),
+    ] = False,
+    as_json: JsonOpt = False,
+    store: StoreOpt = None,
+) -> None:
+    """Follow a running or paused session in the TUI; answer its gate when it waits for one (the session
+    lock decides who runs: while another process runs it, you watch)."""
+    from agent.errors import SessionBusy, SessionError
+    from agent.run.runner import Runner
+
+    d = find(session, store)
+    if follow:
+        try:
+            _follow(d, as_json=as_json)
+        finally:
+            d.close()
+    try:
+        with d.locked():  # answering from the screen goes on under the policy: the same check as resume
+            check_policy_drift(d, accept_policy_change)
+    except SessionBusy:
+        pass  # running elsewhere: attach watches, and the runner already holds its policy
+    ui = screens()
+    if ui is None or not terminal():
+        raise fail(
+            "attach needs a terminal; headless, use `signoff attach --follow`, `signoff decide` and `signoff resume`",
+            BAD_INPUT,
+        )
+    if ui.attach(d):
+        raise fail(f"detached while the run was going; `signoff resume {d.id}` continues it", INTERRUPTED)
+    try:
+        with d.locked(), Runner(d, headless=True) as runner:
+            out = runner.outcome()
+    except SessionError:
+        typer.echo(f"detached; session {d.id} is still running elsewhere", err=True)
+        raise typer.Exit(0) from None
+    finish(out, False)
+
+
+def _follow(d: Any, *, as_json: bool) -> None:
+    """Print events as they arrive (on PostgreSQL a commit's NOTIFY wakes us; the local store's tail
+    checks the file's size), until the session stands still: its last event is a pause or an end and
+    nobody holds its lease."""
+    from agent.errors import SessionBusy
+    from agent.journal.events import entry
+    from agent.journal.view import SessionView
+    from agent.report.replay import describe
+    from agent.run.runner import Runner
+
+    tail = d.tail()
+    view = SessionView()
+    last = None
+
+    def show(batch: list[dict[str, Any]]) -> None:
+        nonlocal last
+        for e in batch:
+            last = e["kind"]
+            view.apply(entry(e))
+            if as_json:
+                typer.echo(json.dumps(e, sort_keys=True))
+            elif (line := describe(e, view)) is not None:
+                typer.echo(f"{e['seq']:>5} {e['ts'][11:23]} {line}")
+
+    try:
+        while True:
+            show(tail.read())
+            if last in STOPS:
+                try:
+                    with d.locked():
+                        more = tail.read()  # what was journaled before we took the lease
+                        show(more)
+                        if not more:
+                            with Runner(d, headless=True) as runner:
+                                out = runner.outcome()
+                            break
+                except SessionBusy:
+                    pass  # a runner goes on (or waits for an answer): keep following
+            tail.wait(5.0)
+    finally:
+        tail.close()
+    typer.echo(f"session {d.id}: {out.status}", err=True)
+    raise typer.Exit(out.exit_code)

@@ -1,0 +1,138 @@
+"""Where a session got to, for people and scripts: the `Outcome` (the `--json` summary and the report's
+source, with its exit code) built from the graph's state and the journal's facts (`SessionView`).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any, Literal, cast
+
+from pydantic import BaseModel
+
+from agent.errors import FAILED, FINISHED, PAUSED
+from agent.journal.view import TOKENS, SessionView, timestamp
+from agent.models import Campaign
+from agent.state import State
+from policies.gates import suggested_answer
+
+Status = Literal["finished", "paused", "failed", "stopped"]
+EXIT = {"finished": FINISHED, "stopped": FINISHED, "paused": PAUSED, "failed": FAILED}
+
+
+class Outcome(BaseModel):
+    session: str
+    status: Status
+    options: list[dict[str, Any]] = []
+    gates: list[dict[str, Any]] = []
+    pending_gate: dict[str, Any] | None = None
+    session_rules: list[dict[str, Any]] = []
+    deferred: dict[str, Any] | None = None  # {"options": [...], "revisit": "signoff resume ID --revisit"}
+    calibration: dict[str, Any] | None = None  # A/A noise floor, when the campaign asked for it
+    goal: dict[str, Any] | None = None
+    brain: dict[str, Any] | None = None  # which brain reasoned, and what its model calls cost
+    journal: str
+    error: str | None = None
+    echo: str | None = None
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT[self.status]
+
+    def forbidden(self, fail_on: set[str]) -> list[dict[str, Any]]:
+        """Gates decided in a way `--fail-on` forbids (ask = a person had to answer)."""
+        names = {"ask": "human", "default": "headless-default", "deadline": "deadline"}
+        return [g for g in self.gates if g["decided_as"] in {names[f] for f in fail_on}]
+
+
+def decided_as(by: str | None) -> str:
+    """human | policy-rule | session-rule | headless-default | deadline (from a decision's `by`)."""
+    by = by or ""
+    if by.startswith("human:"):
+        return "human"
+    if by.startswith("session-rule:"):
+        return "session-rule"
+    if by in ("headless-default", "deadline"):
+        return by
+    return "policy-rule"
+
+
+def ended_as(view: SessionView) -> str | None:
+    """How the journal says the run ended (its last session event is the end), or None."""
+    return None if view.ended is None else view.ended.status or "failed"
+
+
+def opened_at(view: SessionView, interrupt_id: str) -> datetime | None:
+    """When the gate behind `interrupt_id` opened, as the journal says (None if it never said)."""
+    gate = view.gate_opened_for(interrupt_id)
+    return None if gate is None else timestamp(gate.opened)
+
+
+def outcome_of(
+    snapshot: Any, view: SessionView, *, session: str, journal: str, campaign: Campaign, brain: str, status: str | None
+) -> Outcome:
+    """The outcome of `session` from its graph `snapshot` and its journal's `view`; `status` is what
+    meta.json says, for a session whose journal has not said how it ended."""
+    from agent.nodes.report import build_report
+
+    values = snapshot.values or {}
+    summary = build_report(cast(State, values), campaign.name)
+    pending = None
+    if snapshot.interrupts:
+        value = snapshot.interrupts[0].value
+        g = value["gate"]
+        pending = {
+            k: g.get(k) for k in ("id", "kind", "option", "question", "facts", "allowed", "options", "recommendation")
+        }
+        # Extensions: a command gate's numbered commands, and a one-liner this gate takes.
+        pending["commands"] = g.get("commands") or []
+        pending["suggested"] = suggested_answer(g["kind"], g.get("facts") or {})
+        opened = opened_at(view, snapshot.interrupts[0].id)
+        if value.get("deadline_s") and opened is not None:
+            at = opened + timedelta(seconds=value["deadline_s"])
+            pending["deadline"] = {"at": at.isoformat(timespec="seconds"), "on_deadline": value["on_deadline"]}
+        state: Status = "paused"
+    else:
+        # The journal's end first: a runner elsewhere may have journaled it before updating meta.
+        ended = ended_as(view) or status
+        state = ended if ended in EXIT else "failed"  # type: ignore[assignment]
+    return Outcome(
+        session=session,
+        status=state,
+        options=[
+            {k: o[k] for k in ("id", "title", "outcome", "gain_pct", "ci", "verdict", "reasons", "evidence")}
+            | {k: o[k] for k in ("hosts", "except_hosts") if o.get(k)}
+            for o in summary["options"]
+        ],
+        gates=[
+            {**{k: g[k] for k in ("kind", "option", "action", "by", "rule", "raw")}, "decided_as": decided_as(g["by"])}
+            for g in summary["gates"]
+        ],
+        session_rules=[r for r in values.get("session_rules", [])],
+        pending_gate=pending,
+        goal=goal_summary(campaign.goal, summary.get("estimated_gain_pct")),
+        calibration=summary.get("calibration"),
+        deferred={"options": summary["deferred"], "revisit": f"signoff resume {session} --revisit"}
+        if summary["deferred"] and not snapshot.interrupts
+        else None,
+        brain=brain_usage(view, brain),
+        journal=journal,
+        error=summary.get("error"),
+    )
+
+
+def goal_summary(goal: Any, estimated: float | None) -> dict[str, Any]:
+    met = None if goal.target_pct is None or estimated is None else estimated >= goal.target_pct
+    return {
+        "text": goal.text,
+        "metric": goal.metric,
+        "target_pct": goal.target_pct,
+        "estimated_pct": estimated,
+        "met": met,
+    }
+
+
+def brain_usage(view: SessionView, name: str) -> dict[str, Any]:
+    """Which brain reasoned, and what its model calls cost, as the journal counts them."""
+    usage = {"name": name, "calls": view.llm_calls, "retries": view.llm_retries}
+    tokens = {k: view.llm_tokens.get(k, 0) for k in TOKENS}
+    return {**usage, "fallbacks": view.brain_fallbacks, **tokens, "cost_usd": round(view.llm_usd, 6)}
