@@ -14,8 +14,10 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from agent.run.runner import DecisionError, Runner, SessionError
+from agent.errors import SessionError
+from agent.run.runner import Runner
 from agent.store.base import Session
+from policies.decisions import DecisionError
 from tools.terminal import MAX_LINE, printable
 
 
@@ -86,10 +88,8 @@ class SessionSource:
         if self._pending_at == self.tail.offset:
             return self._pending
         try:
-            with self.dir.locked():
-                runner = Runner(self.dir, headless=False)
+            with self.dir.locked(), Runner(self.dir, headless=False) as runner:
                 out = runner.outcome()
-                runner.journal.close()
         except SessionError:
             return None  # another runner has it: keep following the journal
         except Exception as exc:  # a session the screen cannot read: say so, keep following
@@ -109,12 +109,8 @@ class SessionSource:
 
     def preview(self, text: str) -> Preview:
         try:
-            with self.dir.locked():
-                runner = Runner(self.dir, headless=False)
-                try:
-                    echo, confirm = runner.preview(text, by=self._by)
-                finally:
-                    runner.journal.close()
+            with self.dir.locked(), Runner(self.dir, headless=False) as runner:
+                echo, confirm = runner.preview(text, by=self._by)
         except (DecisionError, SessionError) as exc:
             return Preview(error=str(exc))
         return Preview(echo=echo, confirm=confirm)

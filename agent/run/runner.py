@@ -32,7 +32,6 @@ from agent.run.outcome import Outcome, Status, ended_as, opened_at, outcome_of
 from agent.run.wiring import brain_for, run_context, session_documents
 from agent.stopping import stop_requested
 from agent.store.base import Session, owner
-from policies.decisions import DecisionError  # noqa: F401  (tui/source.py imports it from here)
 from policies.expr import engine_version
 from policies.gates import Gate
 from tools.artifacts import StorageFull
