@@ -1,6 +1,6 @@
 """Processes a test started, found and ended by PID: never by name, pattern or a user another test shares.
 
-Read straight from /proc, so no `pgrep`/`pkill` is needed anywhere (tests/test_hygiene.py checks that).
+Read straight from /proc, so no `pgrep`/`pkill` is needed anywhere (tests/unit/test_hygiene.py checks that).
 """
 
 from __future__ import annotations

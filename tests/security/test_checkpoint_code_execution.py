@@ -61,7 +61,7 @@ def test_resuming_a_paused_session_from_a_tampered_checkpoint_is_refused_in_one_
     """The same payload planted in a paused session's own checkpoints: `decide` runs nothing and says why
     in one line (LangGraph's own "Blocked deserialization" warning is not printed beside it)."""
     from tests.conftest import journal_events
-    from tests.test_evidence import ALLOW_ALL, MINI
+    from tests.e2e.test_evidence import ALLOW_ALL, MINI
 
     policy = tmp_path / "p.yaml"
     policy.write_text((ALLOW_ALL % "").replace('allow: ["*"]', 'allow: ["*python* *simserve.py *", "test *"]'))

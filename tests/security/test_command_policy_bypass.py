@@ -317,7 +317,7 @@ def campaign_commands(campaign_yaml: Path, python: str) -> list[str]:
 @pytest.mark.parametrize("python", [sys.executable, "python3"])
 def test_every_command_of_the_example_campaigns_is_allowed_under_its_policy(python: str) -> None:
     """The demo's campaign under every preset, and each real-system campaign under its own policy
-    (tests/test_real_systems.py checks the latter with its own rendering, too)."""
+    (tests/integration/test_real_systems.py checks the latter with its own rendering, too)."""
     demo = campaign_commands(ROOT / "examples" / "decode-campaign" / "campaign.yaml", python)
     for preset in ["cautious", "autonomous", "ask-everything"]:
         rules = load_policy(preset).model.commands
@@ -338,7 +338,7 @@ def test_a_denied_rm_hidden_in_a_substitution_never_runs_in_a_campaign(cli, vari
     """The reproduction as reported: an option whose apply step is `echo $(rm -rf DIR '(')` deleted DIR
     with exit 0 and no gate, since the regex classifier saw only `echo`. Now the step is refused by the
     deny pattern, the option is untested, and DIR is still there."""
-    from tests.test_evidence import ALLOW_ALL, MINI
+    from tests.e2e.test_evidence import ALLOW_ALL, MINI
 
     victim = tmp_path / "DIR"
     victim.mkdir()

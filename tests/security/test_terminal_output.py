@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import fast
-from tests.test_evidence import ALLOW_ALL
+from tests.e2e.test_evidence import ALLOW_ALL
 from tools.terminal import printable
 
 EVIL = (

@@ -9,7 +9,7 @@ import pytest
 
 from agent.run.planning import upload_class
 from tests.conftest import journal_events
-from tests.test_evidence import ALLOW_ALL, MINI
+from tests.e2e.test_evidence import ALLOW_ALL, MINI
 
 
 @pytest.mark.parametrize("dest", ["/etc/cron.d/x", "~/.bashrc", "../../x", "a/../../x", "$HOME/x", "`id`", "*.py"])

@@ -104,7 +104,7 @@ def test_a_modified_or_missing_artifact_and_an_altered_policy_text_are_caught(cl
 
 # ---------------------------------------------------------------- counterfactual re-decision (--policy)
 
-DEMO_JOURNAL = Path(__file__).parent / "fixtures" / "tui" / "demo-journal.jsonl"
+DEMO_JOURNAL = Path(__file__).parents[1] / "fixtures" / "tui" / "demo-journal.jsonl"
 DEMO_SESSION = "20261202-235327-0f62"
 
 
@@ -137,7 +137,7 @@ def test_fail_on_diff_is_the_ci_check_for_policy_edits(home: Path, cli: Any, tmp
     r = cli("replay", session, "--policy", "ask-everything", "--fail-on-diff")
     assert r.code == 4 and "4 of 6 gates would be decided differently; first divergence at gate g2" in r.stdout
     edited = tmp_path / "edited.yaml"
-    cautious = (Path(__file__).parent.parent / "policies" / "presets" / "cautious.yaml").read_text()
+    cautious = (Path(__file__).parents[2] / "policies" / "presets" / "cautious.yaml").read_text()
     stricter = cautious.replace("has_next_step && confidence >= 0.7", "has_next_step && confidence >= 0.95")
     edited.write_text(stricter.split("\ntests:")[0] + "\n")  # its self-tests pin the old threshold
     r = cli("replay", session, "--policy", str(edited), "--fail-on-diff")
@@ -242,7 +242,7 @@ def test_policy_suggest_turns_repeated_human_answers_into_a_proposed_rule(cli, v
     assert '+        when: "has_next_step"' in s.stdout and "+        decide: continue" in s.stdout
     assert "answered so 2 times" in s.stderr
     # ask-everything's own self-tests pin "ask" at triage: the suggestion is flagged, not slipped in.
-    preset = Path(__file__).parent.parent / "policies" / "presets" / "ask-everything.yaml"
+    preset = Path(__file__).parents[2] / "policies" / "presets" / "ask-everything.yaml"
     assert "does not load" in s.stderr and "test expects ask by rule ask-triage" in s.stderr
     # Without those self-tests the suggested policy loads; the original file is never touched.
     mine = tmp_path / "mine.yaml"

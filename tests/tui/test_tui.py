@@ -234,7 +234,7 @@ async def test_attach_only_watches_while_another_runner_holds_the_session(
 # ---------------------------------------------------------------- replay
 
 
-FIXTURE = Path(__file__).parent / "fixtures" / "tui" / "demo-journal.jsonl"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "tui" / "demo-journal.jsonl"
 
 
 def fixture_session(home: Path) -> SessionDir:

@@ -10,8 +10,8 @@ from agent.run.answers import answer
 from policies.decisions import parse_decision
 from policies.gates import ALLOWED, GATE_KINDS, suggested_answer
 from tests.conftest import journal_events
-from tests.test_evidence import ALLOW_ALL, MINI
-from tests.test_oneliner_corpus import gate, reading
+from tests.e2e.test_evidence import ALLOW_ALL, MINI
+from tests.unit.test_oneliner_corpus import gate, reading
 
 # The answers each gate's own question offers, as it words them (agent/nodes/gates.py).
 OFFERED = {

@@ -286,7 +286,7 @@ def test_a_session_killed_on_one_machine_finishes_on_another_with_its_pinned_key
 ):
     import shutil
 
-    from tests.test_ssh_campaign import mini
+    from tests.integration.test_ssh_campaign import mini
 
     empty = tmp_path / "empty_known_hosts"
     empty.write_text("")  # the host key is known only through the pin the first machine makes

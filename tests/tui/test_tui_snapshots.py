@@ -17,7 +17,7 @@ from policies.gates import ALLOWED
 from tui.app import SignoffApp
 from tui.source import PendingGate, Preview, ReplaySource
 
-FIXTURE = Path(__file__).parent / "fixtures" / "tui" / "demo-journal.jsonl"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "tui" / "demo-journal.jsonl"
 EVENTS = [json.loads(line) for line in FIXTURE.read_text().splitlines()]
 SIZE = (120, 40)
 

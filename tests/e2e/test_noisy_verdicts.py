@@ -14,7 +14,7 @@ import pytest
 from agent.models import RollbackSpec
 from agent.run.verification import judge, settled
 from tests.conftest import journal_events
-from tests.test_evidence import ALLOW_ALL
+from tests.e2e.test_evidence import ALLOW_ALL
 from tools.abstats import BenchRun, analyse
 from tools.noise import Noise, band, noise_of, successive_sd
 

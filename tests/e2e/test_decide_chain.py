@@ -191,7 +191,7 @@ def test_one_runner_per_session_and_kill_9_frees_the_lock_for_resume(cli, varian
 
 
 def test_a_policy_file_changed_on_disk_needs_an_explicit_accept(cli, variant, home, tmp_path):
-    preset = (Path(__file__).parent.parent / "policies" / "presets" / "ask-everything.yaml").read_text()
+    preset = (Path(__file__).parents[2] / "policies" / "presets" / "ask-everything.yaml").read_text()
     policy = tmp_path / "mine.yaml"
     policy.write_text(preset)
     r = cli("run", str(variant()), "--policy", str(policy), "--json")

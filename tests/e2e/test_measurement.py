@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.conftest import journal_events
-from tests.test_evidence import ALLOW_ALL, MINI
+from tests.e2e.test_evidence import ALLOW_ALL, MINI
 from tools.abstats import BenchRun, outlier_pairs
 from tools.stress import classify
 from tools.transport import CommandResult
