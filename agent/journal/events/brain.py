@@ -1,0 +1,52 @@
+"""The model behind the brain: its calls, retries, invalid answers and fallbacks."""
+
+# Each model narrows `kind` to its literal (that is what makes the union discriminated); models are frozen,
+# so the narrowing is sound, but the checker cannot know that of a pydantic field.
+# pyright: reportIncompatibleVariableOverride=false
+
+from __future__ import annotations
+
+from typing import Literal
+
+from agent.journal.events.base import Event, OptionId
+
+
+class BrainFallback(Event):
+    kind: Literal["brain.fallback"] = "brain.fallback"
+    step: str
+    option: OptionId = None
+    error: str | None = None
+
+
+class LlmCall(Event):
+    kind: Literal["llm.call"] = "llm.call"
+    purpose: str | None = None
+    option: OptionId = None
+    model: str | None = None
+    cost_usd: float = 0.0
+
+
+class LlmRetry(Event):
+    kind: Literal["llm.retry"] = "llm.retry"
+    purpose: str | None = None
+    option: OptionId = None
+    attempt: int | None = None
+    status: int | None = None
+    wait_s: float | None = None
+    error: str | None = None
+
+
+class LlmInvalid(Event):
+    kind: Literal["llm.invalid"] = "llm.invalid"
+    purpose: str | None = None
+    option: OptionId = None
+    attempt: int | None = None
+    error: str | None = None
+
+
+class LlmFailed(Event):
+    kind: Literal["llm.failed"] = "llm.failed"
+    purpose: str | None = None
+    option: OptionId = None
+    attempts: int | None = None
+    error: str | None = None

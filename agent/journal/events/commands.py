@@ -1,0 +1,98 @@
+"""Commands on hosts: each one started and finished, refused, uploads, and mutations a crash cut short."""
+
+# Each model narrows `kind` to its literal (that is what makes the union discriminated); models are frozen,
+# so the narrowing is sound, but the checker cannot know that of a pydantic field.
+# pyright: reportIncompatibleVariableOverride=false
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from agent.journal.events.base import Event, Json, OptionId
+
+
+class CommandStarted(Event):
+    kind: Literal["command.started"] = "command.started"
+    host: str
+    command: str
+    purpose: str | None = None
+    option: OptionId = None
+    timeout_s: float | None = None
+    secrets: list[str] = Field(default_factory=list)
+    key: str | None = None
+    effect: str | None = None
+
+
+class CommandFinished(Event):
+    kind: Literal["command.finished"] = "command.finished"
+    host: str
+    purpose: str | None = None
+    option: OptionId = None
+    exit: int | None = None
+    duration_s: float | None = None
+    timed_out: bool = False
+    killed: bool = False
+    error: str | None = None
+    artifact: str | None = None
+    stderr_artifact: str | None = None
+    stdout_digest: str | None = None
+    key: str | None = None
+    effect: str | None = None
+    result: Json = None
+
+
+class CommandRefused(Event):
+    kind: Literal["command.refused"] = "command.refused"
+    command: str | None = None
+    host: str | None = None
+    option: OptionId = None
+    klass: str | None = None
+    scope: str | None = None
+    purpose: str | None = None
+    part: str | None = None
+    pattern: str | None = None
+
+
+class FileUploaded(Event):
+    kind: Literal["file.uploaded"] = "file.uploaded"
+    host: str
+    src: str
+    dest: str
+    sha256: str | None = None
+
+
+class FileUploadFailed(Event):
+    kind: Literal["file.upload_failed"] = "file.upload_failed"
+    host: str
+    src: str
+    dest: str
+    error: str | None = None
+
+
+class MutationRecovered(Event):
+    kind: Literal["mutation.recovered"] = "mutation.recovered"
+    key: str
+    host: str
+    effect: str
+    option: OptionId = None
+    action: str
+    result: Json = None
+
+
+class MutationInDoubt(Event):
+    kind: Literal["mutation.in_doubt"] = "mutation.in_doubt"
+    key: str
+    host: str
+    effect: str
+    option: OptionId = None
+    reason: str | None = None
+
+
+class MutationWaiting(Event):
+    kind: Literal["mutation.waiting"] = "mutation.waiting"
+    key: str
+    host: str
+    until: str | None = None
+    seconds: float | None = None

@@ -1,0 +1,71 @@
+"""Gates and how they were decided, session rules, and the final report."""
+
+# Each model narrows `kind` to its literal (that is what makes the union discriminated); models are frozen,
+# so the narrowing is sound, but the checker cannot know that of a pydantic field.
+# pyright: reportIncompatibleVariableOverride=false
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from agent.journal.events.base import Event, Json, OptionId
+
+
+class GateOpened(Event):
+    kind: Literal["gate.opened"] = "gate.opened"
+    gate: str
+    gate_kind: str
+    option: OptionId = None
+    interrupt: str | None = None
+    question: str = ""
+    facts: dict[str, Json] = Field(default_factory=dict)
+    recommendation: Json = None
+    note: str | None = None
+    recovered: bool | None = None  # journaled again after a crash (written only when true)
+
+
+class Decision(Event):
+    kind: Literal["decision"] = "decision"
+    gate: str
+    gate_kind: str | None = None
+    option: OptionId = None
+    interrupt: str | None = None
+    by: str | None = None
+    decision: dict[str, Json] | None = None  # None: the one-liner was understood but decided nothing yet
+    raw: str | None = None
+    rule: str | None = None
+    echo: str | None = None
+    parsed: dict[str, Json] | None = None  # what the one-liner was read as, before the gate's own checks
+    opened: str | None = None  # when the gate opened (a deadline's answer)
+    policy_sha256: str | None = None
+    recovered: bool | None = None
+
+
+class DecisionRejected(Event):
+    kind: Literal["decision.rejected"] = "decision.rejected"
+    gate: str | None = None
+    gate_kind: str | None = None
+    by: str | None = None
+    raw: str | None = None
+    error: str | None = None
+
+
+class RuleAdded(Event):
+    kind: Literal["rule.added"] = "rule.added"
+    gate: str | None = None
+    by: str | None = None
+    raw: str | None = None
+    rule: Json = None
+
+
+class Report(Event):
+    kind: Literal["report"] = "report"
+    campaign: str | None = None
+    options: list[dict[str, Json]] = Field(default_factory=list)
+    gates: list[dict[str, Json]] = Field(default_factory=list)
+    kept: list[int] = Field(default_factory=list)
+    deferred: list[Json] = Field(default_factory=list)
+    estimated_gain_pct: float | None = None
+    error: str | None = None

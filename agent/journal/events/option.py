@@ -1,0 +1,148 @@
+"""An option's life: apply, the A/B runs, stress, the assessment, keep or roll back."""
+
+# Each model narrows `kind` to its literal (that is what makes the union discriminated); models are frozen,
+# so the narrowing is sound, but the checker cannot know that of a pydantic field.
+# pyright: reportIncompatibleVariableOverride=false
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from agent.journal.events.base import Event, Json, OptionId
+
+
+class ApplyFailed(Event):
+    kind: Literal["apply.failed"] = "apply.failed"
+    option: int
+    reason: str | None = None
+
+
+class UndoRecorded(Event):
+    kind: Literal["undo.recorded"] = "undo.recorded"
+    option: int
+    revert: list[Json] = Field(default_factory=list)
+    verify: Json = None
+
+
+class BenchRun(Event):
+    kind: Literal["bench.run"] = "bench.run"
+    option: OptionId = None
+    purpose: str | None = None
+    arm: str | None = None
+    pair: int | None = None
+    value: float | None = None
+    valid: bool = True
+    reason: str | None = None
+    duration_s: float | None = None
+    artifact: str | None = None
+
+
+class BenchProgress(Event):
+    kind: Literal["bench.progress"] = "bench.progress"
+    option: int
+    pair: int
+    of: int
+
+
+class BenchOutlier(Event):
+    kind: Literal["bench.outlier"] = "bench.outlier"
+    option: int
+    pair: int
+    action: str
+    values: Json = None
+
+
+class BenchExtended(Event):
+    kind: Literal["bench.extended"] = "bench.extended"
+    option: int
+    from_pairs: int
+    to_pairs: int
+    reason: str | None = None
+
+
+class BenchAborted(Event):
+    kind: Literal["bench.aborted"] = "bench.aborted"
+    option: int
+    reason: str | None = None
+
+
+class BenchBroken(Event):
+    kind: Literal["bench.broken"] = "bench.broken"
+    option: int
+    runs: int
+    reasons: list[str] = Field(default_factory=list)
+
+
+class ABResult(Event):
+    kind: Literal["ab.result"] = "ab.result"
+    option: int
+    summary: str | None = None
+    verdict: str | None = None
+    effect_pct: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    pairs: int | None = None
+
+
+class StressResult(Event):
+    kind: Literal["stress.result"] = "stress.result"
+    option: OptionId = None
+    scenario: str | None = None
+    host: str | None = None
+    outcome: str | None = None
+    run: int | None = None
+    evidence: str | None = None
+    duration_s: float | None = None
+    timeout_s: float | None = None
+    killed: bool = False
+    artifact: str | None = None
+    diagnosis: str | None = None
+
+
+class StressDiagnosis(Event):
+    kind: Literal["stress.diagnosis"] = "stress.diagnosis"
+    option: OptionId = None
+    scenario: str | None = None
+    host: str | None = None
+    exit: int | None = None
+    artifact: str | None = None
+
+
+class Assessment(Event):
+    kind: Literal["assessment"] = "assessment"
+    option: int
+    brain: str | None = None
+    verdict: str | None = None
+    ab_verdict: str | None = None
+    gain_pct: float | None = None
+    ci: list[float] | None = None
+    recommendation: str | None = None
+
+
+class Kept(Event):
+    kind: Literal["kept"] = "kept"
+    option: int
+    gain_pct: float | None = None
+    ci: list[float] | None = None
+    by: str | None = None
+    hosts: list[str] | None = None
+    except_hosts: list[str] | None = None
+
+
+class RollbackSettling(Event):
+    kind: Literal["rollback.settling"] = "rollback.settling"
+    option: int
+    runs: int | None = None
+    first_wait_s: float | None = None
+    up_to: float | None = None
+
+
+class Rollback(Event):
+    kind: Literal["rollback"] = "rollback"
+    option: int
+    verified: bool = False
+    detail: str | None = None
+    drift_pct: float | None = None
+    delta_pct: float | None = None

@@ -1,0 +1,130 @@
+"""The session's life: start, pauses, resumes, its end, its documents and its setup."""
+
+# Each model narrows `kind` to its literal (that is what makes the union discriminated); models are frozen,
+# so the narrowing is sound, but the checker cannot know that of a pydantic field.
+# pyright: reportIncompatibleVariableOverride=false
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from agent.journal.events.base import Event, Json, OptionId
+
+
+class SessionStarted(Event):
+    kind: Literal["session.started"] = "session.started"
+    campaign: str | None = None
+    campaign_name: str | None = None
+    campaign_sha256: str | None = None
+    campaign_text: str | None = None
+    policy: str | None = None
+    policy_name: str | None = None
+    policy_sha256: str | None = None
+    policy_text: str | None = None
+    brain: str | None = None
+    engine: str | None = None
+    headless: bool | None = None
+    user: str | None = None
+
+
+class SessionResumed(Event):
+    kind: Literal["session.resumed"] = "session.resumed"
+    answers: list[Json] = Field(default_factory=list)
+    from_step: int | None = None
+
+
+class SessionRevisit(Event):
+    kind: Literal["session.revisit"] = "session.revisit"
+    options: list[int] = Field(default_factory=list)
+    user: str | None = None
+
+
+class SessionWaiting(Event):
+    kind: Literal["session.waiting"] = "session.waiting"
+    interrupt: str | None = None
+    runner: str | None = None
+    deadline: str | None = None
+
+
+class SessionPaused(Event):
+    kind: Literal["session.paused"] = "session.paused"
+    gate: str | None = None
+    interrupt: str | None = None
+    elapsed_s: float | None = None
+
+
+class SessionInterrupted(Event):
+    kind: Literal["session.interrupted"] = "session.interrupted"
+    reason: str | None = None
+
+
+class SessionFailed(Event):
+    kind: Literal["session.failed"] = "session.failed"
+    status: str | None = None
+    reason: str | None = None
+    error: str | None = None
+    errno: int | None = None
+    elapsed_s: float | None = None
+
+
+class SessionFinished(Event):
+    kind: Literal["session.finished"] = "session.finished"
+    status: str | None = None
+    elapsed_s: float | None = None
+    error: str | None = None
+
+
+class DocumentsMismatch(Event):
+    kind: Literal["documents.mismatch"] = "documents.mismatch"
+    problem: str
+
+
+class PolicyChanged(Event):
+    kind: Literal["policy.changed"] = "policy.changed"
+    by: str | None = None
+    policy: str | None = None
+    policy_name: str | None = None
+    policy_sha256: str | None = None
+    policy_text: str | None = None
+    previous_sha256: str | None = None
+
+
+class CheckpointUnreadable(Event):
+    kind: Literal["checkpoint.unreadable"] = "checkpoint.unreadable"
+    path: str | None = None
+    error: str | None = None
+
+
+class LogRecovered(Event):
+    kind: Literal["log.recovered"] = "log.recovered"
+    torn_bytes: int
+    torn_digest: str
+
+
+class HostkeyPinned(Event):
+    kind: Literal["hostkey.pinned"] = "hostkey.pinned"
+    host: str
+    key_type: str | None = None
+    fingerprint: str | None = None
+    by: str | None = None
+
+
+class Phase(Event):
+    kind: Literal["phase"] = "phase"
+    phase: str
+    option: OptionId = None
+    title: str | None = None
+    pairs: int | None = None
+    scenarios: int | None = None
+    hosts: list[str] | None = None
+
+
+class SetupFailed(Event):
+    kind: Literal["setup.failed"] = "setup.failed"
+    error: str
+
+
+class Calibration(Event):
+    kind: Literal["calibration"] = "calibration"
