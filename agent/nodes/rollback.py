@@ -14,7 +14,7 @@ from agent.context import RunContext
 from agent.errors import CommandRefused, MutationInDoubt
 from agent.journal import events as ev
 from agent.nodes.benchmark import bench_once
-from agent.nodes.gates import option_hosts
+from agent.nodes.gating import option_hosts
 from agent.run.execute import run_spec
 from agent.run.verification import judge, settled, state_check
 from agent.state import State, current
