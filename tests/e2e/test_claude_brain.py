@@ -276,7 +276,7 @@ def test_unknown_models_are_priced_at_the_dearest_known_rate() -> None:
 
 
 def test_a_finding_must_cite_calls_the_subagent_made_and_probe_blockers_survive() -> None:
-    from agent.brain.claude import _merge
+    from agent.brain.checks import merge_finding as _merge
     from agent.brain.schemas import FindingSubmission
     from agent.run.investigation import Toolbox, ToolCall
 
@@ -609,7 +609,7 @@ def test_malformed_tool_arguments_are_the_models_to_fix(toolbox: Any) -> None:
 
 
 def test_a_rationale_may_only_quote_the_evidence() -> None:
-    from agent.brain.claude import _quoted
+    from agent.brain.checks import quoted as _quoted
 
     evidence = [-6.0, 4.1, 8.2, 812.4]
     assert _quoted("-6.0", evidence) and _quoted("6.0", evidence) and _quoted("812.4", evidence)
