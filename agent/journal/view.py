@@ -21,10 +21,6 @@ from policies.yamlsrc import SourceError, YamlSource
 
 # What an option is doing while a phase about it runs.
 ACTIVE_PHASES = {"apply": "applying", "benchmark": "benchmarking", "stress": "stressing", "rollback": "rolling back"}
-# A session's status as the journal tells it. `waiting`: a gate is open and being decided; `paused`: the
-# runner stopped at that gate until someone answers; `answered`: a paused gate was answered and the session
-# waits to be resumed.
-STATUSES = ("starting", "running", "waiting", "paused", "answered", "interrupted", "finished", "stopped", "failed")
 ENDED = ("finished", "stopped", "failed")
 TOKENS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
@@ -126,6 +122,9 @@ class SessionView:
     user: str = ""
     started: datetime | None = None
     last: datetime | None = None
+    # starting, running, waiting (a gate is open and being decided), paused (the runner stopped at that gate
+    # until someone answers), answered (a paused gate was answered; the session waits to be resumed),
+    # interrupted, finished, stopped or failed
     status: str = "starting"
     phase: str = ""
     current: int | None = None
@@ -167,10 +166,6 @@ class SessionView:
 
     def gate_opened_for(self, interrupt: str) -> GateView | None:
         return next((g for g in self.gates if g.interrupt == interrupt), None)
-
-    @property
-    def decided_gates(self) -> set[str]:
-        return {g.gate for g in self.gates if g.action is not None}
 
     @property
     def wall_s(self) -> float:
