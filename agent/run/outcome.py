@@ -5,15 +5,17 @@ source, with its exit code) built from the graph's state and the journal's facts
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pydantic import BaseModel
 
 from agent.errors import FAILED, FINISHED, PAUSED
 from agent.journal.view import TOKENS, SessionView, timestamp
 from agent.models import Campaign
-from agent.state import State
 from policies.gates import suggested_answer
+
+if TYPE_CHECKING:  # agent.state pulls in LangGraph, which the TUI's first frame must not wait for
+    from agent.state import State
 
 Status = Literal["finished", "paused", "failed", "stopped"]
 EXIT = {"finished": FINISHED, "stopped": FINISHED, "paused": PAUSED, "failed": FAILED}
@@ -75,7 +77,7 @@ def outcome_of(
     from agent.nodes.report import build_report
 
     values = snapshot.values or {}
-    summary = build_report(cast(State, values), campaign.name)
+    summary = build_report(cast("State", values), campaign.name)
     pending = None
     if snapshot.interrupts:
         value = snapshot.interrupts[0].value

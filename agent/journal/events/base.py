@@ -20,7 +20,9 @@ OptionId = int | None
 class Event(BaseModel):
     """One thing that happened. Subclasses pin `kind` to a literal and declare the fields readers use."""
 
-    model_config = ConfigDict(extra="allow", frozen=True, populate_by_name=True)
+    # defer_build: a schema is built the first time its kind is read or written, not at import (the TUI's
+    # first frame would otherwise wait for all of them)
+    model_config = ConfigDict(extra="allow", frozen=True, populate_by_name=True, defer_build=True)
 
     kind: str
 
