@@ -23,8 +23,8 @@ from textual.css.query import NoMatches
 from textual.reactive import reactive
 from textual.widgets import DataTable, Footer, Label, ProgressBar, RichLog, Sparkline, Static
 
-from agent.journal.events import entry
-from agent.journal.view import SessionView, fold
+from agent.journal.events import Entry, entry
+from agent.journal.view import SessionView, replay
 from tui import render
 from tui.screens import ArtifactScreen, GateScreen, HelpScreen
 from tui.source import EventSource, SanitizedSource
@@ -60,6 +60,7 @@ class SignoffApp(App[str | None]):
         self.set_reactive(SignoffApp.mode, mode)
         self.view = SessionView()
         self.events: list[dict[str, Any]] = []
+        self.entries: list[Entry] = []  # the same lines read into typed events, once each
         self.cursor = -1  # replay: index of the selected event
         self.selected: int | None = None  # option shown in the evidence panel
         self.gate_open = False
@@ -119,11 +120,13 @@ class SignoffApp(App[str | None]):
         batch = self.source.poll()
         if batch:
             self.events.extend(batch)
+            read = [entry(e) for e in batch]
+            self.entries.extend(read)
             if self.mode == "replay":
-                self.view = fold(self.events)
+                self.view = replay(self.entries)
             else:
-                for e in batch:
-                    self.view.apply(entry(e))
+                for e in read:
+                    self.view.apply(e)
                 self._write_events(batch)
                 self._redraw()
         if self.mode == "replay":
@@ -237,7 +240,7 @@ class SignoffApp(App[str | None]):
         if not self.events:
             return
         self.cursor = max(0, min(index, len(self.events) - 1))
-        self.view = fold(self.events, self.cursor)
+        self.view = replay(self.entries, self.cursor)
         start = max(0, self.cursor - 400)
         lines = [t for t in (render.event_line(e) for e in self.events[start : self.cursor + 1]) if t is not None]
         log = self.query_one("#events", RichLog)

@@ -418,9 +418,15 @@ class SessionView:
 
 def fold(records: Iterable[Mapping[str, Any]], upto: int | None = None) -> SessionView:
     """The view of journal lines (as JSON objects) up to index `upto` (inclusive); all of them when None."""
+    return replay((ev.entry(record) for record in records), upto)
+
+
+def replay(entries: Iterable[ev.Entry], upto: int | None = None) -> SessionView:
+    """The view of lines already read into entries, up to index `upto` (inclusive): a reader that steps
+    back and forth through one journal reads each line once and folds the entries again."""
     view = SessionView()
-    for i, record in enumerate(records):
+    for i, e in enumerate(entries):
         if upto is not None and i > upto:
             break
-        view.apply(ev.entry(record))
+        view.apply(e)
     return view
