@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
 
+from policies.schema import NotifyTarget
 from tools.benchparse import ParserName
 from tools.transport import Host
 
@@ -252,6 +253,8 @@ class Campaign(_Strict):
     rollback: RollbackSpec = Field(default_factory=RollbackSpec)
     brain: BrainSpec = Field(default_factory=BrainSpec)
     fleet: Fleet = Field(default_factory=Fleet)
+    # Told when a gate starts waiting for a person, before the policy's own `notify:` (agent/run/notify.py).
+    notify: list[NotifyTarget] = Field(default_factory=list)
     options: list[Option] = Field(min_length=1)
 
     @model_validator(mode="after")

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import re
+import shlex
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import parse_qsl, urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from policies.expr import Condition, ExprError
 from policies.gates import ALLOWED, FACTS, Action, GateKind, Scope
@@ -109,6 +111,123 @@ class PolicyTest(_Strict):
         return self
 
 
+# A reference to an environment variable, resolved when a notification is sent (never at load, never
+# journaled): `{{env:NAME}}` anywhere in a URL or header value, or `env:NAME` as the whole value.
+ENV_REF = re.compile(r"\{\{\s*env:([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+ENV_WHOLE = re.compile(r"^env:([A-Za-z_][A-Za-z0-9_]*)$")
+# Headers and URL query parameters whose value is a credential: never written literally in the file.
+# (policies/ cannot use tools/secrets.py; this is its rule for names, with the header spellings added.)
+_SECRET_PART = re.compile(
+    r"(?i)(^|[-_])(KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|SIGNATURE|SIG|CREDENTIALS?)([-_]|$)"
+    r"|^(AUTHORIZATION|PROXY-AUTHORIZATION|COOKIE|PASSWORD|APIKEY|TOKEN)$"
+)
+_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+NOTIFY_MAX_TIMEOUT_S = 30.0
+
+
+def env_refs(text: str) -> list[str]:
+    """The environment variables `text` refers to (`{{env:NAME}}`, or `env:NAME` as the whole value)."""
+    whole = ENV_WHOLE.match(text.strip())
+    return [whole.group(1)] if whole else ENV_REF.findall(text)
+
+
+def literal_part(text: str) -> str:
+    """`text` without its environment references: what the file itself says."""
+    return "" if ENV_WHOLE.match(text.strip()) else ENV_REF.sub("", text)
+
+
+def secret_like(name: str) -> bool:
+    return bool(_SECRET_PART.search(name))
+
+
+class NotifyTarget(_Strict):
+    """Someone to tell when a gate starts waiting for a person: an HTTP(S) POST of the gate as JSON
+    (`url`, optional `headers`), or a local command (`command`, argv; no shell) reading it on stdin.
+    Credentials come from the environment when the notification is sent (`{{env:NAME}}`), so the
+    file — which the session, its journal and every export keep — never holds one."""
+
+    url: str | None = Field(default=None, min_length=1)
+    headers: dict[str, str] = Field(default_factory=dict)
+    command: list[str] | None = Field(default=None, min_length=1)
+    inherit_env: list[str] = Field(default_factory=list)  # a command's environment beyond a login shell's
+    timeout_s: float = Field(default=5.0, gt=0, le=NOTIFY_MAX_TIMEOUT_S)
+
+    @field_validator("command", mode="before")
+    @classmethod
+    def _argv(cls, value: object) -> object:
+        if isinstance(value, str):
+            try:
+                return shlex.split(value)
+            except ValueError as exc:
+                raise ValueError(f"cannot split the command into arguments: {exc}") from None
+        return value
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is None or ENV_WHOLE.match(value.strip()):
+            return value  # all of it from the environment: checked when the notification is sent
+        if any(c in value for c in "\r\n\t\0 "):
+            raise ValueError("a URL has no spaces or line breaks")
+        first = ENV_REF.search(value)
+        head = value if first is None else value[: first.start()]  # what the file itself fixes
+        if "://" not in head:
+            if first is None:
+                raise ValueError(f"only http:// and https:// URLs are notified, not {value!r}")
+            return value  # the scheme comes from the environment: checked when sent
+        scheme, rest = head.split("://", 1)
+        if scheme.lower() not in ("http", "https"):
+            raise ValueError(f"only http:// and https:// URLs are notified, not {scheme}://")
+        authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
+        if "@" in authority:
+            raise ValueError(
+                "credentials in the URL would be kept in the session and its journal; "
+                "use {{env:NAME}} for them (resolved when the notification is sent)"
+            )
+        parts = urlsplit(value)
+        if first is None and not parts.hostname:
+            raise ValueError("the URL names no host")
+        for name, item in parse_qsl(parts.query, keep_blank_values=True):
+            if secret_like(name) and literal_part(item).strip() and not env_refs(item):
+                raise ValueError(
+                    f"query parameter {name!r} holds a secret's value in the file; use {{{{env:NAME}}}} instead"
+                )
+        return value
+
+    @field_validator("headers")
+    @classmethod
+    def _headers(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, item in value.items():
+            if not _HEADER_NAME.match(name):
+                raise ValueError(f"{name!r} is not a valid header name")
+            if any(c in item for c in "\r\n\0"):
+                raise ValueError(f"header {name}: a value is one line")
+            if secret_like(name) and not env_refs(item):
+                raise ValueError(
+                    f"header {name} holds a secret's value in the file, where the session, its journal and "
+                    f'exports would keep it; write it as "{{{{env:NAME}}}}" (e.g. "Bearer {{{{env:HOOK_TOKEN}}}}") '
+                    "and set NAME in the environment"
+                )
+        return value
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> NotifyTarget:
+        if (self.url is None) == (self.command is None):
+            raise ValueError("a notify entry is exactly one of `url:` or `command:`")
+        if self.url is None and self.headers:
+            raise ValueError("headers go with url:, not command:")
+        if self.command is None and self.inherit_env:
+            raise ValueError("inherit_env goes with command:, not url:")
+        if self.command is not None and not self.command[0].strip():
+            raise ValueError("the command's program name is empty")
+        if self.command is not None and any(ENV_REF.search(a) for a in self.command):
+            raise ValueError(
+                "{{env:NAME}} is for url: and headers:; a command reads what it needs from its environment "
+                "(name the variables under inherit_env:)"
+            )
+        return self
+
+
 class PolicyFile(_Strict):
     version: int = 1
     name: str
@@ -118,6 +237,8 @@ class PolicyFile(_Strict):
     budgets: Budgets = Field(default_factory=Budgets)
     # The brain a campaign gets when neither `--brain` nor the campaign's `brain.kind` says.
     brain: Literal["rules", "claude"] | None = None
+    # Told when a gate starts waiting for a person (agent/run/notify.py); the campaign's `notify:` too.
+    notify: list[NotifyTarget] = Field(default_factory=list)
     tests: list[PolicyTest] = Field(default_factory=list)
 
     @model_validator(mode="after")
@@ -277,4 +398,4 @@ def resolve_policy_path(name_or_path: str | Path) -> Path:
     return path
 
 
-__all__ = ["Policy", "PolicyFile", "SourceError", "resolve_policy_path"]
+__all__ = ["NotifyTarget", "Policy", "PolicyFile", "SourceError", "resolve_policy_path"]

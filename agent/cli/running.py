@@ -40,7 +40,11 @@ from agent.errors import BAD_INPUT, FAILED, INTERRUPTED
 if TYPE_CHECKING:
     from agent.run.create import RunOptions
 
-STOPS = ("session.paused", "session.waiting", "session.finished", "session.failed", "session.interrupted")
+# `notify.sent` only ever follows `session.paused` (agent/run/notify.py): a session whose last line it is
+# stands still just the same.
+STOPS = (
+    "session.paused", "session.waiting", "session.finished", "session.failed", "session.interrupted", "notify.sent"
+)  # fmt: skip
 
 
 def _live_tui(d: Any) -> Any:

@@ -7,6 +7,7 @@ a host printing `[done]` or `[red]` cannot restyle or hide anything.
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console
@@ -87,7 +88,19 @@ def progress_line(event: Record) -> str | None:
         return f"{opt}kept ({pct(d.get('gain_pct'))}) by {d.get('by')}"
     if k in ("setup.failed", "apply.failed", "bench.aborted"):
         return f"{opt}{k}: {d.get('error') or d.get('reason')}"
+    if k == "notify.sent":
+        return notify_line(d)
     return None
+
+
+def notify_line(d: Mapping[str, Any]) -> str:
+    """One `notify.sent` event in one line (progress and the replay timeline)."""
+    how = f"HTTP {d['status']}" if d.get("status") is not None else ""
+    how = how or (f"exit {d['exit']}" if d.get("exit") is not None else "")
+    took = f"{d['duration_s']:.2f}s" if isinstance(d.get("duration_s"), int | float) else "?"
+    if d.get("ok"):
+        return f"gate {d.get('gate')}: notified {d.get('target')} ({', '.join(x for x in (how, took) if x)})"
+    return f"gate {d.get('gate')}: notify {d.get('target')} FAILED — {d.get('error') or how or 'failed'} ({took})"
 
 
 class Progress:

@@ -16,6 +16,7 @@ from agent.journal.chain import ARTIFACT_FIELDS, read_events
 from agent.journal.documents import journaled_digests, mismatch
 from agent.journal.verify import verify
 from agent.journal.view import SessionView
+from agent.report.console import notify_line
 from policies.engine import PolicyEngine
 from policies.load import load_policy_text
 from policies.schema import Policy
@@ -259,6 +260,8 @@ def describe(e: dict[str, Any], view: SessionView | None = None) -> str | None:
         gate = next((g for g in reversed(view.gates) if g.gate == e.get("gate")), None) if view else None
         waited = f" after {gate.waited_s:.1f}s" if gate is not None and gate.waited_s is not None else ""
         return f"gate {e['gate']}: {d.get('action', 'ask')} by {e.get('by')}{policy}{waited}{raw}"
+    if k == "notify.sent":
+        return notify_line(e)
     if k in ("rollback", "kept", "rule.added", "report") or k.startswith("session."):
         detail = {
             x: v

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import getpass
+import shlex
 import threading
 import time
 from collections.abc import Callable
@@ -24,11 +25,12 @@ from agent.errors import RunFailed, SessionError
 from agent.journal import events as ev
 from agent.journal.chain import Record
 from agent.journal.view import SessionView, fold
-from agent.run import deciding
+from agent.run import deciding, notify
 from agent.run.checkpoints import run_config, session_graph
 from agent.run.documents import campaign_dir, check_documents
 from agent.run.ledger import Ledger
 from agent.run.outcome import Outcome, Status, ended_as, opened_at, outcome_of
+from agent.run.planning import command_class
 from agent.run.wiring import brain_for, run_context, session_documents
 from agent.stopping import stop_requested
 from agent.store.base import Session, owner
@@ -83,6 +85,7 @@ class Runner:
         )
         self._journaled_gates: set[str] = set()
         self._started = False  # whether the journal has its session.started line
+        self.notifier: notify.Sender = notify.send  # the `notify:` seam (tests may put a Recorder here)
         self._resume_from_journal()
         self.ctx.brain = brain_for(self.meta, self.loaded.campaign, self.ctx, on_cost=self._spend)
 
@@ -300,7 +303,8 @@ class Runner:
     def _outcome_paused(self, snapshot: Any, *, elapsed: float | None = None, note: str | None = None) -> Outcome:
         interrupt = snapshot.interrupts[0]
         gate = interrupt.value["gate"]
-        if interrupt.id not in self.view().opened_interrupts:
+        fresh = interrupt.id not in self.view().opened_interrupts  # not on a resume that is still waiting
+        if fresh:
             self.journal.append(
                 ev.GateOpened(
                     gate=gate["id"],
@@ -317,9 +321,45 @@ class Runner:
             )
         self._set_status("paused")
         out = self.outcome(snapshot)
+        if fresh:
+            self._notify(out, interrupt.id)
         if note:
             out.echo = note
         return out
+
+    def _notify(self, out: Outcome, interrupt_id: str) -> None:
+        """Tell the campaign's `notify:` targets, then the policy's, that this gate waits for a person; each
+        attempt journaled (`notify.sent`). A target that fails changes nothing else: the run stays paused."""
+        gate = out.pending_gate
+        if gate is None or not (self.loaded.campaign.notify or self.policy.model.notify):
+            return
+        # A campaign's command runs on this machine like a local host's, so the command policy judges it
+        # first (the policy's own commands are the policy author's, as its rules are).
+        refused = [(s, self._refusal(s)) for s in self.loaded.campaign.notify]
+        specs = [s for s, why in refused if why is None] + list(self.policy.model.notify)
+        results = [notify.NotifyResult(target=notify.spec_label(s), ok=False, error=why) for s, why in refused if why]
+        try:
+            since = self._opened_at(interrupt_id) or datetime.now(UTC)
+            name = self.loaded.campaign.name
+            payload = notify.gate_waiting(session=self.dir.id, campaign=name, gate=gate, since=since)
+            cwd = str(self.campaign_dir) if self.campaign_dir.is_dir() else None
+            if specs:
+                results += notify.fire(specs, payload, cwd=cwd, redact=self.ctx.redact, sender=self.notifier)
+        except Exception as exc:  # the payload could not be made: journaled as the attempt that failed
+            error = self.ctx.redact(" ".join(f"{type(exc).__name__}: {exc}".split()))[:200]
+            results += [notify.NotifyResult(target=notify.spec_label(s), ok=False, error=error) for s in specs]
+        for result in results:
+            self.journal.append(ev.NotifySent(gate=str(gate["id"]), interrupt=interrupt_id, **result.event_fields()))
+
+    def _refusal(self, spec: Any) -> str | None:
+        """Why the command policy does not let a campaign's notify command run (None: it allows it)."""
+        if spec.command is None:
+            return None
+        verdict = command_class(self.ctx, shlex.join(spec.command))
+        if verdict.klass == "allow":
+            return None
+        why = f" ({verdict.reason})" if verdict.reason else ""
+        return f"not run: the command policy says {verdict.klass}{why}; a policy's own notify: commands need no check"
 
     # -- decisions (agent/run/deciding.py)
 

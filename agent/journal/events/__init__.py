@@ -36,7 +36,7 @@ from agent.journal.events.commands import (
     MutationRecovered,
     MutationWaiting,
 )
-from agent.journal.events.gates import Decision, DecisionRejected, GateOpened, Report, RuleAdded
+from agent.journal.events.gates import Decision, DecisionRejected, GateOpened, NotifySent, Report, RuleAdded
 from agent.journal.events.investigation import (
     Finding,
     PermissionRequested,
@@ -121,6 +121,7 @@ __all__ = [
     "MutationInDoubt",
     "MutationRecovered",
     "MutationWaiting",
+    "NotifySent",
     "OptionId",
     "PermissionRequested",
     "Phase",
@@ -202,6 +203,7 @@ KnownEvent = Annotated[
     | Decision
     | DecisionRejected
     | RuleAdded
+    | NotifySent
     | Report
     | BrainFallback
     | LlmCall

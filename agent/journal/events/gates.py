@@ -69,3 +69,19 @@ class Report(Event):
     deferred: list[Json] = Field(default_factory=list)
     estimated_gain_pct: float | None = None
     error: str | None = None
+
+
+class NotifySent(Event):
+    """One attempt to tell someone that a gate waits for a person (agent/run/notify.py). `target` is
+    redacted (scheme://host[:port] and a path hint, or the command); `status` is the HTTP status,
+    `exit` a command's exit code; `error` one line when `ok` is false."""
+
+    kind: Literal["notify.sent"] = "notify.sent"
+    gate: str
+    interrupt: str | None = None
+    target: str = ""
+    ok: bool = False
+    status: int | None = None
+    exit: int | None = None
+    error: str | None = None
+    duration_s: float | None = None
