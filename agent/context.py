@@ -35,6 +35,7 @@ class RunContext:
     secrets: dict[str, str] = field(default_factory=dict)  # name → value; never journaled
     redact: Callable[[str], str] = str
     started_at: float = 0.0  # epoch seconds when the session started (budget: wall time)
+    live_dir: Path | None = None  # where running commands' output is spooled for watchers (agent/run/live.py)
     spent_usd: float = 0.0  # LLM spend so far (RuleBrain spends nothing)
     budget_approved: set[str] = field(default_factory=set)  # limits a person or rule agreed to go past
     ledger: Ledger = field(default_factory=Ledger)  # mutations by idempotency key (agent/run/ledger.py)

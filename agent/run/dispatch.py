@@ -12,6 +12,7 @@ from agent import crashpoints
 from agent.context import RunContext
 from agent.journal import events as ev
 from agent.run.ledger import Effect
+from agent.run.live import Spool
 from agent.run.planning import Planned
 from tools.artifacts import StorageFull
 from tools.transport import CommandResult
@@ -62,18 +63,40 @@ def _run_one(
     )
     if key:
         ctx.ledger.started[key] = {**event.data, "ts": event.ts}
+    spool = _spool(ctx, event.seq)
     try:
-        result = ctx.transport.run(p.host, p.script, timeout=timeout, stdin=p.stdin, on_timeout=on_timeout)
+        result = ctx.transport.run(
+            p.host,
+            p.script,
+            timeout=timeout,
+            stdin=p.stdin,
+            on_timeout=on_timeout,
+            on_line=spool.on_line if spool else None,
+        )
     except StorageFull as exc:
         if isinstance(exc.result, CommandResult):
             # It ran to its end; only its output was lost. Say how it ended, so that a mutation is not
             # taken for one cut short when the run resumes.
             _finished(ctx, p, exc.result.model_copy(update={"command": ctx.redact(p.command)}), purpose, option, keyed)
         raise
+    finally:
+        if spool is not None:
+            spool.close()
     result = result.model_copy(update={"command": ctx.redact(p.command)})
     crashpoints.reached(f"ran:{purpose}")
     _finished(ctx, p, result, purpose, option, keyed)
     return result
+
+
+def _spool(ctx: RunContext, seq: int) -> Spool | None:
+    """Where the command's lines go while it runs; none when it cannot be opened (watchers then see the
+    output when the command ends, as before)."""
+    if ctx.live_dir is None:
+        return None
+    try:
+        return Spool(ctx.live_dir, seq)
+    except OSError:
+        return None
 
 
 def _finished(

@@ -82,6 +82,7 @@ def run_context(
         secrets=secrets,
         redact=redact,
         started_at=datetime.fromisoformat(meta["created"]).timestamp(),
+        live_dir=d.work / "live",
     )
     return ctx, transport
 
