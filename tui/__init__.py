@@ -11,11 +11,11 @@ if TYPE_CHECKING:
     from tui.source import EventSource
 
 
-def run_app(source: EventSource, *, mode: str) -> str | None:
+def run_app(source: EventSource, *, mode: str, prefill: str | None = None) -> str | None:
     """Run the TUI on `source` until the person quits; returns the session status it last saw."""
     from tui.app import SignoffApp
 
-    app = SignoffApp(source, mode=mode)
+    app = SignoffApp(source, mode=mode, prefill=prefill)
     try:
         return app.run()
     finally:

@@ -1,8 +1,8 @@
 """The signoff TUI: one screen for live runs, attached sessions and read-only replays.
 
-Every 50 ms the app asks its `EventSource` for new journal events, folds them into a `View` and
-redraws what changed — one batch per frame; no thread ever calls a widget. In replay mode the
-same panels show the state as of the selected event.
+Every 50 ms the app asks its `EventSource` for new journal events, folds them into a `SessionView` and
+redraws what changed — one batch per frame; no thread ever calls a widget. In replay mode the same
+panels show the state as of the selected event.
 """
 
 from __future__ import annotations
@@ -11,37 +11,60 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.command import Hit, Hits, Provider
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.css.query import NoMatches
+from textual.message import Message
 from textual.reactive import reactive
-from textual.widgets import DataTable, Footer, Label, ProgressBar, RichLog, Sparkline, Static
+from textual.widgets import DataTable, Footer, Label, ProgressBar, Static, TabbedContent, TabPane
 
 from agent.journal.events import Entry, entry
 from agent.journal.view import SessionView, replay
 from tui import render
+from tui.commands import Commands
+from tui.eventlist import EventList
+from tui.output import OutputPane
+from tui.plot import figure
 from tui.screens import ArtifactScreen, GateScreen, HelpScreen
 from tui.source import EventSource, SanitizedSource
 
+if TYPE_CHECKING:
+    from tui.abplot import ABPlot
+
 TICK_S = 0.05
-MAX_LINES = 5_000
+REPLAY_WINDOW = 400  # events shown before the selected one in replay
 MARKS = ("gate.opened", "decision")  # where [ and ] jump to in replay
+GATE_EVENTS = ("gate.opened", "decision", "decision.rejected", "session.paused", "rule.added")
+
+
+class PlanTable(DataTable[Text]):
+    """The plan; says when its width changed, so that its columns are laid out again for it."""
+
+    class Resized(Message):
+        pass
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.post_message(self.Resized())
 
 
 class SignoffApp(App[str | None]):
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses elsewhere still find it
     TITLE = "signoff"
+    # Below 100 columns the panels stack (plan and evidence above, events and output below).
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
     BINDINGS = [
         Binding("q", "quit_app", "Quit"),
         Binding("question_mark", "help", "Help"),
         Binding("g", "gate", "Gate"),
         Binding("f", "follow", "Follow"),
+        Binding("e", "tab('events')", "Events"),
+        Binding("o", "tab('output')", "Output"),
         Binding("ctrl+t", "toggle_theme", "Theme", show=False),
         Binding("left", "step(-1)", "Back", show=False, priority=True),
         Binding("right", "step(1)", "Forward", show=False, priority=True),
@@ -54,19 +77,23 @@ class SignoffApp(App[str | None]):
     mode: reactive[str] = reactive("live", bindings=True)
     follow: reactive[bool] = reactive(True)
 
-    def __init__(self, source: EventSource, *, mode: str = "live") -> None:
+    def __init__(self, source: EventSource, *, mode: str = "live", prefill: str | None = None) -> None:
         super().__init__()
         self.source: EventSource = source if isinstance(source, SanitizedSource) else SanitizedSource(source)
         self.set_reactive(SignoffApp.mode, mode)
         self.view = SessionView()
         self.events: list[dict[str, Any]] = []
         self.entries: list[Entry] = []  # the same lines read into typed events, once each
+        self.commands = Commands()  # every command the journal mentions: started, finished, its output
         self.cursor = -1  # replay: index of the selected event
         self.selected: int | None = None  # option shown in the evidence panel
         self.gate_open = False
         self.later: str | None = None  # a gate the person chose to answer later (not reopened by itself)
+        self.prefill = prefill  # a line typed on the command line (`signoff decide`), shown at the first gate
+        self.answered: dict[str, int] = {}  # gate → how many rules were journaled when it was answered
         self.note: str | None = None
-        self._shown_rows: dict[int, list[str]] = {}
+        self._plan_rows: dict[int, list[str]] = {}
+        self._plan_layout: list[tuple[str, int]] = []
         self._followed: int | None = None
         self._announced_end = False
 
@@ -74,36 +101,46 @@ class SignoffApp(App[str | None]):
 
     def compose(self) -> ComposeResult:
         yield Static(id="status")
+        yield Static(id="note")
         with Horizontal(id="main"):
             with Vertical(id="left"):
-                yield DataTable(id="plan", cursor_type="row", zebra_stripes=True)
+                yield PlanTable(id="plan", cursor_type="row", zebra_stripes=True)
                 with Horizontal(id="progress"):
-                    yield Label("pairs", classes="progress-label")
-                    yield ProgressBar(id="bench", show_eta=False)
-                    yield Label("stress", classes="progress-label")
-                    yield ProgressBar(id="stress", show_eta=False)
+                    yield Label("pairs", id="bench-label", classes="progress-label")
+                    yield ProgressBar(id="bench", show_eta=False, show_percentage=False)
+                    yield Label("stress", id="stress-label", classes="progress-label")
+                    yield ProgressBar(id="stress", show_eta=False, show_percentage=False)
                 with VerticalScroll(id="evidence"):
+                    yield Static(id="gate-panel")
                     yield Static(id="evidence-body")
-                    with Horizontal(id="arms"):
-                        yield Label("A", classes="arm-label")
-                        yield Sparkline([], id="arm-a")
-                        yield Label("B", classes="arm-label")
-                        yield Sparkline([], id="arm-b")
-            yield RichLog(id="events", max_lines=MAX_LINES, wrap=True, markup=False, auto_scroll=True, min_width=20)
+            with TabbedContent(id="right", initial="tab-events"):
+                with TabPane("Events", id="tab-events"):
+                    yield EventList(id="events")
+                with TabPane("Output", id="tab-output"):
+                    yield OutputPane(id="output")
         yield Static(id="timeline")
         yield Footer()
 
     def on_mount(self) -> None:
-        table = self.query_one("#plan", DataTable)
-        for label, width in (("#", 3), ("option", 16), ("status", 10), ("verdict", 6), ("gain", 6), ("95% CI", 12)):
-            table.add_column(label, key=label, width=width)
         self.query_one("#timeline", Static).display = self.mode == "replay"
+        self.query_one("#note", Static).display = False
+        self.query_one("#gate-panel", Static).display = False
+        self.query_one("#output", OutputPane).attach(getattr(self.source, "dir", None), replay=self.mode == "replay")
         self.pump()
         if self.mode != "replay":
             self.set_interval(TICK_S, partial(self._tick, self.pump))
             self.set_interval(1.0, partial(self._tick, self._redraw_status))
         else:
             self.action_edge(1)
+
+    def on_resize(self, event: events.Resize) -> None:
+        # The status bar is cut to the width it has; the plan's columns follow their table's own size
+        # (PlanTable.Resized). Text panels (events, evidence, output) reflow by themselves.
+        self._tick(self._redraw_status)
+
+    @on(PlanTable.Resized)
+    def _plan_resized(self) -> None:
+        self._tick(self._redraw_plan)
 
     # ------------------------------------------------------------------ the 20 Hz pump
 
@@ -119,18 +156,22 @@ class SignoffApp(App[str | None]):
     def pump(self) -> None:
         batch = self.source.poll()
         if batch:
+            start = len(self.events)
             self.events.extend(batch)
             read = [entry(e) for e in batch]
             self.entries.extend(read)
+            for i, e in enumerate(batch, start):
+                self.commands.add(i, e)
             if self.mode == "replay":
                 self.view = replay(self.entries)
             else:
                 for e in read:
                     self.view.apply(e)
-                self._write_events(batch)
+                self.query_one("#events", EventList).extend(batch, start, follow=self.follow)
                 self._redraw()
         if self.mode == "replay":
             return
+        self.query_one("#output", OutputPane).refresh_live(self.commands, follow=self.follow)
         error = getattr(self.source, "error", None)
         if error and error != self.note:
             self.note = error
@@ -141,12 +182,6 @@ class SignoffApp(App[str | None]):
         if self.view.status in ("finished", "failed") and not self.source.busy() and not self._announced_end:
             self._announced_end = True
             self.notify(f"session {self.view.status} — q to quit and print the report", timeout=30)
-
-    def _write_events(self, batch: list[dict[str, Any]]) -> None:
-        lines = [t for t in (render.event_line(e) for e in batch) if t is not None]
-        if lines:
-            log = self.query_one("#events", RichLog)
-            log.write(Text("\n").join(lines), scroll_end=self.follow)
 
     # ------------------------------------------------------------------ drawing
 
@@ -161,22 +196,36 @@ class SignoffApp(App[str | None]):
 
     def _redraw_status(self) -> None:
         now = self.now() if self.mode != "replay" else None
-        note = self.note if self.mode != "replay" else None
-        self.query_one("#status", Static).update(render.status_line(self.view, mode=self.mode, now=now, note=note))
+        status = render.status_line(self.view, mode=self.mode, now=now, width=max(20, self.size.width))
+        self.query_one("#status", Static).update(status)
+        note = self.query_one("#note", Static)
+        shown = self.note if self.mode != "replay" else None
+        note.display = bool(shown)
+        note.update(Text(shown or "", style="bold red"))
 
     def _redraw_plan(self) -> None:
         table = self.query_one("#plan", DataTable)
-        for o in sorted(self.view.options.values(), key=lambda o: o.id):
-            row = render.plan_row(o)
-            plain = [c.plain for c in row]
-            if self._shown_rows.get(o.id) == plain:
+        options = sorted(self.view.options.values(), key=lambda o: o.id)
+        cells = [render.plan_cells(o) for o in options]
+        width = (table.size.width or self.size.width // 2) - 2  # the border
+        layout = render.plan_layout(cells, width)
+        if layout != self._plan_layout:
+            table.clear(columns=True)
+            for key, w in layout:
+                table.add_column(key, key=key, width=w)
+            self._plan_layout, self._plan_rows = layout, {}
+        widths = dict(layout)
+        for o, row in zip(options, cells, strict=True):
+            shown = [render.fit(row[key], widths[key]) for key, _ in layout]
+            plain = [c.plain for c in shown]
+            if self._plan_rows.get(o.id) == plain:
                 continue
-            if o.id in self._shown_rows:
-                for col, cell in zip(("#", "option", "status", "verdict", "gain", "95% CI"), row, strict=True):
-                    table.update_cell(str(o.id), col, cell)
+            if o.id in self._plan_rows:
+                for (key, _), cell in zip(layout, shown, strict=True):
+                    table.update_cell(str(o.id), key, cell)
             else:
-                table.add_row(*row, key=str(o.id))
-            self._shown_rows[o.id] = plain
+                table.add_row(*shown, key=str(o.id))
+            self._plan_rows[o.id] = plain
         if self.view.current is not None and self.view.current != self._followed:
             # A new option started: show its evidence (the person can move away with ↑ ↓).
             self._followed = self.selected = self.view.current
@@ -188,27 +237,88 @@ class SignoffApp(App[str | None]):
     def _redraw_evidence(self) -> None:
         option = self.view.options.get(self.selected) if self.selected is not None else None
         self.query_one("#evidence-body", Static).update(render.evidence(option))
-        a = render.arm_values(option, "A") if option else []
-        b = render.arm_values(option, "B") if option else []
-        self.query_one("#arm-a", Sparkline).data = a
-        self.query_one("#arm-b", Sparkline).data = b
-        self.query_one("#arms").display = bool(a or b)
+        fig = figure(option, self.view) if option is not None else None
+        plots = self.query("#ab")
+        if plots or (fig is not None and not fig.empty):
+            if not plots:
+                from tui.abplot import ABPlot  # plotext, when there is something to plot
+
+                self.query_one("#evidence", VerticalScroll).mount(ABPlot(id="ab"))
+            plot = cast("ABPlot", self.query_one("#ab"))
+            plot.display = fig is not None and not fig.empty
+            plot.show(fig)
+        panel = self.query_one("#gate-panel", Static)
+        gate = self._gate_in_view()
+        panel.display = gate is not None
+        if gate is not None:
+            panel.update(render.gate_panel(gate))
+
+    def _gate_in_view(self) -> Any:
+        """The gate to show above the evidence: in replay the one the selected event belongs to (else the
+        one open at that point); live, the one waiting for a person."""
+        if self.mode == "replay" and 0 <= self.cursor < len(self.events):
+            e = self.events[self.cursor]
+            if e["kind"] in GATE_EVENTS and e.get("gate"):
+                found = [g for g in self.view.gates if g.gate == e["gate"]]
+                if found:
+                    return found[-1]
+        if self.view.status in ("waiting", "paused"):
+            return self.view.open_gate
+        return None
 
     def _redraw_progress(self) -> None:
         bench = self.query_one("#bench", ProgressBar)
-        if self.view.bench:
-            done, of = self.view.bench
-            bench.update(total=max(of, 1), progress=done)
-        else:
-            bench.update(total=1, progress=0)
+        done, of = self.view.bench or (0, 0)
+        bench.update(total=max(of, 1), progress=min(done, max(of, 1)))
+        self.query_one("#bench-label", Label).update(f"pair {done}/{of}" if of else "pairs —")
         stress = self.query_one("#stress", ProgressBar)
-        stress.update(total=max(self.view.stress_total, 1), progress=min(self.view.stress_done, self.view.stress_total))
+        total, ran = self.view.stress_total, min(self.view.stress_done, self.view.stress_total)
+        stress.update(total=max(total, 1), progress=ran)
+        self.query_one("#stress-label", Label).update(f"stress {ran}/{total}" if total else "stress —")
 
     @on(DataTable.RowHighlighted, "#plan")
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.row_key.value is not None:
             self.selected = int(event.row_key.value)
             self._redraw_evidence()
+
+    # ------------------------------------------------------------------ events and their output
+
+    @on(EventList.Picked)
+    def _picked(self, event: EventList.Picked) -> None:
+        self.open_event(event.index)
+
+    @on(EventList.Moved)
+    def _moved(self) -> None:
+        if self.follow and self.mode != "replay":
+            self.follow = False
+            self.notify("follow off — f follows the stream again", timeout=3)
+
+    def open_event(self, index: int) -> None:
+        """Enter on an event: its command's full output (or, while it runs, its live output)."""
+        command = self.commands.for_event(index)
+        if command is None:
+            self.notify("this event has no command output", timeout=3)
+            return
+        if command.running:
+            self.query_one("#output", OutputPane).pin(command.index)
+            self.action_tab("output")
+            return
+        self.open_output(command.index)
+
+    def open_output(self, index: int) -> None:
+        command = self.commands.by_index.get(index)
+        directory = getattr(self.source, "dir", None)
+        if command is None or directory is None:
+            self.bell()
+            return
+        self.push_screen(ArtifactScreen(command.title(), command.streams(directory.artifacts)))
+
+    def open_artifact(self, name: str) -> None:
+        directory = getattr(self.source, "dir", None)
+        if directory is not None:
+            label = self.commands.label_of(name) or name
+            self.push_screen(ArtifactScreen(label, [("output", directory.artifacts / name)]))
 
     # ------------------------------------------------------------------ gates
 
@@ -221,18 +331,34 @@ class SignoffApp(App[str | None]):
         pending = self.source.pending()
         if pending is None or (not manual and pending.gate["id"] == self.later):
             return
+        gate_id = pending.gate["id"]
+        notice = None
+        if gate_id in self.answered and self.view.rules_added > self.answered[gate_id]:
+            added = self.commands.rules[self.answered[gate_id] :]
+            notice = f"✓ added {'; '.join(added)} — this gate still needs an answer"
         self.gate_open = True
-        self.push_screen(GateScreen(self.source, pending), partial(self._gate_closed, pending.gate["id"]))
+        if not manual:
+            self.bell()  # a person is needed: the one sound this app makes by itself
+        prefill, self.prefill = self.prefill, None
+        self.push_screen(
+            GateScreen(self.source, pending, notice=notice, prefill=prefill), partial(self._gate_closed, gate_id)
+        )
 
     def _gate_closed(self, gate_id: str, answered: str | None) -> None:
         self.gate_open = False
         if answered is None:
             # "Ask later": leave it paused; `g` reopens it, `q` quits and the session waits for `signoff attach`.
             self.later = gate_id
-            self.note = f"gate {gate_id} waits — g to answer, q to quit"
+            self.note = f"gate {gate_id} waits — g to answer, q to quit (it stays paused for `signoff attach`)"
         else:
+            self.answered[gate_id] = self.view.rules_added
             self.note = None
+        # The modal may still be the active screen while its callback runs: draw once it has gone.
+        self.call_later(partial(self._tick, self._after_gate))
+
+    def _after_gate(self) -> None:
         self._redraw_status()
+        self._redraw_evidence()
 
     # ------------------------------------------------------------------ replay
 
@@ -241,18 +367,13 @@ class SignoffApp(App[str | None]):
             return
         self.cursor = max(0, min(index, len(self.events) - 1))
         self.view = replay(self.entries, self.cursor)
-        start = max(0, self.cursor - 400)
-        lines = [t for t in (render.event_line(e) for e in self.events[start : self.cursor + 1]) if t is not None]
-        log = self.query_one("#events", RichLog)
-        log.clear()
-        if lines:
-            log.write(Text("\n").join(lines), scroll_end=True)
+        start = max(0, self.cursor - REPLAY_WINDOW)
+        self.query_one("#events", EventList).show(self.events[start : self.cursor + 1], start)
+        self.query_one("#output", OutputPane).show_event(self.commands, self.cursor)
         self._followed = None
-        self._shown_rows.clear()
-        self.query_one("#plan", DataTable).clear()
         self._redraw()
         e = self.events[self.cursor]
-        bar = Text(f" event {self.cursor + 1}/{len(self.events)} ", style="reverse")
+        bar = Text(f" event {self.cursor + 1}/{len(self.events)} ", style="reverse", no_wrap=True, overflow="ellipsis")
         bar.append(f" {e['kind']} ", style="bold")
         bar.append(render.event_line(e) or "")
         bar.append("   ← → step · [ ] gate/decision · home/end", style="dim")
@@ -288,9 +409,13 @@ class SignoffApp(App[str | None]):
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
 
+    def action_tab(self, name: str) -> None:
+        self.query_one("#right", TabbedContent).active = f"tab-{name}"
+
     def action_follow(self) -> None:
         self.follow = not self.follow
-        self.query_one("#events", RichLog).auto_scroll = self.follow
+        if self.follow:
+            self.query_one("#events", EventList).to_end()
         self.notify(f"follow {'on' if self.follow else 'off'}", timeout=2)
 
     def action_toggle_theme(self) -> None:
@@ -309,21 +434,25 @@ class SignoffApp(App[str | None]):
         self.selected = option
         self._redraw_evidence()
 
-    def open_artifact(self, name: str) -> None:
-        directory = getattr(self.source, "dir", None)
-        if directory is not None:
-            self.push_screen(ArtifactScreen(directory.artifacts / name))
-
     def artifacts(self) -> list[tuple[str, str]]:
-        """(name, what produced it) for every artifact the journal mentions, newest first."""
-        found: dict[str, str] = {}
-        for e in reversed(self.events):
-            for key in ("artifact", "stderr_artifact", "diagnosis"):
-                name = e.get(key)
-                if isinstance(name, str) and name.startswith("sha256-") and name not in found:
-                    opt = f"#{e['option']} " if e.get("option") is not None else ""
-                    found[name] = f"{opt}{e['kind']} {e.get('purpose') or e.get('scenario') or ''} {key}".strip()
-        return list(found.items())
+        """(artifact, what it is) for every non-empty output the journal mentions, newest first."""
+        return self.commands.artifacts(self.events)
+
+    def deliver_screenshot(
+        self, filename: str | None = None, path: str | None = None, time_format: str | None = None
+    ) -> str | None:
+        # Textual saves into ~/Downloads and fails where there is none (servers, containers): use it when
+        # it exists, else signoff's own directory, created if need be.
+        if path is None:
+            from agent.store.listing import home
+
+            downloads = Path("~/Downloads").expanduser()
+            target = downloads if downloads.is_dir() else home() / "screenshots"
+            target.mkdir(parents=True, exist_ok=True)
+            path = str(target)
+        key = super().deliver_screenshot(filename, path, time_format)
+        self.notify(f"screenshot saved in {path}", timeout=5)
+        return key
 
     def get_system_commands(self, screen: Any) -> Any:
         yield from super().get_system_commands(screen)
@@ -332,7 +461,7 @@ class SignoffApp(App[str | None]):
 
 
 class SignoffCommands(Provider):
-    """Palette entries: jump to an option, open an artifact, jump to a gate (replay)."""
+    """Palette entries: jump to an option, open a command's output, jump to a gate (replay)."""
 
     async def search(self, query: str) -> Hits:
         app = self.app
@@ -342,10 +471,10 @@ class SignoffCommands(Provider):
             text = f"jump to option #{o.id} {o.title}"
             if (score := matcher.match(text)) > 0:
                 yield Hit(score, matcher.highlight(text), partial(app.jump_to_option, o.id), help=o.status)
-        for name, what in app.artifacts()[:200]:
-            text = f"open artifact {what} {name[:19]}"
+        for command in app.commands.finished()[:300]:
+            text = f"output of {command.title()}"
             if (score := matcher.match(text)) > 0:
-                yield Hit(score, matcher.highlight(text), partial(app.open_artifact, name))
+                yield Hit(score, matcher.highlight(text), partial(app.open_output, command.index))
         if app.mode == "replay":
             for i, e in enumerate(app.events):
                 if e["kind"] == "gate.opened":

@@ -12,12 +12,12 @@ from agent import cli as core
 
 
 class TerminalScreens:
-    def live(self, d: Any) -> bool:
+    def live(self, d: Any, how: str = "start") -> bool:
         from tui import run_app
         from tui.source import LiveSource
 
         source = LiveSource(d)
-        source.start()
+        source.start(how)
         run_app(source, mode="live")
         return source.busy()
 
@@ -27,12 +27,12 @@ class TerminalScreens:
 
         run_app(ReplaySource(d), mode="replay")
 
-    def attach(self, d: Any) -> bool:
+    def attach(self, d: Any, prefill: str | None = None) -> bool:
         from tui import run_app
         from tui.source import SessionSource
 
         source = SessionSource(d)
-        run_app(source, mode="attach")
+        run_app(source, mode="attach", prefill=prefill)
         return source.busy()
 
 

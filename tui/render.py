@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agent.journal.chain import Record
-from agent.journal.view import GateView, OptionView, SessionView
+from agent.journal.view import GateView, OptionView, SessionView, timestamp
 from agent.report.console import pct, progress_line
 
 STATUS_STYLE = {
@@ -77,35 +77,108 @@ def _opt(e: dict[str, Any]) -> str:
     return f"#{e['option']} " if e.get("option") is not None else ""
 
 
-def plan_row(o: OptionView) -> list[Text]:
+# The plan's columns, in order, with how important each is when the table is too narrow for all of
+# them: the verdict goes first (the status says most of it), then the CI, then the gain.
+PLAN_COLUMNS: tuple[tuple[str, int], ...] = (
+    ("#", 0), ("option", 0), ("status", 0), ("gain", 2), ("95% CI", 1), ("verdict", 0)
+)  # fmt: skip
+DROP_ORDER = ("verdict", "95% CI", "gain")
+MIN_TITLE = 10
+CELL_PADDING = 2  # a DataTable cell has one column of padding on each side
+
+
+def plan_cells(o: OptionView) -> dict[str, Text]:
+    """One plan row, each cell whole: the table decides how wide each column can be."""
     style = STATUS_STYLE.get(o.status, "")
     status = o.status + (" ⏸" if o.deferred else "")
-    title = o.title if len(o.title) <= 16 else o.title[:15] + "…"
     ci = "—" if not o.ci else f"{o.ci[0]:+.1f}…{o.ci[1]:+.1f}"
-    return [
-        Text(f"#{o.id}"),
-        Text(title),
-        Text(status, style=style),
-        Text(o.verdict or "—", style="red" if o.verdict == "unsafe" else ""),
-        Text(pct(o.gain_pct), style="green" if (o.gain_pct or 0) > 0 else ""),
-        Text(ci, style="dim"),
-    ]
+    return {
+        "#": Text(f"#{o.id}"),
+        "option": Text(o.title),
+        "status": Text(status, style=style),
+        "verdict": Text(o.verdict or "—", style="red" if o.verdict == "unsafe" else ""),
+        "gain": Text(pct(o.gain_pct), style="green" if (o.gain_pct or 0) > 0 else ""),
+        "95% CI": Text(ci, style="dim"),
+    }
 
 
-def status_line(view: SessionView, *, mode: str, now: datetime | None = None, note: str | None = None) -> Text:
+def plan_row(o: OptionView) -> list[Text]:
+    cells = plan_cells(o)
+    return [cells[key] for key, _ in PLAN_COLUMNS]
+
+
+def plan_layout(rows: list[dict[str, Text]], width: int) -> list[tuple[str, int]]:
+    """(column, width) to show in a table `width` cells wide. Every column is as wide as its widest
+    cell; when that does not fit, the option's title shrinks (to MIN_TITLE), then the least important
+    columns go, verdict first. Nothing is cut in the middle of a number."""
+    natural = {key: max([len(key), *(r[key].cell_len for r in rows)]) for key, _ in PLAN_COLUMNS}
+    shown = [key for key, _ in PLAN_COLUMNS]
+
+    def fixed(keys: list[str]) -> int:
+        return sum(natural[k] + CELL_PADDING for k in keys if k != "option") + CELL_PADDING
+
+    for key in DROP_ORDER:
+        if fixed(shown) + min(natural["option"], MIN_TITLE) <= width:
+            break
+        shown.remove(key)
+    title = max(MIN_TITLE, min(natural["option"], width - fixed(shown)))
+    return [(k, title if k == "option" else natural[k]) for k in shown]
+
+
+def fit(text: Text, width: int) -> Text:
+    """`text` cut to `width` cells with an ellipsis when it is longer."""
+    if text.cell_len <= width:
+        return text
+    cut = text.copy()
+    cut.truncate(max(1, width - 1))
+    cut.append("…")
+    return cut
+
+
+def status_line(
+    view: SessionView, *, mode: str, now: datetime | None = None, note: str | None = None, width: int = 200
+) -> Text:
+    """The top bar. When it does not fit in `width` the least telling parts go first (policy, campaign,
+    LLM spend, session id); the mode, the clock, what the run is doing and its state always stay."""
     elapsed = int(view.elapsed_s(now))
-    t = Text()
-    t.append(f" {mode.upper()} ", style="reverse bold")
-    t.append(f" {view.session or '…'} ", style="bold")
-    t.append(f"· {view.campaign} · {view.policy} · ")
-    t.append(f"{elapsed // 60:02d}:{elapsed % 60:02d} ")
-    t.append(f"· {view.activity or 'starting'} ")
-    t.append(f"· {view.status} ", style={"paused": "bold yellow", "failed": "bold red"}.get(view.status, ""))
+    clock = (
+        f"{elapsed // 3600:d}:{elapsed // 60 % 60:02d}:{elapsed % 60:02d}"
+        if elapsed >= 3600
+        else (f"{elapsed // 60:02d}:{elapsed % 60:02d}")
+    )
+    gate = view.open_gate
+    waited = ""
+    if gate is not None and now is not None and view.status in ("waiting", "paused"):
+        opened = timestamp(gate.opened)
+        if opened is not None:
+            w = int(max(0.0, (now - opened).total_seconds()))
+            waited = f" {w // 60:d}:{w % 60:02d}"
+    # (text, style, rank): the lower the rank, the longer it stays
+    parts: list[tuple[str, str, int]] = [
+        (f" {mode.upper()} ", "reverse bold", 0),
+        (f" {view.session or '…'} ", "bold", 3),
+        (f"· {view.campaign} ", "", 5),
+        (f"· {view.policy} ", "", 6),
+        (f"· {clock} ", "", 0),
+        (f"· {view.activity or 'starting'} ", "", 1),
+        (
+            f"· {view.status}{waited} ",
+            {"paused": "bold yellow", "waiting": "bold yellow", "failed": "bold red"}.get(view.status, ""),
+            0,
+        ),
+    ]
     if view.llm_calls or view.budget_usd is not None:
         budget = f" / ${view.budget_usd:g}" if view.budget_usd is not None else ""
-        t.append(f"· LLM ${view.llm_usd:.4f}{budget} ")
+        parts.append((f"· LLM ${view.llm_usd:.4f}{budget} ", "", 4))
     if note:
-        t.append(f"· {note}", style="bold red")
+        parts.append((f"· {note}", "bold red", 2))
+    for rank in (6, 5, 4, 3, 2, 1):
+        if sum(len(p[0]) for p in parts) <= width:
+            break
+        parts = [p for p in parts if p[2] != rank]
+    t = Text(no_wrap=True, overflow="ellipsis")
+    for text, style, _ in parts:
+        t.append(text, style=style)
     return t
 
 
@@ -188,6 +261,43 @@ def question(text: str) -> Text:
         pos = m.end()
     out.append(text[pos:])
     return out
+
+
+def facts_text(facts: dict[str, Any]) -> Text:
+    """A gate's facts, `name=value` each, wrapped at spaces (never inside a fact)."""
+    text = Text("facts: ", style="dim")
+    for i, (k, v) in enumerate(facts.items()):
+        text.append(("  " if i else "") + f"{k}={v}", style="dim")
+    return text
+
+
+def recommendation_text(rec: object) -> Text:
+    """What the policy said when it asked: its action, rule and rationale."""
+    if not isinstance(rec, dict):
+        return Text("policy recommends ASK", style="italic")
+    line = f"policy recommends {str(rec.get('action', 'ask')).upper()}"
+    if rec.get("rule"):
+        line += f" (rule {rec['rule']})"
+    if rec.get("rationale"):
+        line += f" — {rec['rationale']}"
+    return Text(line, style="italic")
+
+
+def gate_panel(g: GateView) -> RenderableType:
+    """A gate as the person saw it — question, facts, recommendation — and, once made, the decision."""
+    opt = f" · option #{g.option}" if g.option is not None else ""
+    parts: list[RenderableType] = [Text(f"Gate {g.gate} · {g.kind}{opt}", style="bold yellow")]
+    parts.append(question(g.question))
+    parts.append(facts_text(g.facts))
+    if g.recommendation is not None:
+        parts.append(recommendation_text(g.recommendation))
+    if g.action:
+        said = f' ("{g.raw}")' if g.raw else ""
+        waited = f" after {g.waited_s:.0f}s" if g.waited_s else ""
+        parts.append(Text(f"→ {g.action.upper()} by {g.by}{said}{waited}", style="bold cyan"))
+    else:
+        parts.append(Text("waiting for an answer", style="bold yellow"))
+    return Group(*parts)
 
 
 def gate_summary(g: GateView) -> str:

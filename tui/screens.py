@@ -15,8 +15,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
 from policies.decisions import EXAMPLES
+from policies.gates import MEANING
 from tools.terminal import printable
-from tui.render import question
+from tui.render import facts_text, question, recommendation_text
 from tui.source import EventSource, PendingGate, Preview, seconds_left
 
 # One key per answer a gate can take. `select` needs an option, so it has no key: type "go with 3".
@@ -32,6 +33,52 @@ KEYS: dict[str, tuple[str, str]] = {
     "ask": ("a", "ask later"),
 }
 TARGETED = ("plan", "triage", "continue_or_ask")
+# Where `approve` and `continue` mean the same thing one key is enough: the gate's own word.
+PRIMARY = {"plan": "approve", "rollback": "approve", "command": "approve"}
+
+
+def recommended(gate: dict[str, Any]) -> str | None:
+    """The answer to put first: the policy's when it has one, else the cautious one for this gate."""
+    rec = gate.get("recommendation") or {}
+    action = rec.get("action") if isinstance(rec, dict) else None
+    if action in KEYS and action != "ask":
+        return str(action)
+    suggested = str(gate.get("suggested") or "")
+    if suggested in KEYS:
+        return suggested
+    return "retry" if suggested.startswith("revert") else None
+
+
+def alias(gate: dict[str, Any]) -> str | None:
+    """Of approve and continue, the one not shown where both mean go ahead (its key still works)."""
+    allowed = gate.get("allowed", [])
+    if "approve" in allowed and "continue" in allowed:
+        return "continue" if PRIMARY.get(str(gate.get("kind"))) == "approve" else "approve"
+    return None
+
+
+def answer_keys(gate: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(key, action, label) for the answers that make sense at this gate, the recommended one first.
+
+    Every answer the gate allows can still be typed; keys are offered only where they do something
+    here: none to skip or defer when nothing is left to try, one of approve/continue where both mean
+    go ahead."""
+    kind = str(gate.get("kind"))
+    facts = gate.get("facts") or {}
+    actions = [a for a in gate.get("allowed", []) if a in KEYS]
+    if "approve" in actions and "continue" in actions:
+        actions.remove(alias(gate) or "")
+    nothing_left = kind in ("continue_or_ask", "triage") and facts.get("has_next_step") is False
+    if nothing_left:
+        actions = [a for a in actions if a not in ("skip", "defer", "select")]
+    labels = {a: MEANING.get(kind, {}).get(a, KEYS[a][1]) for a in actions}  # type: ignore[call-overload]
+    if nothing_left and "continue" in labels:
+        labels["continue"] = "finish with the report"
+    first = recommended(gate)
+    if first in actions:
+        actions.remove(first)
+        actions.insert(0, first)
+    return [(KEYS[a][0], a, labels[a]) for a in actions]
 
 
 class GateScreen(ModalScreen[str | None]):
@@ -40,10 +87,13 @@ class GateScreen(ModalScreen[str | None]):
     Nothing takes effect until the parsed decision has been echoed and confirmed with Enter; the
     decision then goes through `Runner.decide`, the same path as `signoff decide`. Dismissed with
     the text that was answered, or None (answer later; the session stays paused).
+
+    Keys answer while the input does not have focus; `/` gives it focus and Esc takes it away again,
+    so after typing and Esc the next key answers.
     """
 
     BINDINGS = [
-        Binding("escape", "edit", "Edit", show=True),
+        Binding("escape", "escape", "Keys / edit", show=True),
         Binding("slash", "focus_input", "Type", show=True),
         Binding("question_mark", "app.help", "Help", show=True),
     ]
@@ -54,46 +104,64 @@ class GateScreen(ModalScreen[str | None]):
         border: thick $warning; background: $surface; padding: 0 1;
     }
     GateScreen #gate-title { text-style: bold; color: $warning; }
+    GateScreen #gate-notice { color: $success; text-style: bold; height: auto; }
     GateScreen #gate-body { height: auto; max-height: 18; }
-    GateScreen #gate-keys { color: $text-muted; margin-top: 1; }
+    GateScreen #gate-keys { margin-top: 1; height: auto; }
     GateScreen #gate-echo { margin-top: 1; height: auto; }
     GateScreen #gate-countdown { color: $error; text-style: bold; height: auto; }
     GateScreen Input { margin-top: 1; }
     """
 
-    def __init__(self, source: EventSource, pending: PendingGate) -> None:
+    def __init__(
+        self, source: EventSource, pending: PendingGate, *, notice: str | None = None, prefill: str | None = None
+    ) -> None:
         super().__init__()
         self.source = source
         self.pending = pending
         self.gate: dict[str, Any] = pending.gate
+        self.notice = notice  # e.g. the session rule the last line added, when the gate still waits
+        self.prefill = prefill  # a line given on the command line: previewed at once, Enter confirms it
         self.typed: str | None = None  # the text whose echo is shown, awaiting Enter
-        self.keys = {KEYS[a][0]: a for a in self.gate.get("allowed", []) if a in KEYS}
+        self.answers = answer_keys(self.gate)
+        self.keys = {k: a for k, a, _ in self.answers}
+        hidden = alias(self.gate)
+        if hidden is not None and self.answers and any(a in ("approve", "continue") for _, a, _ in self.answers):
+            self.keys[KEYS[hidden][0]] = hidden  # `c` and `y` both go ahead, wherever one of them is shown
 
     def compose(self) -> ComposeResult:
         g = self.gate
         opt = f" · option #{g['option']}" if g.get("option") is not None else ""
-        rec = g.get("recommendation") or {}
-        rec_text = f"policy recommends {str(rec.get('action', 'ask')).upper()}"
-        if rec.get("rule"):
-            rec_text += f" (rule {rec['rule']})"
-        if rec.get("rationale"):
-            rec_text += f" — {rec['rationale']}"
-        facts = "  ".join(f"{k}={v}" for k, v in (g.get("facts") or {}).items())
-        keys = "   ".join(f"[{k}] {KEYS[a][1]}" for k, a in self.keys.items())
         with Vertical():
             yield Static(f"Gate {g['id']} · {g['kind']}{opt}", id="gate-title", markup=False)
+            notice = Static(Text(self.notice or ""), id="gate-notice")
+            notice.display = bool(self.notice)
+            yield notice
             with VerticalScroll(id="gate-body"):
                 yield Static(question(g.get("question", "")), id="gate-question")
-                yield Static(Text(f"facts: {facts}", style="dim"), id="gate-facts")
-                yield Static(Text(rec_text, style="italic"), id="gate-recommendation")
-            yield Static(Text(keys + "   [/] type a one-liner   [q] quit (resume later)"), id="gate-keys")
+                yield Static(facts_text(g.get("facts") or {}), id="gate-facts")
+                yield Static(recommendation_text(g.get("recommendation")), id="gate-recommendation")
+            yield Static(self._keys_text(), id="gate-keys")
             yield Static("", id="gate-countdown")
             yield Input(placeholder=f"one line, e.g. {EXAMPLES[3]!r}", id="gate-input")
             yield Static("", id="gate-echo")
 
+    def _keys_text(self) -> Text:
+        text = Text()
+        for i, (key, _action, label) in enumerate(self.answers):
+            if i == 0 and recommended(self.gate) == _action:
+                text.append(f"▶ [{key}] {label}", style="bold reverse")
+                text.append("  recommended\n", style="bold")
+            else:
+                text.append(f"  [{key}] {label}\n")
+        text.append("  [/] type a one-liner   [q] quit (resume later)", style="dim")
+        return text
+
     def on_mount(self) -> None:
         # Keys answer first; the input takes focus when asked (/) so typing never fires a key.
         self.set_focus(None)
+        if self.prefill:
+            self.query_one("#gate-input", Input).value = self.prefill
+            self._preview(self.prefill)
         if self.pending.deadline_at is not None:
             self._tick()
             self.set_interval(0.5, self._tick)
@@ -139,10 +207,16 @@ class GateScreen(ModalScreen[str | None]):
     def action_focus_input(self) -> None:
         self.query_one("#gate-input", Input).focus()
 
-    def action_edit(self) -> None:
-        self.typed = None
-        self._echo(Text(""))
-        self.query_one("#gate-input", Input).focus()
+    def action_escape(self) -> None:
+        """In the input: leave it (the text stays), so the next key answers. Outside it, with a decision
+        echoed: take it back and edit the line."""
+        if isinstance(self.focused, Input):
+            self.set_focus(None)
+            return
+        if self.typed is not None:
+            self.typed = None
+            self._echo(Text(""))
+            self.query_one("#gate-input", Input).focus()
 
     @on(Input.Submitted, "#gate-input")
     def submitted(self, event: Input.Submitted) -> None:
@@ -194,13 +268,15 @@ class HelpScreen(ModalScreen[None]):
         keys = [
             ("↑ ↓", "select an option in the plan; its evidence shows below it"),
             ("g", "open the waiting gate (when the session is paused)"),
-            ("f", "follow the event stream (toggle)"),
-            ("ctrl+p", "command palette: jump to option, open artifact, toggle follow"),
+            ("f", "follow the event stream (toggle); moving through it by hand stops following"),
+            ("e  o", "the events tab / the running command's output as it prints"),
+            ("Enter (events)", "the whole output of the command on that line (live, when it still runs)"),
+            ("ctrl+p", "palette: jump to an option, open a command's output by name, screenshot"),
             ("ctrl+t", "light / dark theme"),
             ("← →  [ ]  home end", "replay: step, previous/next gate or decision, first/last event"),
             ("q", "quit (a paused session resumes with `signoff resume`, or here with `signoff attach`)"),
-            ("At a gate", "single keys answer ([c] continue, [s] skip …); / types a one-liner; "
-             "Enter confirms the echoed decision, Esc edits it"),
+            ("At a gate", "single keys answer, the recommended one first (▶); / types a one-liner and "
+             "Esc leaves the input; Enter confirms the echoed decision, Esc takes it back to edit"),
         ]  # fmt: skip
         text = Text()
         text.append("signoff — keys\n\n", style="bold")
@@ -225,28 +301,36 @@ class HelpScreen(ModalScreen[None]):
 
 
 class ArtifactScreen(ModalScreen[None]):
-    """The full output of one command (an artifact), read from the session directory."""
+    """The full output of one command, titled by what it was (command, host, purpose, how it ended),
+    read from the session's artifacts: each stream that printed something, under its name."""
 
     BINDINGS = [Binding("escape,q", "dismiss", "Close")]
     DEFAULT_CSS = """
     ArtifactScreen { align: center middle; }
     ArtifactScreen > VerticalScroll { width: 95%; height: 90%; border: thick $primary; background: $surface; }
+    ArtifactScreen .stream { text-style: bold; color: $accent; margin-top: 1; }
     """
     LIMIT = 200_000
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, title: str, streams: list[tuple[str, Path]]) -> None:
         super().__init__()
-        self.path = path
+        self.title_text = title
+        self.streams = streams
 
     def compose(self) -> ComposeResult:
-        try:
-            data = self.path.read_bytes()
-        except OSError as exc:
-            body = Text(f"cannot read {self.path.name}: {exc}", style="red")
-        else:
-            more = f"\n[… {len(data) - self.LIMIT} more bytes in {self.path}]" if len(data) > self.LIMIT else ""
-            # Raw command output: escapes and bidi controls shown, never sent (issue 19, M2).
-            body = Text(printable(data[: self.LIMIT].decode(errors="replace")) + more)
         with VerticalScroll():
-            yield Static(Text(self.path.name, style="bold"))
-            yield Static(body)
+            yield Static(Text(printable(self.title_text), style="bold"), id="artifact-title")
+            if not self.streams:
+                yield Static(Text("it printed nothing", style="dim"))
+            for stream, path in self.streams:
+                yield Static(Text(f"{stream} · {path.name[:19]}"), classes="stream")
+                yield Static(self._body(path))
+
+    def _body(self, path: Path) -> Text:
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            return Text(f"cannot read {path.name}: {exc.strerror or exc}", style="red")
+        more = f"\n[… {len(data) - self.LIMIT} more bytes in {path}]" if len(data) > self.LIMIT else ""
+        # Raw command output: escapes and bidi controls shown, never sent (issue 19, M2).
+        return Text(printable(data[: self.LIMIT].decode(errors="replace")) + more)

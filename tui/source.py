@@ -155,8 +155,10 @@ class SessionSource:
 class LiveSource(SessionSource):
     """A new session: the graph runs in a worker thread while the UI follows its journal."""
 
-    def start(self) -> None:
-        self._run(lambda runner: runner.start())
+    def start(self, how: str = "start") -> None:
+        """Run the session in the worker: a new one (`start`), or a paused one (`resume`, `revisit`)."""
+        runs = {"start": Runner.start, "resume": Runner.resume, "revisit": Runner.revisit}
+        self._run(runs[how])
 
 
 class ReplaySource:

@@ -47,14 +47,15 @@ STOPS = (
 )  # fmt: skip
 
 
-def _live_tui(d: Any) -> Any:
-    """Run a new session under the TUI; the outcome once the person quits (paused, finished, …)."""
+def _live_tui(d: Any, how: str = "start", *, prefill: str | None = None) -> Any:
+    """Run a session under the TUI — new, resumed, or attached with a line to confirm at its gate; the
+    outcome once the person quits (paused, finished, …)."""
     from agent.errors import SessionError
     from agent.run.runner import Runner
 
     ui = screens()
     assert ui is not None
-    if ui.live(d):
+    if ui.attach(d, prefill=prefill) if prefill is not None else ui.live(d, how):
         raise fail(f"quit while the run was still going; `signoff resume {d.id}` continues it", INTERRUPTED)
     try:
         with d.locked(), Runner(d, headless=True) as runner:
@@ -198,6 +199,8 @@ def decide(
         raise fail(f"--by {by[:40]!r}: a name is 1-64 letters, digits, spaces and . @ + - _", BAD_INPUT)
     who = f"human:{by or getpass.getuser()}"
     d = find(session, store)
+    if not (yes or as_json or no_resume) and screens() is not None and terminal():
+        _decide_on_screen(d, text, who=who, accept_policy_change=accept_policy_change, checks=checks)
     try:
         with d.locked():
             check_policy_drift(d, accept_policy_change)
@@ -221,6 +224,33 @@ def decide(
     finally:
         d.close()
     finish(out, as_json, checks)
+
+
+def _decide_on_screen(d: Any, text: str, *, who: str, accept_policy_change: bool, checks: Any) -> None:
+    """`decide` in a terminal: a line that needs no confirmation is recorded and the run goes on in the
+    TUI; one that does (hedged, standing, a rollback or a stop) opens the TUI at the gate with the line
+    echoed, and Enter confirms it there. Returns only when a runner holds the session (the caller then
+    hands the answer over, as without a terminal)."""
+    from agent.errors import SessionBusy
+    from agent.run.runner import Runner
+    from policies.decisions import DecisionError
+
+    try:
+        with d.locked():
+            check_policy_drift(d, accept_policy_change)
+            with Runner(d, headless=True) as runner:
+                try:
+                    echo, confirm = runner.preview(text, by=who)
+                    if not confirm:
+                        _, echo = runner.decide(text, by=who, confirmed=False)
+                except DecisionError as exc:
+                    raise fail(f"{exc} (nothing changed)", BAD_INPUT) from None
+    except SessionBusy:
+        return
+    out = _live_tui(d, prefill=text) if confirm else _live_tui(d, "resume")
+    if not confirm:
+        typer.echo(f"decided: {echo}", err=True)
+    finish(out, False, checks)
 
 
 def _hand_over(d: Any, busy: Exception, text: str, *, who: str, yes: bool, no_resume: bool) -> Any:
@@ -285,6 +315,10 @@ def resume(
     from agent.run.runner import Runner
 
     checks = fail_on_checks(fail_on)
+    if not (as_json or wait) and screens() is not None and terminal():
+        with existing_session(session, store, accept_policy_change=accept_policy_change):
+            pass  # the same checks as below, before the screen takes the terminal
+        finish(_live_tui(find(session, store), "revisit" if revisit else "resume"), False, checks)
     with existing_session(session, store, accept_policy_change=accept_policy_change) as d:
         progress = Progress(plain=True if as_json else None)
         with Runner(d, headless=True, listeners=[progress]) as runner:

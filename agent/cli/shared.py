@@ -134,11 +134,14 @@ def terminal() -> bool:
 class Screens(Protocol):
     """What the terminal UI offers the CLI. `tui/cli.py` registers one; agent never imports tui."""
 
-    def live(self, d: Any) -> bool: ...  # run a new session on screen; True if quit while it still ran
+    # Run a session on screen — a new one (`start`), or a paused one (`resume`, `revisit`); True if the
+    # person quit while it still ran.
+    def live(self, d: Any, how: str = "start") -> bool: ...
 
     def replay(self, d: Any) -> None: ...
 
-    def attach(self, d: Any) -> bool: ...
+    # Follow a session; `prefill` is a one-liner to show, previewed, at its gate (Enter confirms it).
+    def attach(self, d: Any, prefill: str | None = None) -> bool: ...
 
 
 def screens() -> Screens | None:

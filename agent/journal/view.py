@@ -99,6 +99,7 @@ class GateView:
     raw: str | None = None
     decided: str | None = None
     decision: dict[str, Any] = field(default_factory=dict)  # the whole decision, as journaled
+    recommendation: dict[str, Any] | None = None  # what the policy said when it asked (newer journals)
 
     @property
     def waited_s(self) -> float | None:
@@ -136,6 +137,9 @@ class SessionView:
     brain_fallbacks: int = 0
     llm_tokens: dict[str, int] = field(default_factory=dict)
     budget_usd: float | None = None
+    goal_metric: str = ""  # the campaign's goal, for plots: the metric and the gain it asks for
+    goal_pct: float | None = None
+    noise_floor_pct: float | None = None  # the smallest effect this run's calibration can tell from noise
     bench: tuple[int, int] | None = None  # (pair, of) of the running benchmark
     stress_done: int = 0
     stress_total: int = 0
@@ -175,10 +179,11 @@ class SessionView:
         return max(0.0, (self.last - self.started).total_seconds())
 
     def elapsed_s(self, now: datetime | None = None) -> float:
-        """The span so far: up to `now` while the session runs, else up to its last event."""
+        """The span so far: up to `now` until the session has ended (a gate waiting for a person is part of
+        it), else up to its last event."""
         if self.started is None:
             return 0.0
-        live = self.status in ("starting", "running", "waiting") and now is not None
+        live = self.status not in ENDED and now is not None
         end = now if live else self.last
         return max(0.0, ((end or self.started) - self.started).total_seconds())
 
@@ -284,6 +289,10 @@ class SessionView:
                 self.llm_retries += 1
             case ev.BrainFallback():
                 self.brain_fallbacks += 1
+            case ev.Calibration():
+                floor = e.get("noise_floor_pct")
+                if isinstance(floor, int | float) and not isinstance(floor, bool):
+                    self.noise_floor_pct = float(floor)
             case ev.GateOpened():
                 self._gate_opened(e, entry)
             case ev.Decision():
@@ -324,6 +333,11 @@ class SessionView:
         stress = campaign.get("stress")
         runs = [s.get("runs", 1) for s in (stress if isinstance(stress, list) else []) if isinstance(s, dict)]
         self.stress_total = sum(r for r in runs if isinstance(r, int) and 0 <= r < 1_000_000)
+        goal = campaign.get("goal")
+        if isinstance(goal, dict):
+            target = goal.get("target_pct")
+            self.goal_metric = str(goal.get("metric") or "output_tok_s")
+            self.goal_pct = float(target) if isinstance(target, int | float) and not isinstance(target, bool) else None
         budgets = policy.get("budgets")
         budget = budgets.get("llm_usd") if isinstance(budgets, dict) else None
         self.budget_usd = float(budget) if isinstance(budget, int | float) and not isinstance(budget, bool) else None
@@ -350,8 +364,10 @@ class SessionView:
         if self.phase == "rollback" and o.status in ("skipped", "deferred"):
             o.after_rollback = o.status
         o.status = ACTIVE_PHASES.get(self.phase, o.status)
-        if self.phase == "stress":
+        if self.phase in ("apply", "stress"):  # the counts are the current option's
             self.stress_done = 0
+        if self.phase == "apply":
+            self.bench = None
         if self.phase == "benchmark":
             self.bench = (0, e.pairs or 0)
 
@@ -372,6 +388,7 @@ class SessionView:
                     seq=entry.seq,
                     opened=entry.ts,
                     interrupt=e.interrupt,
+                    recommendation=e.recommendation if isinstance(e.recommendation, dict) else None,
                 )
             )
         if self.status not in ENDED:

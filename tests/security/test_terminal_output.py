@@ -108,8 +108,9 @@ async def test_the_tui_shows_host_output_and_a_hostile_journal_as_escapes(evil_s
         assert seen, "the hostile text never reached the screen: the check tested nothing"
         for artifact in (d.root / "artifacts").glob("sha256-*"):
             if b"pwned-title" in artifact.read_bytes():
-                app.push_screen(ArtifactScreen(artifact))
+                # The title is a command line, as hostile as its output can be.
+                app.push_screen(ArtifactScreen(f"$ {hostile} · gpu-a (stress)", [("stdout", artifact)]))
                 await pilot.pause()
                 text = screen_text(app)
-                assert "pwned-title" in text and dangerous(text) == [], dangerous(text)
+                assert "pwned-title" in text and "evil" in text and dangerous(text) == [], dangerous(text)
                 app.pop_screen()

@@ -3,7 +3,9 @@ and press keys. Runs whenever tmux is installed (`make test` installs it as root
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -21,7 +23,11 @@ class Terminal:
         self.socket = f"signoff-smoke-{os.getpid()}-{name}"
 
     def tmux(self, *args: str) -> str:
-        return subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True, check=False).stdout
+        # A COLUMNS/LINES that something in this test process exported would size the app, not the pane.
+        env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+        return subprocess.run(
+            ["tmux", "-L", self.socket, *args], capture_output=True, text=True, check=False, env=env
+        ).stdout
 
     def screen(self) -> str:
         return self.tmux("capture-pane", "-p", "-t", "smoke", "-S", "-200")
@@ -36,17 +42,86 @@ class Terminal:
         raise AssertionError(f"{text!r} never appeared; the screen:\n{self.screen()}")
 
 
-def test_make_demo_in_a_terminal_shows_the_run_and_the_report(tmp_path: Path) -> None:
-    term = Terminal("demo")
+def plan_row(screen: str, option: str) -> str:
+    """The plan table's line for one option (its # column), as the terminal shows it."""
+    return next(line for line in screen.splitlines() if re.search(rf"│ {re.escape(option)}\s", line))
+
+
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)], ids=["120x40", "80x24"])
+def test_make_demo_in_a_terminal_shows_the_run_and_the_report(tmp_path: Path, size: tuple[int, int]) -> None:
+    term = Terminal(f"demo-{size[0]}")
     home = tmp_path / "home"
     command = f"cd {ROOT} && SIGNOFF_HOME={home} TERM=xterm-256color make demo; echo EXIT=$?; sleep 120"
-    term.tmux("new-session", "-d", "-s", "smoke", "-x", "120", "-y", "40", command)
+    term.tmux("new-session", "-d", "-s", "smoke", "-x", str(size[0]), "-y", str(size[1]), command)
     try:
-        term.wait_for("decode-throughput-c90", timeout=60)  # the TUI's status bar is up
+        term.wait_for("LIVE", timeout=60)  # the TUI's status bar is up
         screen = term.wait_for("session finished", timeout=180)
-        assert "kept" in screen and "no-go" in screen  # the plan panel shows the outcomes
+        lines = screen.splitlines()
+        status = next(line for line in lines if "LIVE" in line)
+        # The phase and the state never give way: at 80 columns the policy and campaign names go first.
+        assert re.search(r"\d\d:\d\d · .+ · (finished|done)", status), status
+        header = next(line for line in lines if "│ #" in line and "option" in line)
+        for column in ("status", "gain", "95% CI", "verdict"):
+            assert column in header, header
+        kept = plan_row(screen, "#3")
+        assert "kept" in kept and re.search(r"\+2\d\.\d%", kept) and re.search(r"\+\d+\.\d…\+\d+\.\d", kept), kept
+        assert "no-go" in plan_row(screen, "#1")
+        assert re.search(r"pairs? [\d—]", screen) and re.search(r"stress \d/\d", screen)  # the counts
+        assert "gate g6" in screen  # the event stream follows to the end (the last line may sit under a toast)
         term.tmux("send-keys", "-t", "smoke", "q")
         report = term.wait_for("EXIT=0", timeout=60)
         assert "#3 kept" in report and "journal:" in report
+    finally:
+        term.tmux("kill-server")
+
+
+def paused_at_plan(home: Path, tmp_path: Path) -> str:
+    """A headless session paused at its plan gate (cautious, except the plan gate asks)."""
+    policy = tmp_path / "plan-asks.yaml"
+    text = (
+        (ROOT / "policies" / "presets" / "cautious.yaml")
+        .read_text()
+        .replace(
+            "        when: proposed == 0\n        decide: approve", "        when: proposed == 0\n        decide: ask"
+        )
+    )
+    policy.write_text(text.split("\ntests:")[0] + "\n")
+    campaign = ROOT / "examples" / "decode-campaign" / "campaign.yaml"
+    signoff = str(ROOT / ".venv" / "bin" / "signoff")
+    out = subprocess.run(
+        [signoff, "run", str(campaign), "--policy", str(policy), "--headless", "--json"],
+        capture_output=True, text=True, env={**os.environ, "SIGNOFF_HOME": str(home)}, check=False, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 3, out.stderr
+    return json.loads(out.stdout)["session"]
+
+
+@pytest.mark.parametrize("how", ["resume", "decide"])
+def test_resume_and_decide_in_a_terminal_open_the_gate_on_screen(tmp_path: Path, how: str) -> None:
+    home = tmp_path / "home"
+    session = paused_at_plan(home, tmp_path)
+    term = Terminal(how)
+    # `decide "stop"` needs a confirmation: the screen opens at the gate with the line echoed.
+    args = f"resume {session}" if how == "resume" else f'decide {session} "stop"'
+    command = f"cd {ROOT} && SIGNOFF_HOME={home} TERM=xterm-256color .venv/bin/signoff {args}; echo EXIT=$?; sleep 60"
+    term.tmux("new-session", "-d", "-s", "smoke", "-x", "120", "-y", "40", command)
+    try:
+        term.wait_for("Gate g1 · plan", timeout=60)
+        term.wait_for("▶ [y] approve", timeout=10)  # the recommended answer, first
+        if how == "resume":
+            term.tmux("send-keys", "-t", "smoke", "y")
+            term.wait_for("Enter to confirm", timeout=30)
+            term.tmux("send-keys", "-t", "smoke", "Enter")
+            term.wait_for("session finished", timeout=120)
+            term.tmux("send-keys", "-t", "smoke", "q")
+            report = term.wait_for("EXIT=0", timeout=60)
+            assert "#3 kept" in report
+        else:
+            term.wait_for("STOP", timeout=30)
+            assert "Enter to confirm" in term.screen()
+            term.tmux("send-keys", "-t", "smoke", "Enter")
+            term.wait_for("stopped", timeout=60)
+            term.tmux("send-keys", "-t", "smoke", "q")
+            term.wait_for("EXIT=", timeout=60)
     finally:
         term.tmux("kill-server")

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 from textual.css.query import NoMatches
-from textual.widgets import DataTable, Input, RichLog, Static
+from textual.widgets import DataTable, Input, Static
 
 from agent.run.create import create
 from agent.run.runner import Runner
@@ -24,6 +24,7 @@ from agent.store.local import SessionDir
 from tests.conftest import ROOT, journal_events
 from tui import render
 from tui.app import SignoffApp
+from tui.eventlist import EventList
 from tui.screens import GateScreen, HelpScreen
 from tui.source import LiveSource, ReplaySource, SessionSource
 
@@ -117,8 +118,8 @@ async def test_a_one_liner_is_echoed_and_gibberish_is_rejected_in_place(
         await pilot.press("enter")
         await wait_for(pilot, lambda: "✗" in echo(app), what="the rejection")
         assert "didn't understand" in echo(app) and gate_open(app)
-        await pilot.press("escape")
         field = app.screen.query_one("#gate-input", Input)
+        assert app.screen.focused is field  # a rejected line stays in the input, to be corrected
         field.value = ""
         await pilot.press(*"skip #2 for now if it's unsafe")
         await pilot.press("enter")
@@ -175,8 +176,8 @@ async def test_attach_to_a_paused_headless_session_and_resume_it_to_the_end(
     app = SignoffApp(SessionSource(d), mode="attach")
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: gate_open(app), what="the plan gate")
-        log = app.query_one("#events", RichLog)
-        assert any("gate g1 (plan) opened" in line.text for line in log.lines)  # history was read
+        lines = app.query_one("#events", EventList).texts()
+        assert any("gate g1 (plan) opened" in line for line in lines)  # history was read
         await pilot.press("c")
         await wait_for(pilot, lambda: "Enter to confirm" in echo(app), what="the echo")
         await pilot.press("enter")
@@ -208,8 +209,8 @@ async def test_attach_to_a_session_in_the_team_store_answers_its_gate_and_follow
         await wait_for(pilot, lambda: "Enter to confirm" in echo(app), what="the echo")
         await pilot.press("enter")
         await wait_for(pilot, lambda: app.view.status == "finished" and not app.source.busy(), what="the end")
-        log = app.query_one("#events", RichLog)
-        assert any("A/B" in line.text for line in log.lines)  # events that came after the answer, live
+        lines = app.query_one("#events", EventList).texts()
+        assert any("A/B" in line for line in lines)  # events that came after the answer, live
     with d.locked():
         out = Runner(d).outcome()
     assert out.status == "finished" and {o["id"]: o["outcome"] for o in out.options}[3] == "kept"

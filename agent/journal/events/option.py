@@ -84,6 +84,9 @@ class ABResult(Event):
     ci_low: float | None = None
     ci_high: float | None = None
     pairs: int | None = None
+    metric: str | None = None
+    noise_pct: float | None = None  # the run-to-run noise measured in this run, %
+    higher_is_better: bool | None = None
 
 
 class StressResult(Event):

@@ -1,0 +1,427 @@
+"""The TUI as an operator uses it (issue 21): focus at a gate, the recommended answer, a rule-only line,
+the status bar and clock, columns at 80×24 and 120×40 and on resize, the A/B plot on one axis,
+progress counts, live command output, outputs by name, screenshots, replayed gates, the bell.
+
+Live runs are real sessions (the demo campaign on its simulated hosts, the real graph); replays read
+sessions recorded by the code (tests/fixtures)."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import shutil
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+from textual.widgets import DataTable, Input, Label, RichLog, Static
+
+from agent.journal.view import fold, timestamp
+from agent.store.local import SessionDir
+from tests.conftest import ROOT
+from tests.tui.test_tui import FIXTURE, echo, gate_open, live_app, policy_asking_at_plan, wait_for
+from tui import render
+from tui.abplot import ABPlot
+from tui.app import SignoffApp, SignoffCommands
+from tui.commands import EMPTY
+from tui.eventlist import EventList
+from tui.output import OutputPane
+from tui.plot import figure
+from tui.screens import ArtifactScreen, answer_keys
+from tui.source import ReplaySource
+
+ASK_EVERYTHING = ROOT / "policies" / "presets" / "ask-everything.yaml"
+CAUTIOUS = ROOT / "policies" / "presets" / "cautious.yaml"
+V1 = ROOT / "tests" / "fixtures" / "journal-v1"
+EVENTS = [json.loads(line) for line in FIXTURE.read_text().splitlines()]
+
+
+@pytest.fixture(autouse=True)
+def _no_blink(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(Input, "_toggle_cursor", lambda self: None)
+
+
+def imported(cli: Any, tmp_path: Path, name: str = "ask-one-liners") -> SessionDir:
+    """A session recorded by the code, with its artifacts, imported into the test's store."""
+    bundle = tmp_path / name
+    shutil.copytree(V1 / name, bundle)
+    out = cli("import", str(bundle), "--json")
+    assert out.code == 0, out.stderr
+    return SessionDir(json.loads(out.stdout)["session"])
+
+
+def plain(widget: Any) -> str:
+    """What a Static or Label shows, as plain text (Rich groups and tables included)."""
+    content = widget.content if hasattr(widget, "content") else widget.render()
+    if isinstance(content, str):
+        return content
+    if hasattr(content, "plain"):
+        return content.plain
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(content)
+    return console.export_text()
+
+
+# ---------------------------------------------------------------- focus at a gate
+
+
+async def test_esc_leaves_the_input_and_the_next_key_answers(
+    home: Path, variant: Callable[..., Path], tmp_path: Path
+) -> None:
+    _d, app = live_app(variant, policy_asking_at_plan(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: gate_open(app), what="the plan gate")
+        field = app.screen.query_one("#gate-input", Input)
+        await pilot.press("slash", "s", "k")
+        assert app.screen.focused is field and field.value == "sk"
+        await pilot.press("escape")
+        assert app.screen.focused is None and field.value == "sk"  # left the input; the text stays
+        await pilot.press("y")  # now a key answers
+        await wait_for(pilot, lambda: "Enter to confirm" in echo(app), what="the echo")
+        assert echo(app).startswith("APPROVE") and field.value == "sk"
+        await pilot.press("escape")  # an echoed decision: Esc takes it back to edit the line
+        assert app.screen.focused is field and echo(app) == ""
+        await pilot.press("escape", "q")  # out of the input again: q quits, it is not typed
+        await pilot.pause()
+    assert app.return_value == "paused" and field.value == "sk"
+
+
+# ---------------------------------------------------------------- the answers a gate offers
+
+
+def gate(kind: str, facts: dict[str, Any], allowed: list[str], **more: Any) -> dict[str, Any]:
+    return {"id": "g9", "kind": kind, "facts": facts, "allowed": allowed, "question": "?", **more}
+
+
+def test_the_recommended_answer_comes_first_and_only_answers_that_mean_something_get_a_key() -> None:
+    from policies.gates import ALLOWED
+
+    wedge = gate(
+        "safety", {"verdict": "unsafe", "wedges": 1}, list(ALLOWED["safety"]),
+        recommendation={"action": "ask", "rule": "ask-when-unclear"}, suggested="skip",
+    )  # fmt: skip
+    keys = answer_keys(wedge)
+    assert keys[0][:2] == ("s", "skip") and keys[0][2] == "roll it back and move on"
+    assert [a for _, a, _ in keys].count("continue") == 1 and "approve" not in [a for _, a, _ in keys]
+
+    # The policy's own answer wins over the cautious default.
+    ruled = gate("safety", {"verdict": "safe"}, list(ALLOWED["safety"]), recommendation={"action": "continue"})
+    assert answer_keys(ruled)[0][1] == "continue"
+
+    done = gate(
+        "continue_or_ask", {"has_next_step": False, "remaining": 0}, list(ALLOWED["continue_or_ask"]),
+        suggested="continue",
+    )  # fmt: skip
+    actions = [a for _, a, _ in answer_keys(done)]
+    assert "skip" not in actions and "defer" not in actions and actions[0] == "continue"
+    assert answer_keys(done)[0][2] == "finish with the report"
+
+    plan = gate("plan", {"options": 3}, list(ALLOWED["plan"]), suggested="approve")
+    offered = [a for _, a, _ in answer_keys(plan)]
+    assert offered[0] == "approve" and "continue" not in offered
+
+
+async def test_the_gate_screen_marks_the_recommended_answer(home: Path) -> None:
+    from tests.tui.test_tui_snapshots import FrozenSource
+    from tui.source import PendingGate
+
+    opened = next(i for i, e in enumerate(EVENTS) if e["kind"] == "gate.opened" and e["gate"] == "g3")
+    e = EVENTS[opened]
+    pending = PendingGate(
+        gate={
+            "id": "g3", "kind": "safety", "option": 2, "question": e["question"], "facts": e["facts"],
+            "allowed": ["continue", "approve", "skip", "defer", "rollback", "retry", "stop", "ask"],
+            "recommendation": {"action": "ask", "rule": "ask-when-unclear"}, "suggested": "skip",
+        }
+    )  # fmt: skip
+    paused = {**e, "kind": "session.paused", "seq": e["seq"] + 1}
+    app = SignoffApp(FrozenSource([*EVENTS[: opened + 1], paused], pending), mode="attach")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: gate_open(app), what="the gate")
+        keys = plain(app.screen.query_one("#gate-keys", Static)).splitlines()
+        assert keys[0].startswith("▶ [s] roll it back and move on") and keys[0].endswith("recommended")
+        assert not any("[y]" in k for k in keys)  # approve and continue mean the same here: one key
+
+
+async def test_a_line_that_only_adds_a_rule_reopens_the_gate_saying_so(
+    home: Path, variant: Callable[..., Path], tmp_path: Path
+) -> None:
+    _d, app = live_app(variant, ASK_EVERYTHING)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: gate_open(app), what="the triage gate")
+        assert app.screen.gate["kind"] == "triage"
+        await pilot.press("c")
+        await wait_for(pilot, lambda: "Enter to confirm" in echo(app), what="the echo")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: gate_open(app) and app.screen.gate["kind"] == "safety", what="the safety gate")
+        asked = plain(app.screen.query_one("#gate-question", Static))
+        assert "Undo plan: `" in asked and "simserve.py revert" in asked and "{{" not in asked  # as it will run
+        await pilot.press("slash", *"stop if the health check fails", "enter")
+        await wait_for(pilot, lambda: "Enter to confirm" in echo(app), what=f"the echo (shown: {echo(app)!r})")
+        assert "this gate still needs an answer" in echo(app)
+        first = app.screen
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: gate_open(app) and app.screen is not first, what="the gate again")
+        notice = plain(app.screen.query_one("#gate-notice", Static))
+        assert app.screen.gate["kind"] == "safety" and app.screen.query_one("#gate-notice").display
+        assert "session-rule:1" in notice and "this gate still needs an answer" in notice
+        await pilot.press("q")
+        await pilot.pause()
+
+
+# ---------------------------------------------------------------- status bar and clock
+
+
+def test_the_status_bar_names_the_open_gate_and_its_clock_runs_while_it_waits() -> None:
+    opened = next(i for i, e in enumerate(EVENTS) if e["kind"] == "gate.opened" and e["gate"] == "g3")
+    paused = {**EVENTS[opened], "kind": "session.paused", "seq": EVENTS[opened]["seq"] + 1}
+    view = fold([*EVENTS[: opened + 1], paused])
+    at = timestamp(EVENTS[opened]["ts"])
+    assert at is not None and view.status == "paused"
+    before = render.status_line(view, mode="live", now=at + timedelta(seconds=4)).plain
+    after = render.status_line(view, mode="live", now=at + timedelta(seconds=44)).plain
+    assert "gate g3 (safety #2)" in after and "paused 0:44" in after and "paused 0:04" in before
+    clock = [re.search(r"· (\d\d):(\d\d) ·", t) for t in (before, after)]
+    assert clock[0] and clock[1]
+    seconds = [int(m.group(1)) * 60 + int(m.group(2)) for m in clock if m]
+    assert seconds[1] - seconds[0] == 40  # the clock went on while the gate waited
+    # At 80 columns the policy, campaign and session go before the phase and the state do.
+    narrow = render.status_line(view, mode="attach", now=at, note="gate g3 waits — g to answer", width=80).plain
+    assert len(narrow) <= 80 and "gate g3 (safety #2)" in narrow and "paused" in narrow
+
+
+# ---------------------------------------------------------------- columns, sizes and resizing
+
+
+def plan_text(app: SignoffApp) -> list[list[str]]:
+    table = app.query_one("#plan", DataTable)
+    header = [str(c.label) for c in table.ordered_columns]
+    return [header, *[[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]]
+
+
+async def test_columns_fit_at_120x40_and_80x24_and_reflow_on_resize(home: Path) -> None:
+    d = SessionDir("20261202-235327-0f62")
+    d.root.mkdir(parents=True)
+    d.journal.write_bytes(FIXTURE.read_bytes())
+    app = SignoffApp(ReplaySource(d), mode="replay")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        rows = plan_text(app)
+        assert rows[0] == ["#", "option", "status", "gain", "95% CI", "verdict"]
+        third = dict(zip(rows[0], rows[3], strict=True))
+        assert third["gain"] == "+22.6%" and third["95% CI"] == "+20.3…+25.0" and third["verdict"] == "safe"
+        status = plain(app.query_one("#status", Static))
+        assert "finished" in status and "done" in status
+        for size in ((80, 24), (50, 24)):
+            await pilot.resize_terminal(*size)
+            await pilot.pause(0.3)
+            rows = plan_text(app)
+            third = dict(zip(rows[0], rows[-1], strict=True))
+            assert third["gain"] == "+22.6%" and third["95% CI"] == "+20.3…+25.0"  # never cut
+            status = plain(app.query_one("#status", Static))
+            assert "REPLAY" in status and "finished" in status and "done" in status
+        assert "verdict" not in rows[0]  # at 50 columns the least telling column went first
+        await pilot.resize_terminal(120, 40)
+        await pilot.pause(0.3)
+        assert plan_text(app)[0][-1] == "verdict"  # and came back
+
+
+def test_the_plan_drops_columns_least_important_first() -> None:
+    view = fold(EVENTS)
+    cells = [render.plan_cells(o) for o in view.options.values()]
+    full = ["#", "option", "status", "gain", "95% CI", "verdict"]
+    seen: list[list[str]] = []
+    for width in range(120, 20, -1):
+        layout = render.plan_layout(cells, width)
+        keys = [k for k, _ in layout]
+        if not seen or seen[-1] != keys:
+            seen.append(keys)
+        if keys != ["#", "option", "status"]:  # below that nothing more can go: the table scrolls
+            assert sum(w + render.CELL_PADDING for _, w in layout) <= width
+    assert seen == [full, full[:5], full[:4], full[:3]]  # verdict, then the CI, then the gain
+    widest = render.plan_layout(cells, 120)
+    assert dict(widest)["option"] == max(len(o.title) for o in view.options.values())  # no title cut when it fits
+
+
+# ---------------------------------------------------------------- A/B on one axis, progress counts
+
+
+def test_the_ab_figure_puts_both_arms_on_one_axis_against_noise_ci_and_goal() -> None:
+    view = fold(EVENTS)
+    fig = figure(view.options[3], view)
+    assert fig.pairs == [1, 2, 3, 4, 5, 6] and all(a and b and b > a for a, b in zip(fig.a, fig.b, strict=True))
+    assert fig.effects[0] == pytest.approx((fig.b[0] / fig.a[0] - 1) * 100)  # type: ignore[operator]
+    assert fig.ci == (20.263, 24.981) and fig.noise_pct == 1.0 and fig.goal_pct == 20.0
+    assert fig.effect_title() == "effect per pair, % · 95% CI +20.3…+25.0 · noise ±1 · goal +20"
+
+
+async def test_the_ab_plot_and_the_progress_counts_on_screen(home: Path) -> None:
+    from tests.tui.test_tui_snapshots import FrozenSource, frozen_app, index_of
+
+    upto = index_of("bench.progress", option=3, pair=4)
+    app = frozen_app(FrozenSource(EVENTS[: upto + 1]))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(0.3)
+        assert plain(app.query_one("#bench-label", Label)) == "pair 4/6"
+        assert plain(app.query_one("#stress-label", Label)) == "stress 0/4"
+        plot = app.query_one("#ab", ABPlot)
+        assert plot.display and plot.shown is not None
+        drawn = plot.render()
+        text = drawn.plain if hasattr(drawn, "plain") else str(drawn)
+        assert "A baseline" in text and "B option" in text and "one axis" in text
+        ticks = [float(t) for t in re.findall(r"([\d.]+)\s*┤", text)]
+        low, high = min(fig for fig in plot.shown.a if fig), max(fig for fig in plot.shown.b if fig)
+        assert ticks and min(ticks) <= low + 1 and max(ticks) >= high - 1  # both arms on the one axis
+
+
+# ---------------------------------------------------------------- live output, outputs by name
+
+
+def slow_setup(text: str) -> str:
+    """The demo, with a setup step that prints a line every 0.4 s for a while."""
+    return text.replace(
+        '{run: "{{simserve}} init --seed 3", on: decode, timeout: 20}',
+        '{run: "{{simserve}} init --seed 3 && for i in 1 2 3 4 5 6 7 8; do echo tick $i; sleep 0.4; done", '
+        "on: decode, timeout: 20}",
+    )
+
+
+async def test_the_output_pane_tails_the_running_command_as_it_prints(
+    home: Path, variant: Callable[..., Path], tmp_path: Path
+) -> None:
+    path = variant(edit=slow_setup)
+    assert "tick $i" in path.read_text()
+    policy = tmp_path / "sleep-allowed.yaml"  # cautious, with `sleep` among the allowed commands
+    text = CAUTIOUS.read_text().replace('"echo *", "true"', '"echo *", "sleep *", "true"')
+    policy.write_text(text.split("\ntests:")[0] + "\n")
+    assert '"sleep *"' in policy.read_text()
+    d, app = live_app(lambda: path, policy)
+    async with app.run_test(size=(120, 40)) as pilot:
+        pane = app.query_one("#output", OutputPane)
+        log = pane.query_one("#output-log", RichLog)
+
+        def streaming() -> bool:
+            running = app.commands.running()
+            return bool(running) and any("tick 2" in line.text for line in log.lines)
+
+        await pilot.press("o")
+        await wait_for(pilot, streaming, timeout=60, what="tick 2 while the command runs")
+        head = plain(pane.query_one("#output-head", Static))
+        assert head.startswith("▶ $ ") and "(setup)" in head and "running" in head
+        assert not any("tick 8" in line.text for line in log.lines)  # it is still going
+        await wait_for(pilot, lambda: app.view.status == "finished" and not app.source.busy(), what="the end")
+    assert not list((d.work / "live").glob("*.log"))  # each spool went with its command
+
+
+async def test_enter_on_an_event_opens_its_commands_output_by_name(home: Path, cli: Any, tmp_path: Path) -> None:
+    d = imported(cli, tmp_path)
+    app = SignoffApp(ReplaySource(d), mode="replay")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        health = next(
+            c for c in app.commands.finished() if "health" in c.command and c.finished and c.finished["exit"] == 0
+        )
+        events = app.query_one("#events", EventList)
+        await pilot.press("home")
+        app._select_event(health.index)
+        events.focus()
+        await pilot.pause()
+        assert events.get_option_at_index(events.highlighted or 0).id == str(health.index)
+        await pilot.press("enter")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, ArtifactScreen)
+        title = plain(screen.query_one("#artifact-title", Static))
+        assert title.startswith("$ ") and "health" in title and health.host in title and "exit 0" in title
+        artifact = health.finished["artifact"]  # type: ignore[index]
+        assert (d.artifacts / artifact).read_text().strip().splitlines()[0] in " ".join(
+            plain(s) for s in screen.query(Static)
+        )
+
+
+async def test_the_palette_finds_outputs_by_command_and_never_offers_an_empty_one(
+    home: Path, cli: Any, tmp_path: Path
+) -> None:
+    d = imported(cli, tmp_path)
+    app = SignoffApp(ReplaySource(d), mode="replay")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert all(name != EMPTY for name, _ in app.artifacts())
+        provider = SignoffCommands(app.screen)
+        hits = [hit async for hit in provider.search("simserve health")]
+        texts = [str(h.text) for h in hits]
+        assert texts and all(t.startswith("output of $ ") for t in texts) and any("health" in t for t in texts)
+        assert not any("sha256-" in t for t in texts)
+
+
+async def test_a_screenshot_lands_somewhere_writable(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "no-downloads-here"))
+    d = SessionDir("20261202-235327-0f62")
+    d.root.mkdir(parents=True)
+    d.journal.write_bytes(FIXTURE.read_bytes())
+    app = SignoffApp(ReplaySource(d), mode="replay")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        app.deliver_screenshot("shot.svg")
+        await pilot.pause(0.5)
+    saved = home / "screenshots" / "shot.svg"
+    assert saved.exists() and saved.read_text().startswith("<svg")
+
+
+# ---------------------------------------------------------------- replayed gates, the bell
+
+
+async def test_replay_shows_the_gate_question_facts_recommendation_and_answer(
+    home: Path, cli: Any, tmp_path: Path
+) -> None:
+    d = imported(cli, tmp_path)
+    app = SignoffApp(ReplaySource(d), mode="replay")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("home")
+        await pilot.press("right_square_bracket")
+        e = app.events[app.cursor]
+        assert e["kind"] == "gate.opened"
+        panel = app.query_one("#gate-panel", Static)
+        assert panel.display
+        text = plain(panel)
+        assert f"Gate {e['gate']} · {e['gate_kind']}" in text and "facts: " in text
+        assert e["question"].splitlines()[0].replace("**", "") in text
+        if e.get("recommendation"):
+            assert "policy recommends" in text
+        await pilot.press("right_square_bracket")
+        decided = app.events[app.cursor]
+        assert decided["kind"] == "decision" and f"→ {decided['decision']['action'].upper()} by" in plain(panel)
+        await pilot.press("end")
+        assert not app.query_one("#gate-panel").display  # a finished session waits at no gate
+
+
+async def test_the_bell_rings_when_a_gate_needs_a_person_and_only_then(
+    home: Path, variant: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rung: list[str] = []
+    monkeypatch.setattr(SignoffApp, "bell", lambda self: rung.append(self.view.status))
+    _, app = live_app(variant, CAUTIOUS)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.view.status == "finished" and not app.source.busy(), what="the end")
+    assert rung == []  # every gate was decided by a rule
+    _d, app = live_app(variant, policy_asking_at_plan(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: gate_open(app), what="the plan gate")
+        assert rung == ["paused"]
+        await pilot.press("q")
+        await pilot.pause()
+
+
+def test_gate_screen_keys_are_shown_for_every_kind() -> None:
+    from policies.gates import ALLOWED, GATE_KINDS
+
+    for kind in GATE_KINDS:
+        keys = answer_keys(gate(kind, {}, list(ALLOWED[kind])))
+        assert keys and len({k for k, _, _ in keys}) == len(keys)  # one key per answer, none twice
+        assert {a for _, a, _ in keys} <= set(ALLOWED[kind])  # never a key the gate would refuse
