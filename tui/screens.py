@@ -92,6 +92,9 @@ class GateScreen(ModalScreen[str | None]):
     so after typing and Esc the next key answers.
     """
 
+    # Short terminals (an 80×24 one): the keys on one wrapped line and a shorter question, so that the
+    # input and the echo below them stay on screen.
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (34, "-tall")]
     BINDINGS = [
         Binding("escape", "escape", "Keys / edit", show=True),
         Binding("slash", "focus_input", "Type", show=True),
@@ -110,6 +113,12 @@ class GateScreen(ModalScreen[str | None]):
     GateScreen #gate-echo { margin-top: 1; height: auto; }
     GateScreen #gate-countdown { color: $error; text-style: bold; height: auto; }
     GateScreen Input { margin-top: 1; }
+    GateScreen #gate-keys-line { display: none; height: auto; margin-top: 1; }
+    GateScreen.-short #gate-keys { display: none; }
+    GateScreen.-short #gate-keys-line { display: block; }
+    GateScreen.-short #gate-body { max-height: 8; }
+    GateScreen.-short Input { margin-top: 0; }
+    GateScreen.-short #gate-echo { margin-top: 0; }
     """
 
     def __init__(
@@ -141,6 +150,7 @@ class GateScreen(ModalScreen[str | None]):
                 yield Static(facts_text(g.get("facts") or {}), id="gate-facts")
                 yield Static(recommendation_text(g.get("recommendation")), id="gate-recommendation")
             yield Static(self._keys_text(), id="gate-keys")
+            yield Static(self._keys_line(), id="gate-keys-line")
             yield Static("", id="gate-countdown")
             yield Input(placeholder=f"one line, e.g. {EXAMPLES[3]!r}", id="gate-input")
             yield Static("", id="gate-echo")
@@ -154,6 +164,19 @@ class GateScreen(ModalScreen[str | None]):
             else:
                 text.append(f"  [{key}] {label}\n")
         text.append("  [/] type a one-liner   [q] quit (resume later)", style="dim")
+        return text
+
+    def _keys_line(self) -> Text:
+        """The same keys on one line, wrapped between answers (for short terminals)."""
+        text = Text()
+        for i, (key, action, label) in enumerate(self.answers):
+            if i:
+                text.append(" · ")
+            if i == 0 and recommended(self.gate) == action:
+                text.append(f"▶ [{key}] {label} (recommended)", style="bold reverse")
+            else:
+                text.append(f"[{key}] {label}")
+        text.append(" · [/] type · [q] quit", style="dim")
         return text
 
     def on_mount(self) -> None:

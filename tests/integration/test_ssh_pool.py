@@ -157,10 +157,12 @@ def test_sixteen_reads_in_flight_when_the_pooled_connection_is_killed(tmp_path: 
         log = ctx.transport.run(host, "cat mutation.log", timeout=10, cwd=workdir)
         assert log.ok and log.stdout_tail == "once\n"
 
-        # The pool is usable afterwards, on one connection again.
+        # The pool is usable afterwards, on one connection again, and a command then makes no new one (the
+        # count above may be two, as said: this checks the pool settled, not that count a second time).
+        made = len(connects)
         again = ctx.transport.run(host, "echo after", timeout=10)
         assert again.ok and again.stdout_tail == "after\n"
-        assert len(transport._pool) == 1 and len(connects) == 1
+        assert len(transport._pool) == 1 and len(connects) == made
     finally:
         done.set()
         cutter.join()

@@ -90,6 +90,25 @@ async def test_esc_leaves_the_input_and_the_next_key_answers(
     assert app.return_value == "paused" and field.value == "sk"
 
 
+async def test_at_80x24_the_gate_keeps_its_keys_input_and_echo_on_screen(
+    home: Path, variant: Callable[..., Path], tmp_path: Path
+) -> None:
+    _, app = live_app(variant, policy_asking_at_plan(tmp_path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: gate_open(app), what="the plan gate")
+        screen = app.screen
+        keys = screen.query_one("#gate-keys-line", Static)
+        assert keys.display and not screen.query_one("#gate-keys").display  # one wrapped line of keys
+        assert plain(keys).startswith("▶ [y] approve (recommended)")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: "Enter to confirm" in echo(app), what="the echo")
+        for name in ("#gate-keys-line", "#gate-input", "#gate-echo"):
+            region = screen.query_one(name).region
+            assert region.height > 0 and region.y >= 0 and region.bottom <= 24, (name, region)
+        await pilot.press("q")
+        await pilot.pause()
+
+
 # ---------------------------------------------------------------- the answers a gate offers
 
 
