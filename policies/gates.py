@@ -58,7 +58,10 @@ MEANING: dict[GateKind, dict[str, str]] = {
 def suggested_answer(kind: GateKind, facts: dict[str, Any]) -> str:
     """A one-liner this gate accepts, for the pause message: the cautious answer where there is one."""
     if kind == "safety":
-        return "skip" if facts.get("verdict") != "safe" else "continue"
+        # Keep only what is safe and measured better (as the assessment does); a safe option that did not
+        # help, or whose A/B could not tell, is rolled back.
+        kept = facts.get("verdict") == "safe" and facts.get("ab_verdict", "improved") == "improved"
+        return "continue" if kept else "skip"
     return {
         "plan": "approve",
         "triage": "continue",

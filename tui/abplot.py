@@ -74,7 +74,7 @@ class ABPlot(PlotextPlot):
             lows.append(fig.goal_pct)
             highs.append(fig.goal_pct)
         if x:
-            effect.scatter(x, y, label="B/A − 1", marker="hd", color="green")
+            effect.scatter(x, y, label="gain", marker="hd", color="green")
         span = max(highs) - min(lows) or 1.0
         effect.ylim(min(lows) - span * 0.1, max(highs) + span * 0.1)
         effect.xlabel("pair")

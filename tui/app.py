@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from tui.abplot import ABPlot
 
 TICK_S = 0.05
+_NOTHING = object()
 REPLAY_WINDOW = 400  # events shown before the selected one in replay
 MARKS = ("gate.opened", "decision")  # where [ and ] jump to in replay
 GATE_EVENTS = ("gate.opened", "decision", "decision.rejected", "session.paused", "rule.added")
@@ -93,6 +94,7 @@ class SignoffApp(App[str | None]):
         self.answered: dict[str, int] = {}  # gate → how many rules were journaled when it was answered
         self.note: str | None = None
         self._plan_rows: dict[int, list[str]] = {}
+        self._shown: dict[str, object] = {}  # selector → the key of what it shows (see _show)
         self._plan_layout: list[tuple[str, int]] = []
         self._followed: int | None = None
         self._announced_end = False
@@ -171,11 +173,12 @@ class SignoffApp(App[str | None]):
                 self._redraw()
         if self.mode == "replay":
             return
-        self.query_one("#output", OutputPane).refresh_live(self.commands, follow=self.follow)
+        if self.query_one("#right", TabbedContent).active == "tab-output":  # no reading for a hidden pane
+            self.query_one("#output", OutputPane).refresh_live(self.commands, follow=self.follow)
         error = getattr(self.source, "error", None)
         if error and error != self.note:
             self.note = error
-            self.notify(error, severity="error", timeout=10)
+            self.notify(error, severity="error", timeout=10, markup=False)
             self._redraw_status()
         if self.view.status == "paused":
             self._open_gate()
@@ -191,23 +194,31 @@ class SignoffApp(App[str | None]):
         self._redraw_progress()
         self._redraw_status()
 
+    def _show(self, selector: str, content: Any, key: object, build: Callable[[], Any] | None = None) -> None:
+        """Update a Static only when what it shows changed: every update lays the screen out again, and
+        at 20 frames a second that is most of what the app costs (and what the run's thread waits for)."""
+        if self._shown.get(selector, _NOTHING) == key:
+            return
+        self._shown[selector] = key
+        self.query_one(selector, Static).update(build() if build is not None else content)
+
     def now(self) -> datetime:
         return datetime.now(UTC)
 
     def _redraw_status(self) -> None:
         now = self.now() if self.mode != "replay" else None
         status = render.status_line(self.view, mode=self.mode, now=now, width=max(20, self.size.width))
-        self.query_one("#status", Static).update(status)
+        self._show("#status", status, status.plain)
         note = self.query_one("#note", Static)
         shown = self.note if self.mode != "replay" else None
         note.display = bool(shown)
-        note.update(Text(shown or "", style="bold red"))
+        self._show("#note", Text(shown or "", style="bold red"), shown)
 
     def _redraw_plan(self) -> None:
         table = self.query_one("#plan", DataTable)
         options = sorted(self.view.options.values(), key=lambda o: o.id)
         cells = [render.plan_cells(o) for o in options]
-        width = (table.size.width or self.size.width // 2) - 2  # the border
+        width = table.scrollable_content_region.width or self.size.width // 2  # inside the border
         layout = render.plan_layout(cells, width)
         if layout != self._plan_layout:
             table.clear(columns=True)
@@ -236,7 +247,7 @@ class SignoffApp(App[str | None]):
 
     def _redraw_evidence(self) -> None:
         option = self.view.options.get(self.selected) if self.selected is not None else None
-        self.query_one("#evidence-body", Static).update(render.evidence(option))
+        self._show("#evidence-body", None, render.evidence_key(option), lambda: render.evidence(option))
         fig = figure(option, self.view) if option is not None else None
         plots = self.query("#ab")
         if plots or (fig is not None and not fig.empty):
@@ -251,7 +262,7 @@ class SignoffApp(App[str | None]):
         gate = self._gate_in_view()
         panel.display = gate is not None
         if gate is not None:
-            panel.update(render.gate_panel(gate))
+            self._show("#gate-panel", None, render.gate_key(gate), lambda: render.gate_panel(gate))
 
     def _gate_in_view(self) -> Any:
         """The gate to show above the evidence: in replay the one the selected event belongs to (else the
@@ -270,17 +281,19 @@ class SignoffApp(App[str | None]):
         bench = self.query_one("#bench", ProgressBar)
         done, of = self.view.bench or (0, 0)
         bench.update(total=max(of, 1), progress=min(done, max(of, 1)))
-        self.query_one("#bench-label", Label).update(f"pair {done}/{of}" if of else "pairs —")
+        label = f"pair {done}/{of}" if of else "pairs —"
+        self._show("#bench-label", label, label)
         stress = self.query_one("#stress", ProgressBar)
         total, ran = self.view.stress_total, min(self.view.stress_done, self.view.stress_total)
         stress.update(total=max(total, 1), progress=ran)
-        self.query_one("#stress-label", Label).update(f"stress {ran}/{total}" if total else "stress —")
+        label = f"stress {ran}/{total}" if total else "stress —"
+        self._show("#stress-label", label, label)
 
     @on(DataTable.RowHighlighted, "#plan")
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.row_key.value is not None:
             self.selected = int(event.row_key.value)
-            self._redraw_evidence()
+            self._tick(self._redraw_evidence)  # the table's message can outlive the panels at exit
 
     # ------------------------------------------------------------------ events and their output
 
@@ -293,6 +306,16 @@ class SignoffApp(App[str | None]):
         if self.follow and self.mode != "replay":
             self.follow = False
             self.notify("follow off — f follows the stream again", timeout=3)
+
+    @on(TabbedContent.TabActivated, "#right")
+    def _tab_shown(self, event: TabbedContent.TabActivated) -> None:
+        # The output pane reads nothing while hidden: bring it up to date when it is shown.
+        if event.pane.id == "tab-output":
+            pane = self.query_one("#output", OutputPane)
+            if self.mode == "replay":
+                pane.show_event(self.commands, self.cursor)
+            else:
+                pane.refresh_live(self.commands, follow=self.follow)
 
     def open_event(self, index: int) -> None:
         """Enter on an event: its command's full output (or, while it runs, its live output)."""
@@ -313,12 +336,6 @@ class SignoffApp(App[str | None]):
             self.bell()
             return
         self.push_screen(ArtifactScreen(command.title(), command.streams(directory.artifacts)))
-
-    def open_artifact(self, name: str) -> None:
-        directory = getattr(self.source, "dir", None)
-        if directory is not None:
-            label = self.commands.label_of(name) or name
-            self.push_screen(ArtifactScreen(label, [("output", directory.artifacts / name)]))
 
     # ------------------------------------------------------------------ gates
 
@@ -369,7 +386,8 @@ class SignoffApp(App[str | None]):
         self.view = replay(self.entries, self.cursor)
         start = max(0, self.cursor - REPLAY_WINDOW)
         self.query_one("#events", EventList).show(self.events[start : self.cursor + 1], start)
-        self.query_one("#output", OutputPane).show_event(self.commands, self.cursor)
+        if self.query_one("#right", TabbedContent).active == "tab-output":
+            self.query_one("#output", OutputPane).show_event(self.commands, self.cursor)
         self._followed = None
         self._redraw()
         e = self.events[self.cursor]
@@ -448,11 +466,12 @@ class SignoffApp(App[str | None]):
 
             downloads = Path("~/Downloads").expanduser()
             target = downloads if downloads.is_dir() else home() / "screenshots"
-            target.mkdir(parents=True, exist_ok=True)
+            try:
+                target.mkdir(parents=True, exist_ok=True)
+            except OSError:
+                target = Path.cwd()  # Textual says so if this one cannot be written either
             path = str(target)
-        key = super().deliver_screenshot(filename, path, time_format)
-        self.notify(f"screenshot saved in {path}", timeout=5)
-        return key
+        return super().deliver_screenshot(filename, path, time_format)  # it reports where, or why not
 
     def get_system_commands(self, screen: Any) -> Any:
         yield from super().get_system_commands(screen)

@@ -12,11 +12,11 @@ from agent import cli as core
 
 
 class TerminalScreens:
-    def live(self, d: Any, how: str = "start") -> bool:
+    def live(self, d: Any, how: str = "start", by: str | None = None) -> bool:
         from tui import run_app
         from tui.source import LiveSource
 
-        source = LiveSource(d)
+        source = LiveSource(d, user=by)
         source.start(how)
         run_app(source, mode="live")
         return source.busy()
@@ -27,11 +27,11 @@ class TerminalScreens:
 
         run_app(ReplaySource(d), mode="replay")
 
-    def attach(self, d: Any, prefill: str | None = None) -> bool:
+    def attach(self, d: Any, prefill: str | None = None, by: str | None = None) -> bool:
         from tui import run_app
         from tui.source import SessionSource
 
-        source = SessionSource(d)
+        source = SessionSource(d, user=by)
         run_app(source, mode="attach", prefill=prefill)
         return source.busy()
 

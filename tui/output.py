@@ -64,20 +64,25 @@ class OutputPane(Vertical):
         if chosen.index != self.current:
             self._start(chosen)
         if self.tail is not None:
-            lines = self.tail.read()
+            lines = self.tail.read()  # after the end too: the open file still has its last lines
             if lines:
                 self._write(lines)
         self._head(chosen)
         if not chosen.running and self.tail is not None:
-            self.tail = None  # ended: its spool is gone; the whole output is one Enter away
+            if not self.tail.opened:  # it came and went between two looks: show it from its artifacts
+                self._from_artifacts(chosen)
+            self.tail.close()
+            self.tail = None  # ended; the whole output is one Enter away
             if self.pinned == chosen.index:
                 self.pinned = None
 
     def _start(self, command: Command) -> None:
+        if self.tail is not None:
+            self.tail.close()
         self.current = command.index
         self.query_one("#output-log", RichLog).clear()
         live = self.directory.work / "live" if self.directory is not None else None
-        if command.running and live is not None:
+        if command.running and live is not None and command.seq >= 0:
             self.tail = SpoolTail(spool_path(live, command.seq))
         else:
             self.tail = None
@@ -110,7 +115,9 @@ class OutputPane(Vertical):
         lines: list[tuple[str, str]] = []
         for stream, path in command.streams(self.directory.artifacts):
             try:
-                data = path.read_bytes()[-ARTIFACT_LIMIT:]
+                with path.open("rb") as fh:  # the end of it: an artifact may be gigabytes
+                    fh.seek(max(0, path.stat().st_size - ARTIFACT_LIMIT))
+                    data = fh.read(ARTIFACT_LIMIT)
             except OSError:
                 continue
             lines += [(stream, line) for line in data.decode(errors="replace").splitlines()]

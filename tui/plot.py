@@ -20,7 +20,7 @@ class ABFigure:
     pairs: list[int]
     a: list[float | None]
     b: list[float | None]
-    effects: list[float | None]  # per pair, B/A − 1 in %
+    effects: list[float | None]  # the gain per pair in % (B/A − 1, or A/B − 1 when lower is better)
     ci: tuple[float, float] | None
     noise_pct: float | None
     goal_pct: float | None
@@ -30,7 +30,7 @@ class ABFigure:
         return not any(v is not None for v in (*self.a, *self.b))
 
     def effect_title(self) -> str:
-        parts = ["effect per pair, %"]
+        parts = ["gain per pair, %"]
         if self.ci is not None:
             parts.append(f"95% CI {self.ci[0]:+.1f}…{self.ci[1]:+.1f}")
         if self.noise_pct is not None:
@@ -42,8 +42,11 @@ class ABFigure:
 
 def figure(option: OptionView, view: SessionView) -> ABFigure:
     pairs = option.pairs()
-    effects = [(b / a - 1) * 100 if a and b else None for _, a, b in pairs]
     ab = option.ab
+    # The gain, as the A/B computes it: B/A − 1 when higher is better (throughput), A/B − 1 when lower
+    # is (latency), so the points sit on the same side as the CI and the goal.
+    lower = ab is not None and ab.higher_is_better is False
+    effects = [((a / b) if lower else (b / a)) * 100 - 100 if a and b else None for _, a, b in pairs]
     noise = None
     if ab is not None and ab.noise_pct is not None:
         noise = ab.noise_pct

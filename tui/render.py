@@ -102,11 +102,6 @@ def plan_cells(o: OptionView) -> dict[str, Text]:
     }
 
 
-def plan_row(o: OptionView) -> list[Text]:
-    cells = plan_cells(o)
-    return [cells[key] for key, _ in PLAN_COLUMNS]
-
-
 def plan_layout(rows: list[dict[str, Text]], width: int) -> list[tuple[str, int]]:
     """(column, width) to show in a table `width` cells wide. Every column is as wide as its widest
     cell; when that does not fit, the option's title shrinks (to MIN_TITLE), then the least important
@@ -135,11 +130,10 @@ def fit(text: Text, width: int) -> Text:
     return cut
 
 
-def status_line(
-    view: SessionView, *, mode: str, now: datetime | None = None, note: str | None = None, width: int = 200
-) -> Text:
+def status_line(view: SessionView, *, mode: str, now: datetime | None = None, width: int = 200) -> Text:
     """The top bar. When it does not fit in `width` the least telling parts go first (policy, campaign,
-    LLM spend, session id); the mode, the clock, what the run is doing and its state always stay."""
+    LLM spend, session id); the mode, the clock, what the run is doing and its state always stay. Notes
+    (a gate left for later, an error) have their own line below it."""
     elapsed = int(view.elapsed_s(now))
     clock = (
         f"{elapsed // 3600:d}:{elapsed // 60 % 60:02d}:{elapsed % 60:02d}"
@@ -170,9 +164,7 @@ def status_line(
     if view.llm_calls or view.budget_usd is not None:
         budget = f" / ${view.budget_usd:g}" if view.budget_usd is not None else ""
         parts.append((f"· LLM ${view.llm_usd:.4f}{budget} ", "", 4))
-    if note:
-        parts.append((f"· {note}", "bold red", 2))
-    for rank in (6, 5, 4, 3, 2, 1):
+    for rank in (6, 5, 4, 3, 1):
         if sum(len(p[0]) for p in parts) <= width:
             break
         parts = [p for p in parts if p[2] != rank]
@@ -180,6 +172,21 @@ def status_line(
     for text, style, _ in parts:
         t.append(text, style=style)
     return t
+
+
+def evidence_key(o: OptionView | None) -> object:
+    """Changes whenever `evidence(o)` would show something else (the fold only ever adds to an option)."""
+    if o is None:
+        return None
+    # Events the fold replaces (a retried A/B, a second assessment) are new objects: their ids change.
+    return (
+        id(o), o.title, o.status, o.gain_pct, tuple(o.ci or ()), o.verdict, len(o.runs), len(o.stress),
+        id(o.ab), id(o.assessment), id(o.undo), id(o.rollback), id(o.finding),
+    )  # fmt: skip
+
+
+def gate_key(g: GateView) -> object:
+    return (g.gate, g.seq, g.action, g.by, g.decided)
 
 
 def evidence(o: OptionView | None) -> RenderableType:

@@ -37,12 +37,20 @@ TARGETED = ("plan", "triage", "continue_or_ask")
 PRIMARY = {"plan": "approve", "rollback": "approve", "command": "approve"}
 
 
+# Gates where only the person can judge: running a command the policy asks about, going past a budget.
+# No answer is marked there unless the policy itself gave one.
+UNMARKED = ("command", "budget")
+
+
 def recommended(gate: dict[str, Any]) -> str | None:
-    """The answer to put first: the policy's when it has one, else the cautious one for this gate."""
+    """The answer to put first: the policy's when it has one, else the cautious one for this gate (at a
+    safety gate: keep only what is safe and measured better, as the assessment does)."""
     rec = gate.get("recommendation") or {}
     action = rec.get("action") if isinstance(rec, dict) else None
     if action in KEYS and action != "ask":
         return str(action)
+    if gate.get("kind") in UNMARKED:
+        return None
     suggested = str(gate.get("suggested") or "")
     if suggested in KEYS:
         return suggested
@@ -351,9 +359,11 @@ class ArtifactScreen(ModalScreen[None]):
 
     def _body(self, path: Path) -> Text:
         try:
-            data = path.read_bytes()
+            size = path.stat().st_size
+            with path.open("rb") as fh:  # the start of it: an artifact may be gigabytes
+                data = fh.read(self.LIMIT)
         except OSError as exc:
             return Text(f"cannot read {path.name}: {exc.strerror or exc}", style="red")
-        more = f"\n[… {len(data) - self.LIMIT} more bytes in {path}]" if len(data) > self.LIMIT else ""
+        more = f"\n[… {size - self.LIMIT} more bytes in {path}]" if size > self.LIMIT else ""
         # Raw command output: escapes and bidi controls shown, never sent (issue 19, M2).
-        return Text(printable(data[: self.LIMIT].decode(errors="replace")) + more)
+        return Text(printable(data.decode(errors="replace")) + more)

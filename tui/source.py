@@ -203,8 +203,8 @@ def shown(value: Any, key: str = "") -> Any:
     shows (`campaign_text`, `policy_text`) keep their long lines whole."""
     if isinstance(value, str):
         return printable(value, max_line=None if key.endswith("_text") else MAX_LINE)
-    if isinstance(value, dict):
-        return {k: shown(v, str(k)) for k, v in value.items()}
+    if isinstance(value, dict):  # keys too: a forged journal's fact names are shown (`name=value`)
+        return {printable(str(k), max_line=MAX_LINE): shown(v, str(k)) for k, v in value.items()}
     if isinstance(value, list):
         return [shown(v) for v in value]
     return value
@@ -220,7 +220,8 @@ class SanitizedSource:
         self.inner = inner
 
     def __getattr__(self, name: str) -> Any:  # dir, error, …: the wrapped source's own
-        return getattr(self.inner, name)
+        value = getattr(self.inner, name)
+        return shown(value) if name == "error" else value  # an error quotes what it could not read
 
     @property
     def read_only(self) -> bool:

@@ -47,7 +47,7 @@ STOPS = (
 )  # fmt: skip
 
 
-def _live_tui(d: Any, how: str = "start", *, prefill: str | None = None) -> Any:
+def _live_tui(d: Any, how: str = "start", *, prefill: str | None = None, by: str | None = None) -> Any:
     """Run a session under the TUI — new, resumed, or attached with a line to confirm at its gate; the
     outcome once the person quits (paused, finished, …)."""
     from agent.errors import SessionError
@@ -55,7 +55,7 @@ def _live_tui(d: Any, how: str = "start", *, prefill: str | None = None) -> Any:
 
     ui = screens()
     assert ui is not None
-    if ui.attach(d, prefill=prefill) if prefill is not None else ui.live(d, how):
+    if ui.attach(d, prefill=prefill, by=by) if prefill is not None else ui.live(d, how, by=by):
         raise fail(f"quit while the run was still going; `signoff resume {d.id}` continues it", INTERRUPTED)
     try:
         with d.locked(), Runner(d, headless=True) as runner:
@@ -200,7 +200,7 @@ def decide(
     who = f"human:{by or getpass.getuser()}"
     d = find(session, store)
     if not (yes or as_json or no_resume) and screens() is not None and terminal():
-        _decide_on_screen(d, text, who=who, accept_policy_change=accept_policy_change, checks=checks)
+        _decide_on_screen(d, text, by=by, accept_policy_change=accept_policy_change, checks=checks)
     try:
         with d.locked():
             check_policy_drift(d, accept_policy_change)
@@ -226,7 +226,7 @@ def decide(
     finish(out, as_json, checks)
 
 
-def _decide_on_screen(d: Any, text: str, *, who: str, accept_policy_change: bool, checks: Any) -> None:
+def _decide_on_screen(d: Any, text: str, *, by: str | None, accept_policy_change: bool, checks: Any) -> None:
     """`decide` in a terminal: a line that needs no confirmation is recorded and the run goes on in the
     TUI; one that does (hedged, standing, a rollback or a stop) opens the TUI at the gate with the line
     echoed, and Enter confirms it there. Returns only when a runner holds the session (the caller then
@@ -235,6 +235,7 @@ def _decide_on_screen(d: Any, text: str, *, who: str, accept_policy_change: bool
     from agent.run.runner import Runner
     from policies.decisions import DecisionError
 
+    who = f"human:{by or getpass.getuser()}"
     try:
         with d.locked():
             check_policy_drift(d, accept_policy_change)
@@ -247,7 +248,7 @@ def _decide_on_screen(d: Any, text: str, *, who: str, accept_policy_change: bool
                     raise fail(f"{exc} (nothing changed)", BAD_INPUT) from None
     except SessionBusy:
         return
-    out = _live_tui(d, prefill=text) if confirm else _live_tui(d, "resume")
+    out = _live_tui(d, prefill=text, by=by) if confirm else _live_tui(d, "resume", by=by)
     if not confirm:
         typer.echo(f"decided: {echo}", err=True)
     finish(out, False, checks)

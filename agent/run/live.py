@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
+from typing import BinaryIO
 
 SPOOL_BYTES = 1 << 20
 STREAMS = {"stdout": "1", "stderr": "2"}
@@ -31,7 +32,8 @@ class Spool:
     def __init__(self, live_dir: Path, seq: int) -> None:
         live_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.path = spool_path(live_dir, seq)
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o600)
+        # never through a link someone left in the session's directory
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_NOFOLLOW, 0o600)
         self._fh = os.fdopen(fd, "ab", buffering=0)
         self._lock = threading.Lock()  # stdout and stderr arrive on two reader threads
         self._written = 0
@@ -58,37 +60,43 @@ class Spool:
         self.path.unlink(missing_ok=True)
 
 
-def read_spool(path: Path, *, limit: int = SPOOL_BYTES) -> list[tuple[str, str]]:
-    """(stream, text) for each complete line of a spool; [] when it is gone (the command ended)."""
-    try:
-        with path.open("rb") as fh:
-            data = fh.read(limit + 4096)
-    except OSError:
-        return []
-    lines = data.decode(errors="replace").split("\n")[:-1]  # the last piece may be half-written
-    out: list[tuple[str, str]] = []
-    for line in lines:
-        stream, _, text = line.partition("\t")
-        out.append(("stderr" if stream == "2" else "stdout", text))
-    return out
+def sweep(live_dir: Path | None) -> int:
+    """Remove the spools a killed run left (call with the session lock held, before anything runs)."""
+    if live_dir is None or not live_dir.is_dir():
+        return 0
+    stale = list(live_dir.glob("*.log"))
+    for path in stale:
+        path.unlink(missing_ok=True)
+    return len(stale)
 
 
 READ_LIMIT = 256 * 1024  # per read: a command printing faster than this is shown a little behind
 
 
 class SpoolTail:
-    """Complete lines appended to one spool since the last read (a watcher reads only what is new)."""
+    """Complete lines appended to one spool since the last read (a watcher reads only what is new).
+
+    The file stays open once found: the runner removes it when the command ends, and what was written
+    in its last moment is still read from the open file."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.offset = 0
         self.partial = b""
+        self._fh: BinaryIO | None = None
+
+    @property
+    def opened(self) -> bool:
+        return self._fh is not None
 
     def read(self) -> list[tuple[str, str]]:
+        if self._fh is None:
+            try:
+                self._fh = self.path.open("rb")
+            except OSError:
+                return []
         try:
-            with self.path.open("rb") as fh:
-                fh.seek(self.offset)
-                data = fh.read(READ_LIMIT)
+            data = self._fh.read(READ_LIMIT)
         except OSError:
             return []
         self.offset += len(data)
@@ -98,3 +106,8 @@ class SpoolTail:
             stream, _, text = raw.decode(errors="replace").partition("\t")
             out.append(("stderr" if stream == "2" else "stdout", text))
         return out
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None

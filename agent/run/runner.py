@@ -25,7 +25,7 @@ from agent.errors import RunFailed, SessionError
 from agent.journal import events as ev
 from agent.journal.chain import Record
 from agent.journal.view import SessionView, fold
-from agent.run import deciding, notify
+from agent.run import deciding, live, notify
 from agent.run.checkpoints import run_config, session_graph
 from agent.run.documents import campaign_dir, check_documents
 from agent.run.ledger import Ledger
@@ -233,6 +233,7 @@ class Runner:
         started = time.monotonic()
         self.dir.prepare()  # another machine may have run it so far
         self.ctx.artifacts.sweep()  # partial output a killed run left (we hold the session lock)
+        live.sweep(self.ctx.live_dir)  # and the spools of commands it left running: none of them runs now
         self._set_status("running")
         try:
             with self._graph() as graph:

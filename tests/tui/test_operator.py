@@ -31,7 +31,7 @@ from tui.commands import EMPTY
 from tui.eventlist import EventList
 from tui.output import OutputPane
 from tui.plot import figure
-from tui.screens import ArtifactScreen, answer_keys
+from tui.screens import ArtifactScreen, answer_keys, recommended
 from tui.source import ReplaySource
 
 ASK_EVERYTHING = ROOT / "policies" / "presets" / "ask-everything.yaml"
@@ -117,7 +117,7 @@ def gate(kind: str, facts: dict[str, Any], allowed: list[str], **more: Any) -> d
 
 
 def test_the_recommended_answer_comes_first_and_only_answers_that_mean_something_get_a_key() -> None:
-    from policies.gates import ALLOWED
+    from policies.gates import ALLOWED, suggested_answer
 
     wedge = gate(
         "safety", {"verdict": "unsafe", "wedges": 1}, list(ALLOWED["safety"]),
@@ -126,6 +126,16 @@ def test_the_recommended_answer_comes_first_and_only_answers_that_mean_something
     keys = answer_keys(wedge)
     assert keys[0][:2] == ("s", "skip") and keys[0][2] == "roll it back and move on"
     assert [a for _, a, _ in keys].count("continue") == 1 and "approve" not in [a for _, a, _ in keys]
+
+    # Safe but no better (or the A/B could not tell): the cautious answer is to roll it back.
+    for ab in ("no_effect", "inconclusive", "regressed"):
+        flat = gate("safety", {"verdict": "safe", "ab_verdict": ab}, list(ALLOWED["safety"]))
+        flat["suggested"] = suggested_answer("safety", flat["facts"])
+        assert answer_keys(flat)[0][1] == "skip", ab
+    # Running a command or going past a budget is the person's call: nothing marked unless the policy says.
+    for kind in ("command", "budget"):
+        asked = gate(kind, {}, list(ALLOWED[kind]), suggested=suggested_answer(kind, {}))  # type: ignore[arg-type]
+        assert recommended(asked) is None
 
     # The policy's own answer wins over the cautious default.
     ruled = gate("safety", {"verdict": "safe"}, list(ALLOWED["safety"]), recommendation={"action": "continue"})
@@ -209,7 +219,7 @@ def test_the_status_bar_names_the_open_gate_and_its_clock_runs_while_it_waits() 
     seconds = [int(m.group(1)) * 60 + int(m.group(2)) for m in clock if m]
     assert seconds[1] - seconds[0] == 40  # the clock went on while the gate waited
     # At 80 columns the policy, campaign and session go before the phase and the state do.
-    narrow = render.status_line(view, mode="attach", now=at, note="gate g3 waits — g to answer", width=80).plain
+    narrow = render.status_line(view, mode="attach", now=at, width=80).plain
     assert len(narrow) <= 80 and "gate g3 (safety #2)" in narrow and "paused" in narrow
 
 
@@ -269,13 +279,24 @@ def test_the_plan_drops_columns_least_important_first() -> None:
 # ---------------------------------------------------------------- A/B on one axis, progress counts
 
 
+def test_for_a_lower_is_better_metric_the_plotted_gain_sits_with_its_ci() -> None:
+    """Latency: B below A is a gain. The points are A/B − 1, on the same side as the CI and the goal."""
+    view = fold(EVENTS)
+    o = view.options[3]
+    assert o.ab is not None
+    o.ab = o.ab.model_copy(update={"higher_is_better": False})
+    fig = figure(o, view)
+    a, b = fig.a[0], fig.b[0]
+    assert a and b and fig.effects[0] == pytest.approx((a / b - 1) * 100)
+
+
 def test_the_ab_figure_puts_both_arms_on_one_axis_against_noise_ci_and_goal() -> None:
     view = fold(EVENTS)
     fig = figure(view.options[3], view)
     assert fig.pairs == [1, 2, 3, 4, 5, 6] and all(a and b and b > a for a, b in zip(fig.a, fig.b, strict=True))
     assert fig.effects[0] == pytest.approx((fig.b[0] / fig.a[0] - 1) * 100)  # type: ignore[operator]
     assert fig.ci == (20.263, 24.981) and fig.noise_pct == 1.0 and fig.goal_pct == 20.0
-    assert fig.effect_title() == "effect per pair, % · 95% CI +20.3…+25.0 · noise ±1 · goal +20"
+    assert fig.effect_title() == "gain per pair, % · 95% CI +20.3…+25.0 · noise ±1 · goal +20"
 
 
 async def test_the_ab_plot_and_the_progress_counts_on_screen(home: Path) -> None:
@@ -404,15 +425,17 @@ async def test_replay_shows_the_gate_question_facts_recommendation_and_answer(
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("home")
         await pilot.press("right_square_bracket")
+        while not app.events[app.cursor].get("recommendation"):  # the first gate a person was asked at
+            await pilot.press("right_square_bracket")
         e = app.events[app.cursor]
-        assert e["kind"] == "gate.opened"
+        assert e["kind"] == "gate.opened" and e["gate_kind"] == "triage"
         panel = app.query_one("#gate-panel", Static)
         assert panel.display
         text = plain(panel)
         assert f"Gate {e['gate']} · {e['gate_kind']}" in text and "facts: " in text
         assert e["question"].splitlines()[0].replace("**", "") in text
-        if e.get("recommendation"):
-            assert "policy recommends" in text
+        assert f"policy recommends ASK (rule {e['recommendation']['rule']})" in text
+        assert "waiting for an answer" in text  # as of this event
         await pilot.press("right_square_bracket")
         decided = app.events[app.cursor]
         assert decided["kind"] == "decision" and f"→ {decided['decision']['action'].upper()} by" in plain(panel)

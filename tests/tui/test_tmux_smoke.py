@@ -102,7 +102,7 @@ def test_resume_and_decide_in_a_terminal_open_the_gate_on_screen(tmp_path: Path,
     session = paused_at_plan(home, tmp_path)
     term = Terminal(how)
     # `decide "stop"` needs a confirmation: the screen opens at the gate with the line echoed.
-    args = f"resume {session}" if how == "resume" else f'decide {session} "stop"'
+    args = f"resume {session}" if how == "resume" else f'decide {session} "stop" --by alice'
     command = f"cd {ROOT} && SIGNOFF_HOME={home} TERM=xterm-256color .venv/bin/signoff {args}; echo EXIT=$?; sleep 60"
     term.tmux("new-session", "-d", "-s", "smoke", "-x", "120", "-y", "40", command)
     try:
@@ -122,6 +122,9 @@ def test_resume_and_decide_in_a_terminal_open_the_gate_on_screen(tmp_path: Path,
             term.tmux("send-keys", "-t", "smoke", "Enter")
             term.wait_for("stopped", timeout=60)
             term.tmux("send-keys", "-t", "smoke", "q")
-            term.wait_for("EXIT=", timeout=60)
+            term.wait_for("EXIT=0", timeout=60)
+            journal = home / "sessions" / session / "journal.jsonl"
+            stop = [json.loads(line) for line in journal.read_text().splitlines() if '"decision"' in line]
+            assert stop[-1]["decision"]["action"] == "stop" and stop[-1]["by"] == "human:alice"  # --by holds
     finally:
         term.tmux("kill-server")
