@@ -96,6 +96,30 @@ def paused_at_plan(home: Path, tmp_path: Path) -> str:
     return json.loads(out.stdout)["session"]
 
 
+def test_decide_a_line_needing_no_confirmation_records_it_and_goes_on_on_screen(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    session = paused_at_plan(home, tmp_path)
+    term = Terminal("decide-now")
+    command = (
+        f"cd {ROOT} && SIGNOFF_HOME={home} TERM=xterm-256color .venv/bin/signoff decide {session} approve --by bob; "
+        "echo EXIT=$?; sleep 60"
+    )
+    term.tmux("new-session", "-d", "-s", "smoke", "-x", "120", "-y", "40", command)
+    try:
+        term.wait_for("LIVE", timeout=60)  # no gate to confirm: the run goes on, on screen
+        term.wait_for("session finished", timeout=120)
+        term.tmux("send-keys", "-t", "smoke", "q")
+        report = term.wait_for("EXIT=0", timeout=60)
+        assert "decided: APPROVE" in report and "#3 kept" in report
+        journal = home / "sessions" / session / "journal.jsonl"
+        plan = next(
+            json.loads(x) for x in journal.read_text().splitlines() if '"gate_kind":"plan"' in x and '"decision"' in x
+        )
+        assert plan["by"] == "human:bob" and plan["decision"]["action"] == "approve"
+    finally:
+        term.tmux("kill-server")
+
+
 @pytest.mark.parametrize("how", ["resume", "decide"])
 def test_resume_and_decide_in_a_terminal_open_the_gate_on_screen(tmp_path: Path, how: str) -> None:
     home = tmp_path / "home"
