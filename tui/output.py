@@ -38,6 +38,7 @@ class OutputPane(Vertical):
         self.current: int | None = None  # the command shown (its command.started index)
         self.pinned: int | None = None
         self.tail: SpoolTail | None = None
+        self._head_shown = ""
 
     def compose(self) -> ComposeResult:
         yield Static(Text("no command has run yet", style="dim"), id="output-head")
@@ -96,7 +97,9 @@ class OutputPane(Vertical):
             text.append("  (no live output here: it is spooled on the machine that runs the session)", style="dim")
         elif not command.running:
             text.append("  · Enter on its line opens all of it", style="dim")
-        self.query_one("#output-head", Static).update(text)
+        if text.plain != self._head_shown:  # the pane is read 20 times a second: redraw only on change
+            self._head_shown = text.plain
+            self.query_one("#output-head", Static).update(text)
 
     # -- replay, and commands that ended before we looked
 
