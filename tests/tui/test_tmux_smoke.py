@@ -141,8 +141,9 @@ def test_resume_and_decide_in_a_terminal_open_the_gate_on_screen(tmp_path: Path,
             report = term.wait_for("EXIT=0", timeout=60)
             assert "#3 kept" in report
         else:
-            term.wait_for("STOP", timeout=30)
-            assert "Enter to confirm" in term.screen()
+            # The echo, whole (a capture can catch a frame half painted: wait for its last words).
+            echo = term.wait_for("Enter to confirm", timeout=30)
+            assert "STOP — stop the campaign" in echo
             term.tmux("send-keys", "-t", "smoke", "Enter")
             term.wait_for("stopped", timeout=60)
             term.tmux("send-keys", "-t", "smoke", "q")
