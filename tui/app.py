@@ -452,10 +452,6 @@ class SignoffApp(App[str | None]):
         self.selected = option
         self._redraw_evidence()
 
-    def artifacts(self) -> list[tuple[str, str]]:
-        """(artifact, what it is) for every non-empty output the journal mentions, newest first."""
-        return self.commands.artifacts(self.events)
-
     def deliver_screenshot(
         self, filename: str | None = None, path: str | None = None, time_format: str | None = None
     ) -> str | None:

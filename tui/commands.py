@@ -12,7 +12,7 @@ from typing import Any
 
 # sha256 of nothing: an empty stream is not worth opening (and says nothing by its digest)
 EMPTY = "sha256-e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-OUTPUT_KEYS = ("artifact", "stderr_artifact", "diagnosis")
+OUTPUT_KEYS = ("artifact", "stderr_artifact", "diagnosis")  # where an event names an output
 
 
 ARTIFACT = re.compile(r"sha256-[0-9a-f]{64}")  # a name, never a path
@@ -141,19 +141,3 @@ class Commands:
     def finished(self) -> list[Command]:
         """Commands that ended with some output, newest first."""
         return [c for c in reversed(self.by_index.values()) if not c.running and c.outputs()]
-
-    def artifacts(self, events: list[dict[str, Any]]) -> list[tuple[str, str]]:
-        """(artifact, label) for every non-empty output the journal names, newest first; an output no
-        command owns (a benchmark's parsed result) is named by its event."""
-        found: dict[str, str] = {}
-        for c in self.finished():
-            for stream, name in c.outputs():
-                found.setdefault(name, f"{stream} of {c.title()}")
-        for e in reversed(events):
-            for key in OUTPUT_KEYS:
-                name = e.get(key)
-                if isinstance(name, str) and name.startswith("sha256-") and name != EMPTY and name not in found:
-                    opt = f"#{e['option']} " if e.get("option") is not None else ""
-                    what = e.get("purpose") or e.get("scenario") or ""
-                    found[name] = f"{key} of {opt}{e.get('kind')} {what}".strip()
-        return list(found.items())

@@ -125,8 +125,7 @@ def fit(text: Text, width: int) -> Text:
     if text.cell_len <= width:
         return text
     cut = text.copy()
-    cut.truncate(max(1, width - 1))
-    cut.append("…")
+    cut.truncate(width, overflow="ellipsis")
     return cut
 
 

@@ -390,7 +390,7 @@ async def test_the_palette_finds_outputs_by_command_and_never_offers_an_empty_on
     app = SignoffApp(ReplaySource(d), mode="replay")
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
-        assert all(name != EMPTY for name, _ in app.artifacts())
+        assert all(name != EMPTY for c in app.commands.finished() for _, name in c.outputs())
         provider = SignoffCommands(app.screen)
         hits = [hit async for hit in provider.search("simserve health")]
         texts = [str(h.text) for h in hits]

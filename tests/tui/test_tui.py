@@ -314,7 +314,7 @@ async def test_help_palette_and_theme(home: Path) -> None:
         shown.print(render.evidence(app.view.options[app.selected]))
         text = shown.export_text()
         assert "#2 overlap scheduler" in text and "WEDGE" in text and "undo plan:" in text
-        names = [n for n, _ in app.artifacts()]
+        names = [n for c in app.commands.finished() for _, n in c.outputs()]
         assert names and all((n.startswith("sha256-")) for n in names)
 
 
