@@ -168,6 +168,15 @@ def judge(
             )
     # What the gate and policies have always read: the change against the known-good baseline.
     out["delta_pct"] = out.get("drift_pct", out.get("delta_recent_pct"))
+    # How far the baseline state itself moved while this option was measured (the level just before it was
+    # applied, its A arm early and late; the known-good baseline only when nothing was measured just before).
+    # On a machine that moved more than the ceiling with no option on, a reading inside that range cannot tell
+    # a revert from the machine. An older, distant level excuses nothing: the machine may have settled since.
+    levels = [statistics.fmean(g) for g in (anchor or reference, first_a, recent_a) if g]
+    swing = max(levels) / min(levels) if len(levels) > 1 and min(levels) > 0 else 1.0
+    within_swing = min(levels, default=0) / swing <= mean <= max(levels, default=0) * swing if levels else False
+    if swing - 1 > spec.ceiling_pct / 100:
+        out["baseline_swing_pct"] = round((swing - 1) * 100, 3)
     too_noisy = bool(out.get("too_noisy"))
     # Slower than the baseline beyond the band by any yardstick there is: damage, or the option still on.
     sign = 1 if higher_is_better else -1
@@ -180,6 +189,15 @@ def judge(
     if too_noisy and (near_a or near_ref):
         perf_ok: bool | None = None
         lines.append(f"too noisy to verify by the metric (band wider than the ±{spec.ceiling_pct:g}% ceiling)")
+    elif "baseline_swing_pct" in out and within_swing and not near_a and not near_ref and not (near_b and tells):
+        # Checked or not, the metric has nothing to say here; the state check alone decides (below).
+        perf_ok = None
+        out["too_noisy"] = True
+        lines.append(
+            f"the baseline itself read between {min(levels):.1f} and {max(levels):.1f} in this run (a "
+            f"{out['baseline_swing_pct']:.0f}% swing with no option on, past the ±{spec.ceiling_pct:g}% ceiling): "
+            "the metric cannot tell a revert from the machine here"
+        )
     elif near_b and not near_a and tells and not (state_ok and not worse):
         perf_ok = False
         lines.append("the readings match the option's own arm, not the baseline: the option looks still in effect")

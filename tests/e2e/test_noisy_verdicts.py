@@ -404,11 +404,42 @@ def test_as_fast_as_the_option_with_the_check_saying_off_is_the_machine_getting_
 
 
 def test_slower_than_the_recent_arm_is_not_excused_by_being_faster_than_an_old_baseline():
-    reference = series(500, 500, 3, noise=0.02, seed=17)
+    # The baseline state itself read 1000 just before the option and in its A arm: after the revert, 800 is
+    # slower than every level it had, whatever the check says. (An old, slower setup baseline excuses nothing.)
+    reference = series(1000, 1000, 3, noise=0.02, seed=17)
     a = series(1000, 1000, 8, noise=0.02, seed=18)
     b = series(1100, 1100, 8, noise=0.02, seed=19)
     after = series(800, 800, 3, noise=0.02, seed=20)
+    assert (
+        verdict(after, a, b, series(500, 500, 3, noise=0.02, seed=17), anchor=reference, state_ok=True)["verified"]
+        is False
+    )
     assert verdict(after, a, b, reference, state_ok=True)["verified"] is False
+
+
+def test_a_revert_inside_the_swing_the_baseline_showed_in_this_run_is_left_to_the_check():
+    # PostgreSQL over SSH in CI, beside a kill -9 test on the other core (journaled numbers): the baseline
+    # read 2019.5 at setup, 1588 before shared_buffers = 256MB, 2545 in its A arm, then 788 and 1339 after
+    # the revert that restarted the server, with the check saying 256MB was gone.
+    reference = series(2019.5, 2019.5, 3, noise=0.06, seed=31)
+    anchor = series(1588, 1588, 3, noise=0.06, seed=32)
+    a = series(2545, 2545, 8, noise=0.06, seed=33)
+    b = [x * 0.96 for x in series(2545, 2545, 8, noise=0.06, seed=34)]
+    after = [790.0, 780.0, 795.0, 770.0, 800.0, 796.0, 1330.0, 1345.0, 1341.0]
+
+    def window(values, state_ok=True):
+        return verdict(values, a, b, reference, anchor=anchor, state_ok=state_ok)
+
+    v = settled(after, window, 3)
+    assert v["verified"] is True, v["detail"]
+    assert v["baseline_swing_pct"] > 50 and v["performance_ok"] is None
+    assert "cannot tell a revert from the machine" in v["detail"]
+    # The first window (788) is off even that swing: it takes the settling to get there.
+    assert window(after[:3])["verified"] is False
+    # Without a check to say the option is off, the metric cannot verify it either.
+    assert settled(after, lambda w: window(w, state_ok=None), 3)["verified"] is False
+    # A server that is down to a third of anything this run ever read is damage, check or not.
+    assert window([300.0, 310.0, 305.0])["verified"] is False
 
 
 # ------------------------------------------------------------------ a server settling after the revert
