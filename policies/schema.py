@@ -230,6 +230,8 @@ class NotifyTarget(_Strict):
 
 class PolicyFile(_Strict):
     version: int = 1
+    # A preset name or a path (relative to this file) this policy builds on (policies/extends.py).
+    extends: str | None = Field(default=None, min_length=1)
     name: str
     description: str = ""
     commands: CommandRules = Field(default_factory=CommandRules)
@@ -257,6 +259,17 @@ class CompiledRule(BaseModel):
     kind: GateKind
     condition: Condition
     line: int | None = None
+    file: str | None = None  # the file the rule was written in, when the policy extends another
+
+
+class PolicyPart(BaseModel):
+    """One file of a policy that extends others: where it is, its own text's sha256, the rules it gave."""
+
+    name: str
+    path: str
+    sha256: str
+    rules: list[str] = Field(default_factory=list)
+    tests: int = 0  # its own `tests:`, run against the policy as resolved up to it
 
 
 class Policy:
@@ -267,6 +280,8 @@ class Policy:
         self.text = source.text
         self.sha256 = hashlib.sha256(source.text.encode()).hexdigest()
         self.model = model
+        # The files it was resolved from, the policy's own first (one part when it extends nothing).
+        self.parts: list[PolicyPart] = []
         self.rules: dict[GateKind, list[CompiledRule]] = {}
         seen_ids: dict[str, int] = {}
         for kind, gate in model.gates.items():
@@ -348,6 +363,7 @@ class LintIssue(BaseModel):
     level: str  # "warning" (the policy loads) — errors never reach here: they fail the load
     line: int | None
     message: str
+    file: str | None = None  # where `line` is, when the policy extends others (else the policy's own file)
 
 
 def lint(policy: Policy) -> list[LintIssue]:
@@ -362,6 +378,7 @@ def lint(policy: Policy) -> list[LintIssue]:
                     LintIssue(
                         level="warning",
                         line=rule.line,
+                        file=rule.file,
                         message=f"gates.{kind}: rule {rule.spec.id!r} can never match: rule "
                         f"{catch_all!r} before it always matches",
                     )
@@ -375,6 +392,7 @@ def lint(policy: Policy) -> list[LintIssue]:
                 LintIssue(
                     level="warning",
                     line=line,
+                    file=rules[-1].file if rules else None,
                     message=f"gates.{kind}: no fallback rule (when: true); facts no rule matches "
                     "will pause the run and ask",
                 )

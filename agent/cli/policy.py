@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
 
@@ -99,8 +100,12 @@ def policy_check(
     file: Annotated[str, typer.Argument(help="Policy file or preset name.")],
     as_json: JsonOpt = False,
     strict: Annotated[bool, typer.Option("--strict", help="Exit 1 on lint warnings too.")] = False,
+    show: Annotated[
+        bool, typer.Option("--show", help="Print the resolved policy (what a session runs under) on stdout.")
+    ] = False,
 ) -> None:
-    """Load a policy (schema, CEL type checks against each gate's facts, its `tests:`) and lint it."""
+    """Load a policy (schema, CEL type checks against each gate's facts, its `tests:`, the files it
+    extends) and lint it."""
     from policies.load import load_policy
     from policies.schema import SourceError, lint
 
@@ -111,27 +116,41 @@ def policy_check(
             typer.echo(json.dumps({"ok": False, "error": str(exc), "file": exc.path, "line": exc.line, "warnings": []}))
         raise  # and one line on stderr, exit 2 (agent/errors.py)
     rules = sum(len(r) for r in p.rules.values())
+    tests = sum(part.tests for part in p.parts) if len(p.parts) > 1 else len(p.model.tests)
     warnings = lint(p)
     if as_json:
-        typer.echo(
-            json.dumps(
-                {
-                    "ok": True,
-                    "name": p.name,
-                    "sha256": p.sha256,
-                    "rules": rules,
-                    "tests": len(p.model.tests),
-                    "warnings": [w.model_dump() | {"file": str(p.path)} for w in warnings],
-                }
+        out = {
+            "ok": True,
+            "name": p.name,
+            "sha256": p.sha256,
+            "rules": rules,
+            "tests": tests,
+            "warnings": [w.model_dump() | {"file": w.file or str(p.path)} for w in warnings],
+            "parts": [part.model_dump() for part in p.parts],
+        }
+        if show:
+            out["resolved_text"] = p.text
+        typer.echo(json.dumps(out))
+        return _strict(strict, warnings)
+    for w in warnings:
+        typer.echo(f"{w.file or p.path}:{w.line or 1}: warning: {w.message}", err=True)
+    if show:
+        typer.echo(p.text, nl=not p.text.endswith("\n"))
+        return _strict(strict, warnings)
+    typer.echo(
+        f"OK: {p.name} ({p.path}) — {rules} rules, {tests} tests pass"
+        + (f", {len(warnings)} warning(s)" if warnings else "")
+    )
+    if len(p.parts) > 1:
+        typer.echo(f"  resolved from {len(p.parts)} files, the first one's rules first at each gate:")
+        for part in p.parts:
+            typer.echo(
+                f"    {part.path} ({part.name}): {len(part.rules)} rules, {part.tests} tests, sha256 {part.sha256[:12]}"
             )
-        )
-    else:
-        for w in warnings:
-            typer.echo(f"{p.path}:{w.line or 1}: warning: {w.message}", err=True)
-        typer.echo(
-            f"OK: {p.name} ({p.path}) — {rules} rules, {len(p.model.tests)} tests pass"
-            + (f", {len(warnings)} warning(s)" if warnings else "")
-        )
+    _strict(strict, warnings)
+
+
+def _strict(strict: bool, warnings: Sequence[object]) -> None:
     if strict and warnings:
         raise typer.Exit(FAILED)
 
@@ -164,13 +183,27 @@ def policy_explain(
     except ValueError as exc:
         known = ", ".join(f"{n} ({s.type})" for n, s in FACTS[gate].items())  # type: ignore[index]
         raise fail(f"{exc}; facts of a {gate} gate: {known}", BAD_INPUT) from None
+    # Which file each rule was written in, for a policy that extends others.
+    where = {
+        r.spec.id: f"{r.file}:{r.line}" if r.line else str(r.file)
+        for rules in p.rules.values()
+        for r in rules
+        if r.file and len(p.parts) > 1
+    }
     if as_json:
-        typer.echo(ex.model_dump_json(indent=2, exclude_none=True))
+        out = ex.model_dump(mode="json", exclude_none=True)
+        if where:
+            out["rule_files"] = {s.rule: where[s.rule] for s in ex.steps if s.rule in where}
+        typer.echo(json.dumps(out, indent=2))
         return
     d = ex.decision
     typer.echo(f"decision: {d.action}" + (f" (then {d.then})" if d.then else "") + f" — by {d.by}")
     for step in ex.steps:
-        typer.echo(f"  {step.rule}: {step.outcome}" + (f" — {step.detail}" if step.detail else ""))
+        typer.echo(
+            f"  {step.rule}: {step.outcome}"
+            + (f" — {step.detail}" if step.detail else "")
+            + (f"  [{where[step.rule]}]" if step.rule in where else "")
+        )
     missing = [n for n in FACTS[gate] if n not in values]  # type: ignore[index]
     if missing:
         typer.echo(f"  (facts not given: {', '.join(missing)}; rules that read them fail closed)")

@@ -95,6 +95,7 @@ def create(campaign_path: Path, options: RunOptions | str | Path, *, store: Stor
             "policy": str(policy.path),
             "policy_name": policy.name,
             "policy_sha256": policy.sha256,
+            **({"policy_parts": [p.model_dump() for p in policy.parts]} if len(policy.parts) > 1 else {}),
             "created": datetime.now(UTC).isoformat(timespec="seconds"),
             "demo": options.demo,
             "accept_new_host_keys": options.accept_new_host_keys,

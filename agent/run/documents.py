@@ -8,7 +8,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from contextlib import closing
+from contextlib import closing, suppress
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,8 @@ from agent.journal.chain import ENDING_KINDS
 from agent.journal.documents import DOCUMENTS, mismatch
 from agent.journal.view import fold
 from agent.store.base import JournalWriter, Session
-from policies.load import load_policy_text
+from policies.load import load_policy, load_policy_text
+from policies.yamlsrc import SourceError
 
 CAMPAIGN_FILES = "campaign-files.json"
 MAX_KEPT_FILE = 8 << 20  # larger upload sources are read from the campaign directory only
@@ -73,6 +74,10 @@ def policy_drift(d: Session) -> tuple[Path, str] | None:
     if not meta.get("policy") or not path.is_file():
         return None
     text = path.read_text()
+    # A policy that extends others runs under its resolved text, which a change to any of them changes. One
+    # that no longer loads keeps its raw text here: it differs, and accepting it says why it cannot be used.
+    with suppress(SourceError, OSError):
+        text = load_policy(path).text
     current = d.read("policy.yaml") or ""
     if hashlib.sha256(text.encode()).hexdigest() == hashlib.sha256(current.encode()).hexdigest():
         return None
@@ -108,7 +113,9 @@ def accept_policy_change(d: Session, *, by: str) -> str:
     if drift is None:
         raise SessionError(f"the policy of session {d.id} has not changed; nothing to accept")
     path, text = drift
-    new = load_policy_text(text, path=str(path))
+    new = load_policy(path)  # the file's policy, resolved with what it extends; it must load and pass its tests
+    if new.text != text:
+        raise SessionError(f"{path} changed again while it was being accepted; accept it again")
     old = load_policy_text(d.read("policy.yaml") or "", path=str(path))
     # Journaled first: a crash before the copy is written leaves the old copy, which the journal then
     # refuses to run under, and the drift stays visible, so accepting again completes it.
@@ -117,13 +124,14 @@ def accept_policy_change(d: Session, *, by: str) -> str:
             ev.PolicyChanged(
                 policy=str(path),
                 policy_name=new.name,
-                policy_text=text,
+                policy_text=new.text,
+                policy_parts=[p.model_dump() for p in new.parts] if len(new.parts) > 1 else None,
                 policy_sha256=new.sha256,
                 previous_sha256=old.sha256,
                 by=by,
             )
         )
-    d.write("policy.yaml", text)
+    d.write("policy.yaml", new.text)
     meta = d.meta()
     d.write_meta({**meta, "policy_sha256": new.sha256})
     return new.sha256

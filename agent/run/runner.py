@@ -147,6 +147,7 @@ class Runner:
                 policy_name=self.policy.name,
                 policy_sha256=self.policy.sha256,
                 policy_text=self.policy.text,
+                policy_parts=self.meta.get("policy_parts"),
                 engine=engine_version(),
                 brain=self.ctx.brain.name,
                 headless=self.headless,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -246,3 +247,36 @@ def test_a_corrupted_checkpoint_db_refuses_resume_and_keeps_the_journal(cli, var
     assert journal_events(journal)[-1]["kind"] == "checkpoint.unreadable"
     assert cli("replay", session, "--verify").code == 0  # the journal and its head file still check out
     assert cli("replay", session, "--kind", "gate").code == 0
+
+
+def test_a_policy_that_extends_another_is_journaled_whole_and_a_changed_parent_needs_an_accept(
+    cli, variant, home, tmp_path
+):
+    parent = tmp_path / "team.yaml"
+    parent.write_text((Path(__file__).parents[2] / "policies" / "presets" / "ask-everything.yaml").read_text())
+    child = tmp_path / "mine.yaml"
+    child.write_text("extends: team.yaml\nname: mine\ncommands:\n  allow: ['sh mine.sh *']\n")
+    r = cli("run", str(variant()), "--policy", str(child), "--json")
+    assert r.code == 3 and r.json()["pending_gate"]["kind"] == "triage", r.stderr
+    session, journal = r.json()["session"], Path(r.json()["journal"])
+    started = journal_events(journal)[0]
+    sha = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in (child, parent)}
+    assert [(p["name"], p["sha256"]) for p in started["policy_parts"]] == [
+        ("mine", sha[child]),
+        ("ask-everything", sha[parent]),
+    ]
+    assert "\nextends:" not in started["policy_text"] and "sh mine.sh *" in started["policy_text"]
+    assert started["policy_sha256"] == hashlib.sha256(started["policy_text"].encode()).hexdigest()
+    # The child is untouched; the file it extends changes: that is the session's policy changing.
+    parent.write_text(parent.read_text().replace("{id: ask-safety, decide: ask}", "{id: skip-all, decide: skip}"))
+    refused = cli("resume", session)
+    assert refused.code == 2 and "--accept-policy-change" in refused.stderr, refused.stderr
+    r = cli("decide", session, "continue", "--accept-policy-change", "--json")
+    assert r.code == 3, r.stderr
+    events = journal_events(journal)
+    changed = next(e for e in events if e["kind"] == "policy.changed")
+    assert changed["policy_parts"][1]["sha256"] == hashlib.sha256(parent.read_bytes()).hexdigest()
+    safety = next(e for e in events if e["kind"] == "decision" and e.get("gate_kind") == "safety")
+    assert safety["by"] == "policy:skip-all"
+    v = cli("replay", session, "--verify")
+    assert v.code == 0 and v.stdout.startswith("OK: "), v.stdout

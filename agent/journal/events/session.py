@@ -23,6 +23,8 @@ class SessionStarted(Event):
     policy_name: str | None = None
     policy_sha256: str | None = None
     policy_text: str | None = None
+    # A policy that `extends:` others: each file's name, path and own sha256 (policy_text is the resolved whole).
+    policy_parts: list[Json] | None = None
     brain: str | None = None
     engine: str | None = None
     headless: bool | None = None
@@ -88,6 +90,7 @@ class PolicyChanged(Event):
     policy_name: str | None = None
     policy_sha256: str | None = None
     policy_text: str | None = None
+    policy_parts: list[Json] | None = None
     previous_sha256: str | None = None
 
 
