@@ -1565,9 +1565,13 @@ def classify(command: str, *, allow: Sequence[str], ask: Sequence[str], deny: Se
     for part, why in result.findings:
         return Verdict(klass="ask", part=part, pattern=None, reason=why)
     # Only comments, or nothing: judged as an empty command (which only a lone `*` allows).
+    allowed_by: list[str] = []
     for simple in result.simples or [_Simple(whole, [], [], False)]:
-        if not simple.nested and _allowed_by(simple, allow) is None:
+        if simple.nested:
+            continue
+        if (by := _allowed_by(simple, allow)) is None:
             return Verdict(klass="ask", part=simple.part, pattern=None, reason="matches no allow pattern")
+        allowed_by.append(by)
     for part, target in result.writes:
         if _outside(target, after_cd, result.reads_outside):
             return Verdict(
@@ -1578,4 +1582,14 @@ def classify(command: str, *, allow: Sequence[str], ask: Sequence[str], deny: Se
             # name, what it imports from the working directory is not.
             why = f"writes {target.text}, code that an allowed program may load or run"
             return Verdict(klass="ask", part=part, pattern=None, reason=why)
-    return Verdict(klass="allow", part=command, pattern=None)
+    # The allow pattern(s) that let it run, for a person reading why (the class is what decides).
+    named = list(dict.fromkeys(allowed_by))
+    return Verdict(
+        klass="allow",
+        part=command,
+        pattern=named[0] if len(named) == 1 else None,
+        reason=("matches allow pattern " if len(named) == 1 else "matches allow patterns ")
+        + ", ".join(map(repr, named))
+        if named
+        else "",
+    )

@@ -17,7 +17,7 @@ from typing import Any
 
 import typer
 
-from agent.cli import policy, reading, running, store, transfer
+from agent.cli import check, policy, reading, running, store, transfer
 from agent.cli.shared import Screens
 from agent.errors import INTERRUPTED, exit_code
 
@@ -36,6 +36,7 @@ app.add_typer(store_app, name="store")
 
 app.command()(running.demo)
 app.command()(running.run)
+app.command()(check.check)
 app.command()(running.decide)
 app.command()(running.resume)
 app.command()(reading.replay)

@@ -1,0 +1,520 @@
+"""`signoff check`: everything a run would find out about a campaign before it touches a host.
+
+The campaign and policy are loaded as a run loads them; every SSH host is resolved as the transport
+resolves it (`ssh -G`) and its key looked up in the files the transport would read; every command is
+rendered per host with the run's own `plan` and classed with the run's own command policy; the gates
+the policy leaves to a person are listed with the rule (or missing rule) that leaves them; the number of
+benchmark runs and the wall time they may take are counted from the campaign; and measurement settings
+too weak to support a verdict are named. Nothing here opens a connection or runs a command on a host.
+
+Errors are what would stop a run at once (a command the policy denies, a missing upload, an SSH host
+that does not resolve, a secret not in the environment); warnings are what would stop it later or make
+its verdicts weak (a command the policy asks about, an unknown host key, two benchmark pairs).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from pathlib import Path
+from typing import Any, Literal, cast
+
+from pydantic import BaseModel, Field
+
+from agent.campaign import LoadedCampaign, load_campaign, refuse_literal_secrets
+from agent.context import RunContext
+from agent.models import Campaign, CommandSpec
+from agent.run.planning import command_class, plan, upload_class, upload_command
+from policies.engine import PolicyEngine
+from policies.gates import GATE_KINDS
+from policies.load import load_policy
+from policies.schema import Policy, SourceError
+from tools.commands import allowed_words
+from tools.transport import Host
+
+CHECK_SESSION = "SESSION"  # what {{session}} reads as here: a run's own id is made when it starts
+
+
+class Finding(BaseModel):
+    level: Literal["error", "warning"]
+    where: str  # the campaign or policy part, e.g. options[2].probes[0]
+    file: str | None = None
+    line: int | None = None
+    message: str
+
+
+class CheckedHost(BaseModel):
+    name: str
+    transport: str
+    address: str | None = None
+    port: int | None = None
+    user: str | None = None
+    host_key: Literal["known", "unknown", "not needed"] = "not needed"
+    known_hosts: list[str] = Field(default_factory=list)  # the files it was looked up in
+
+
+class CheckedCommand(BaseModel):
+    where: str  # e.g. baseline.setup[0], options[1].apply[0], benchmark, stress[0].check
+    line: int | None = None
+    host: str
+    command: str  # as it will run; secrets shown as "$NAME"
+    klass: Literal["allow", "ask", "deny"]
+    why: str  # the pattern or rule that decided
+    readonly: bool | None = None  # probes and checks: whether an investigation subagent may run it unasked
+
+
+class GateStop(BaseModel):
+    gate: str
+    rule: str | None  # None: no rule covers it, so it asks
+    when: str
+    why: str
+
+
+class Estimate(BaseModel):
+    benchmark_runs_min: int
+    benchmark_runs_max: int
+    toggles_max: int  # applies and reverts between A/B arms
+    wall_s_max: float  # every command of the plan running to its timeout
+    by_phase_s: dict[str, float]
+
+
+class CheckReport(BaseModel):
+    ok: bool  # no errors (warnings allowed)
+    campaign: str
+    campaign_name: str | None = None
+    policy: str | None = None
+    policy_parts: list[dict[str, Any]] = Field(default_factory=list)
+    hosts: list[CheckedHost] = Field(default_factory=list)
+    commands: list[CheckedCommand] = Field(default_factory=list)
+    gates: list[GateStop] = Field(default_factory=list)
+    estimate: Estimate | None = None
+    findings: list[Finding] = Field(default_factory=list)
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.level == "error"]
+
+    @property
+    def warnings(self) -> list[Finding]:
+        return [f for f in self.findings if f.level == "warning"]
+
+
+class _Transport:
+    """Where commands would run, without going there: {{workdir}} as the run would make it."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+
+    def workdir(self, host: Host) -> str:
+        if host.workdir:
+            return host.workdir
+        if host.transport == "ssh":
+            return f"~/signoff/{CHECK_SESSION}/{host.name}"
+        return str(self.home / "sessions" / CHECK_SESSION / "hosts" / host.name)
+
+
+def check(campaign_path: Path, policy_ref: str, *, ssh_config: str | None = None) -> CheckReport:
+    """The dry run. A campaign or policy that does not load is one error finding (what `run` would say)."""
+    report = CheckReport(ok=False, campaign=str(campaign_path), policy=policy_ref)
+    try:
+        loaded = load_campaign(campaign_path)
+        refuse_literal_secrets(loaded)
+    except SourceError as exc:
+        report.findings.append(_error_of(exc, "campaign"))
+        return report
+    report.campaign_name = loaded.campaign.name
+    try:
+        policy = load_policy(policy_ref)
+    except SourceError as exc:
+        report.findings.append(_error_of(exc, "policy"))
+        return report
+    report.policy_parts = [p.model_dump() for p in policy.parts]
+    c = loaded.campaign
+    missing = [n for n in c.secrets if not os.environ.get(n)]
+    for name in missing:
+        report.findings.append(
+            _at(loaded, ("secrets",), "error", f"secret {name} is not in the environment; `run` refuses to start")
+        )
+    ctx = _context(loaded, policy, missing)
+    report.hosts = [_host(loaded, h, ssh_config, report) for h in c.hosts]
+    report.commands = _commands(ctx, loaded, policy, report)
+    report.gates = _gates(policy, c, report)
+    report.estimate = estimate(c)
+    _measurement(loaded, report)
+    limit = policy.model.budgets.wall_min
+    if limit is not None and report.estimate.wall_s_max > limit * 60:
+        report.gates.append(
+            GateStop(
+                gate="budget",
+                rule=None,
+                when=f"wall time past {limit:g} min",
+                why=f"the plan may take up to {_minutes(report.estimate.wall_s_max)} if every command runs to its "
+                "timeout; the budget gate opens before the next option once the limit is passed",
+            )
+        )
+    report.ok = not report.errors
+    return report
+
+
+def _error_of(exc: SourceError, where: str) -> Finding:
+    return Finding(level="error", where=where, file=exc.path, line=exc.line, message=exc.message)
+
+
+def _at(loaded: LoadedCampaign, loc: tuple[str | int, ...], level: Literal["error", "warning"], msg: str) -> Finding:
+    return Finding(level=level, where=_dotted(loc), file=str(loaded.path), line=loaded.source.line(loc), message=msg)
+
+
+def _dotted(loc: tuple[str | int, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _context(loaded: LoadedCampaign, policy: Policy, missing: list[str]) -> RunContext:
+    from tools.secrets import is_secret_name
+
+    c = loaded.campaign
+    secrets = {n: os.environ.get(n) or "unset" for n in c.secrets}
+    secrets |= {k: v for k, v in c.vars.items() if is_secret_name(k)}
+    home = Path(os.environ.get("SIGNOFF_HOME") or Path.home() / ".signoff")
+    # Only what `plan` reads is real here; nothing runs, so nothing is journaled or stored.
+    return RunContext(
+        session=CHECK_SESSION,
+        campaign=c,
+        campaign_dir=loaded.directory,
+        transport=cast(Any, _Transport(home)),
+        artifacts=cast(Any, None),
+        journal=cast(Any, None),
+        policy=policy,
+        engine=PolicyEngine(policy),
+        brain=cast(Any, None),
+        secrets=secrets,
+    )
+
+
+def _host(loaded: LoadedCampaign, host: Host, ssh_config: str | None, report: CheckReport) -> CheckedHost:
+    i = loaded.campaign.hosts.index(host)
+    if host.transport != "ssh":
+        return CheckedHost(name=host.name, transport=host.transport)
+    from tools.ssh import KnownHosts, resolve, user_known_hosts
+
+    try:
+        endpoint = resolve(host, ssh_config=ssh_config)
+    except (OSError, ValueError) as exc:
+        report.findings.append(_at(loaded, ("hosts", i), "error", f"{host.name}: cannot resolve: {exc}"))
+        return CheckedHost(name=host.name, transport="ssh")
+    files = user_known_hosts(host.address or host.name, ssh_config) or [Path("~/.ssh/known_hosts").expanduser()]
+    if host.known_hosts:
+        kh = Path(host.known_hosts).expanduser()
+        files.append(kh if kh.is_absolute() else loaded.directory / kh)
+    known = KnownHosts(files, None)
+    found = known.keys.lookup(endpoint.known_hosts_name) is not None
+    checked = CheckedHost(
+        name=host.name,
+        transport="ssh",
+        address=endpoint.address,
+        port=endpoint.port,
+        user=endpoint.user,
+        host_key="known" if found else "unknown",
+        known_hosts=[str(f) for f in files],
+    )
+    if not found:
+        report.findings.append(
+            _at(
+                loaded,
+                ("hosts", i),
+                "warning",
+                f"{host.name}: no host key for {endpoint.known_hosts_name} in {', '.join(map(str, files))}; a run "
+                "refuses to connect until it is added (ssh-keyscan, checked) or --accept-new-host-keys pins it",
+            )
+        )
+    for w in known.warnings:
+        report.findings.append(_at(loaded, ("hosts", i), "warning", w))
+    return checked
+
+
+def _specs(c: Campaign) -> list[tuple[tuple[str | int, ...], CommandSpec, bool]]:
+    """Every command the campaign can run: (where, spec, read-only by intent)."""
+    out: list[tuple[tuple[str | int, ...], CommandSpec, bool]] = []
+    out += [(("baseline", "setup", i), s, False) for i, s in enumerate(c.baseline.setup)]
+    out += [(("baseline", "health", i), s, True) for i, s in enumerate(c.baseline.health)]
+    b = c.benchmark
+    for name in ("restart", "warmup"):
+        if (text := getattr(b, name)) is not None:
+            out.append((("benchmark", name), CommandSpec(run=text, on=b.on, timeout=b.timeout), False))
+    out.append((("benchmark",), CommandSpec(run=b.run, on=b.on, timeout=b.timeout), False))
+    for i, s in enumerate(c.stress):
+        out.append((("stress", i), CommandSpec(run=s.run, on=s.on, timeout=s.timeout), False))
+        for name in ("check", "diagnose"):
+            if (text := getattr(s, name)) is not None:
+                out.append((("stress", i, name), CommandSpec(run=text, on=s.on, timeout=s.timeout), name == "check"))
+    for i, o in enumerate(c.options):
+        out += [(("options", i, "probes", j), p, True) for j, p in enumerate(o.probes)]
+        out += [(("options", i, "apply", j), s, False) for j, s in enumerate(o.apply)]
+        out += [(("options", i, "revert", j), s, False) for j, s in enumerate(o.revert)]
+        if o.check is not None:
+            out.append((("options", i, "check"), o.check, True))
+    return out
+
+
+def _commands(ctx: RunContext, loaded: LoadedCampaign, policy: Policy, report: CheckReport) -> list[CheckedCommand]:
+    c = loaded.campaign
+    rows: list[CheckedCommand] = []
+    for i, up in enumerate(c.baseline.upload):
+        dest = up.dest or Path(up.src).name
+        loc: tuple[str | int, ...] = ("baseline", "upload", i)
+        verdict = upload_class(up.src, dest)
+        for host in c.targets(up.on):
+            rows.append(_row(loaded, loc, host.name, upload_command(up.src, dest), verdict.klass, verdict, None))
+    for loc, spec, readonly_intent in _specs(c):
+        try:
+            planned = plan(ctx, spec)
+        except ValueError as exc:  # a secret value no shell can hold, an unknown role
+            report.findings.append(_at(loaded, loc, "error", str(exc)))
+            continue
+        for p in planned:
+            verdict = command_class(ctx, p.command)
+            readonly = None
+            if readonly_intent:
+                try:
+                    words = shlex.split(p.command)
+                except ValueError:
+                    words = []
+                readonly = bool(words) and allowed_words(words, policy.model.commands.readonly) is not None
+            rows.append(_row(loaded, loc, p.host.name, p.command, verdict.klass, verdict, readonly))
+    for row in rows:
+        if row.klass == "deny":
+            report.findings.append(
+                Finding(
+                    level="error",
+                    where=row.where,
+                    file=str(loaded.path),
+                    line=row.line,
+                    message=f"the command policy refuses `{row.command}` on {row.host}: {row.why}",
+                )
+            )
+    return rows
+
+
+def _row(
+    loaded: LoadedCampaign, loc: tuple[str | int, ...], host: str, command: str, klass: str, verdict: Any, ro: Any
+) -> CheckedCommand:
+    why = verdict.reason or (f"matches allow pattern {verdict.pattern!r}" if verdict.pattern else "")
+    if klass == "allow" and not why:
+        why = "matches an allow pattern"
+    return CheckedCommand(
+        where=_dotted(loc),
+        line=loaded.source.line(loc),
+        host=host,
+        command=command,  # secrets are already "$NAME" in a planned command
+        klass=cast(Any, klass),
+        why=why,
+        readonly=ro,
+    )
+
+
+def _gates(policy: Policy, c: Campaign, report: CheckReport) -> list[GateStop]:
+    """Where the policy leaves the decision to a person: the command gates this campaign will open for
+    certain, the plan gate as it will be decided, and for every other gate the rules that answer `ask`."""
+    stops: list[GateStop] = []
+    asked = [r for r in report.commands if r.klass == "ask"]
+    for row in asked:
+        stops.append(
+            GateStop(
+                gate="command",
+                rule=None,
+                when=f"{row.where} on {row.host}",
+                why=f"`{row.command}`: {row.why}",
+            )
+        )
+    if asked:
+        report.findings.append(
+            Finding(
+                level="warning",
+                where="commands",
+                message=f"{len(asked)} command(s) the policy asks about: a headless run pauses (exit 3) at the first "
+                "one; allow them in the policy (`extends:` a preset and add `commands: allow:`) or approve them",
+            )
+        )
+    engine = PolicyEngine(policy)
+    plan_facts = {"options": len(c.options), "proposed": 0, "reordered": False}
+    d = engine.evaluate("plan", plan_facts)
+    if d.action == "ask":
+        stops.append(GateStop(gate="plan", rule=d.rule, when="the campaign's own plan", why=d.rationale or "asks"))
+    budgets = policy.model.budgets
+    for kind in GATE_KINDS:
+        if kind in ("plan", "command") or (kind == "budget" and budgets == type(budgets)()):
+            continue  # no budget set: the budget gate never opens
+        rules = policy.rules.get(kind, [])
+        gate = policy.gate(kind)
+        for i, rule in enumerate(rules):
+            if rule.spec.decide == "ask":
+                where = f" ({Path(rule.file).name}:{rule.line})" if rule.file and len(policy.parts) > 1 else ""
+                when = rule.spec.when.strip()
+                stops.append(
+                    GateStop(
+                        gate=kind,
+                        rule=rule.spec.id,
+                        when=("no earlier rule matches" if i else "always") if when == "true" else when,
+                        why=(rule.spec.note or "the rule asks") + where,
+                    )
+                )
+        if not any(r.spec.when.strip() == "true" for r in rules) and gate.headless_default is None:
+            stops.append(
+                GateStop(gate=kind, rule=None, when="no rule matches", why="no fallback rule: facts no rule covers ask")
+            )
+        if gate.deadline is not None:
+            stops.append(
+                GateStop(
+                    gate=kind,
+                    rule=None,
+                    when=f"nobody answers in {gate.deadline}",
+                    why=f"the gate then answers {gate.on_deadline} (journaled by: deadline)",
+                )
+            )
+    return stops
+
+
+def estimate(c: Campaign) -> Estimate:
+    """Benchmark runs and wall time, counted from the campaign: at least `pairs` per option and no
+    settling, at most `max_pairs` with every settling run, every command running to its timeout."""
+    b, rb = c.benchmark, c.rollback
+    setup_s = sum(s.timeout for s in [*c.baseline.setup, *c.baseline.health])
+    per_run = b.timeout * (1 + (b.restart is not None) + (b.warmup is not None))
+    setup_runs = 2 * b.calibrate_pairs + rb.verify_runs
+    n = len(c.options)
+    runs_min = setup_runs + n * 2 * b.pairs
+    stress_s = sum(s.runs * (s.timeout + (30.0 if s.check else 0.0)) for s in c.stress)
+    verify_runs_max = rb.verify_runs + rb.settle_runs
+    settle_wait = sum(min(b.timeout * 2**k, rb.settle_wait_s) for k in range(rb.settle_runs))
+    runs_max = setup_runs + n * (2 * b.max_pairs + b.post_stress_runs + verify_runs_max)
+    toggles = n * b.max_pairs
+    per_option_probe = max((sum(p.timeout for p in o.probes) for o in c.options), default=0.0)
+    toggle_s = sum(max(sum(s.timeout for s in o.apply), sum(s.timeout for s in o.revert)) for o in c.options)
+    phases = {
+        "setup": setup_s + setup_runs * per_run,
+        "investigation": per_option_probe * n,
+        "benchmark": n * 2 * b.max_pairs * per_run + toggle_s * b.max_pairs,
+        "stress": n * (stress_s + b.post_stress_runs * per_run),
+        "rollback": toggle_s + n * (verify_runs_max * per_run + settle_wait),
+    }
+    return Estimate(
+        benchmark_runs_min=runs_min,
+        benchmark_runs_max=runs_max,
+        toggles_max=toggles,
+        wall_s_max=round(sum(phases.values()), 1),
+        by_phase_s={k: round(v, 1) for k, v in phases.items()},
+    )
+
+
+def _measurement(loaded: LoadedCampaign, report: CheckReport) -> None:
+    """Settings too weak for the verdicts the run will give, each with what it costs."""
+    c = loaded.campaign
+    b = c.benchmark
+    warn = report.findings.append
+    if b.calibrate_pairs < 4:
+        warn(
+            _at(
+                loaded,
+                ("benchmark", "calibrate_pairs") if "calibrate_pairs" in b.model_fields_set else ("benchmark",),
+                "warning",
+                f"calibrate_pairs is {b.calibrate_pairs}: fewer than 4 A/A pairs at setup leave the noise floor to the "
+                "A/B's own spread (and rollback bands to the campaign's fixed tolerance when that is thin); use 4-6",
+            )
+        )
+    if b.pairs < 5:
+        warn(
+            _at(
+                loaded,
+                ("benchmark", "pairs"),
+                "warning",
+                f"pairs is {b.pairs}: with fewer than 5 A/B pairs a 95% CI is wide (t = 2.78 at 4 pairs) and small "
+                "wins come out inconclusive; use 6 or more",
+            )
+        )
+    if b.max_pairs < b.pairs:
+        warn(_at(loaded, ("benchmark", "max_pairs"), "warning", "max_pairs is below pairs: no extension is possible"))
+    if not c.stress:
+        warn(
+            _at(
+                loaded,
+                ("options",),
+                "warning",
+                "no stress test: a wedge or crash under load cannot be seen, so `safe` rests on the benchmark alone",
+            )
+        )
+    for i, o in enumerate(c.options):
+        hazards = [p for p in o.probes if p.on_fail == "hazard"]
+        if hazards and not c.stress:
+            warn(
+                _at(
+                    loaded,
+                    ("options", i, "probes"),
+                    "warning",
+                    f"option #{o.id} has a hazard probe ({hazards[0].name!r}) and no stress test could reproduce it: "
+                    "a confirmed hazard alone makes it unsafe",
+                )
+            )
+        if o.check is None:
+            warn(
+                _at(
+                    loaded,
+                    ("options", i),
+                    "warning",
+                    f"option #{o.id} has no `check`: a rollback is verified by the metric alone, and a crash during "
+                    "its apply or revert opens the rollback gate",
+                )
+            )
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.0f} min" if seconds >= 90 else f"{seconds:.0f} s"
+
+
+def render_text(report: CheckReport) -> list[str]:
+    """The report for a terminal: findings first (file:line: level: message), then what was checked."""
+    lines = [
+        f"{f.file or report.campaign}{':' + str(f.line) if f.line else ''}: {f.level}: {f.where}: {f.message}"
+        for f in report.findings
+    ]
+    if report.campaign_name is None or report.estimate is None:
+        return lines
+    lines.append("")
+    lines.append(f"campaign {report.campaign_name} ({report.campaign}) under policy {report.policy}")
+    if len(report.policy_parts) > 1:
+        lines.append("  policy resolved from " + " → ".join(p["path"] for p in report.policy_parts))
+    lines.append("hosts:")
+    for h in report.hosts:
+        if h.transport == "ssh":
+            at = f"{h.user + '@' if h.user else ''}{h.address}:{h.port}"
+            lines.append(f"  {h.name}: ssh {at}, host key {h.host_key}")
+        else:
+            lines.append(f"  {h.name}: {h.transport}")
+    lines.append("commands:")
+    for r in report.commands:
+        ro = "" if r.readonly is None else (", read-only" if r.readonly else ", not read-only")
+        lines.append(f"  {r.klass:5} {r.where} on {r.host}: {r.command}  [{r.why}{ro}]")
+    lines.append("gates a person decides:")
+    commands = [g for g in report.gates if g.gate == "command"]
+    if commands:
+        lines.append(
+            f"  command: {len(commands)} command(s) above are `ask`; a headless run pauses at the first, "
+            + commands[0].when
+        )
+    for g in report.gates:
+        if g.gate != "command":
+            lines.append(f"  {g.gate}: {g.rule or '(no rule)'} when {g.when} — {g.why}")
+    e = report.estimate
+    lines.append(
+        f"estimate: {e.benchmark_runs_min}-{e.benchmark_runs_max} benchmark runs, up to {e.toggles_max} toggles; "
+        f"at most {_minutes(e.wall_s_max)} if every command ran to its timeout ("
+        + ", ".join(f"{k} {_minutes(v)}" for k, v in e.by_phase_s.items())
+        + ")"
+    )
+    n_err, n_warn = len(report.errors), len(report.warnings)
+    lines.append(
+        ("OK" if not n_err else "NOT OK")
+        + f": {len(report.commands)} commands on {len(report.hosts)} host(s); {n_err} error(s), {n_warn} warning(s)"
+    )
+    return lines
