@@ -283,8 +283,20 @@ def _commands(ctx: RunContext, loaded: LoadedCampaign, policy: Policy, report: C
                     words = []
                 readonly = bool(words) and allowed_words(words, policy.model.commands.readonly) is not None
             rows.append(_row(loaded, loc, p.host.name, p.command, verdict.klass, verdict, readonly))
+    for i, target in enumerate(c.notify):
+        if target.command is None:
+            continue
+        command = shlex.join(target.command)
+        verdict = command_class(ctx, command)
+        loc = ("notify", i)
+        rows.append(_row(loaded, loc, "this machine", command, verdict.klass, verdict, None))
+        if verdict.klass != "allow":
+            # Not a gate: a campaign's notify command the policy does not allow is simply not run.
+            said = f"notify command `{command}` will not be run: the command policy says {verdict.klass}"
+            said += f" ({verdict.reason})" if verdict.reason else ""
+            report.findings.append(_at(loaded, loc, "warning", said))
     for row in rows:
-        if row.klass == "deny":
+        if row.klass == "deny" and not row.where.startswith("notify"):
             report.findings.append(
                 Finding(
                     level="error",
@@ -318,7 +330,7 @@ def _gates(policy: Policy, c: Campaign, report: CheckReport) -> list[GateStop]:
     """Where the policy leaves the decision to a person: the command gates this campaign will open for
     certain, the plan gate as it will be decided, and for every other gate the rules that answer `ask`."""
     stops: list[GateStop] = []
-    asked = [r for r in report.commands if r.klass == "ask"]
+    asked = [r for r in report.commands if r.klass == "ask" and not r.where.startswith("notify")]
     for row in asked:
         stops.append(
             GateStop(

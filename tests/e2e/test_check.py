@@ -166,3 +166,15 @@ def test_the_text_report_lists_hosts_commands_gates_and_the_estimate(cli):
     assert "gates a person decides:" in out and "estimate: " in out and out.rstrip().splitlines()[-1].startswith("OK: ")
     assert "calibrate_pairs is 0" in out.splitlines()[0]
     assert json.loads(cli("check", "examples/decode-campaign/campaign.yaml", "--json").stdout)["ok"] is True
+
+
+def test_a_campaign_notify_command_the_policy_does_not_allow_is_named_as_not_run(cli, tmp_path):
+    path = campaign_file(tmp_path, "postgres", lambda t: t + "notify:\n  - command: [curl, -d, '@-', 'https://x']\n")
+    r = cli("check", str(path), "--policy", "examples/postgres/policy.yaml", "--json")
+    assert r.code == 0, r.stdout + r.stderr
+    (row,) = [c for c in r.json()["commands"] if c["where"] == "notify[0]"]
+    assert row["klass"] == "ask" and row["host"] == "this machine"
+    assert any(
+        f["message"].startswith("notify command `curl -d @- https://x` will not be run") for f in r.json()["findings"]
+    )
+    assert not [g for g in r.json()["gates"] if g["gate"] == "command"]
