@@ -17,7 +17,7 @@ from typing import Any
 
 import typer
 
-from agent.cli import check, policy, reading, running, store, transfer
+from agent.cli import check, init, policy, reading, running, schema, store, transfer
 from agent.cli.shared import Screens
 from agent.errors import INTERRUPTED, exit_code
 
@@ -37,6 +37,8 @@ app.add_typer(store_app, name="store")
 app.command()(running.demo)
 app.command()(running.run)
 app.command()(check.check)
+app.command()(init.init)
+app.command()(schema.schema)
 app.command()(running.decide)
 app.command()(running.resume)
 app.command()(reading.replay)

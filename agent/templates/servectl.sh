@@ -1,0 +1,107 @@
+#!/bin/sh
+# servectl.sh ENGINE COMMAND … — one vLLM or SGLang server per host working directory, for a signoff
+# campaign (`signoff init --template vllm|sglang`). Run it in the host's working directory (signoff runs
+# every command there): the server's flags, pid, log and benchmark results live in that directory, and it
+# only ever stops the process it started there.
+#
+#   ENGINE                 vllm | sglang
+#   start MODEL            start the server with the flags in ./flags (one "--flag value" per line) and wait
+#                          until /health answers (the first start may download the model)
+#   stop                   stop the server this directory started
+#   health                 exit 0 when the server answers /health
+#   bench MODEL CONC N     N random prompts at concurrency CONC; prints the result JSON on stdout
+#   abort-storm MODEL CONC stress: CONC streaming requests cut off after 20 s; the server must answer after
+#   set FLAG VALUE         put "FLAG VALUE" in ./flags and restart the server
+#   unset FLAG             take FLAG out of ./flags and restart the server
+#   is FLAG VALUE          read-only: exit 0 when the running server was started with FLAG VALUE
+#
+# SERVE_PORT (default 8000) and PYTHON (default python3) may be set in the campaign's commands.
+set -u
+
+ENGINE=${1:?engine: vllm or sglang}
+CMD=${2:?command}
+shift 2
+DIR=$(pwd -P)
+PORT=${SERVE_PORT:-8000}
+PY=${PYTHON:-python3}
+touch "$DIR/flags"
+
+die() { echo "servectl: $*" >&2; exit 1; }
+
+ours() { # the pid in ./server.pid, when that process runs in this directory
+    [ -f "$DIR/server.pid" ] || return 1
+    pid=$(cat "$DIR/server.pid")
+    [ -d "/proc/$pid" ] && [ "$(readlink "/proc/$pid/cwd")" = "$DIR" ] && echo "$pid"
+}
+
+health() { curl -sf -o /dev/null --max-time 5 "http://127.0.0.1:$PORT/health"; }
+
+start() {
+    model=$1
+    echo "$model" > "$DIR/model"
+    [ -n "$(ours)" ] && die "a server started here is already running (pid $(ours))"
+    # shellcheck disable=SC2046  # one flag and its value per line, split into words on purpose
+    case $ENGINE in
+        vllm) nohup vllm serve "$model" --port "$PORT" $(cat "$DIR/flags") > "$DIR/server.log" 2>&1 & ;;
+        sglang) nohup "$PY" -m sglang.launch_server --model-path "$model" --port "$PORT" $(cat "$DIR/flags") \
+            > "$DIR/server.log" 2>&1 & ;;
+        *) die "unknown engine $ENGINE" ;;
+    esac
+    echo $! > "$DIR/server.pid"
+    i=0
+    while ! health; do
+        [ -n "$(ours)" ] || { tail -n 20 "$DIR/server.log" >&2; die "the server exited while starting"; }
+        i=$((i + 1)); [ $i -lt 900 ] || die "no /health answer after 900 s"
+        sleep 1
+    done
+}
+
+stop() {
+    pid=$(ours) || return 0
+    kill "$pid"
+    i=0
+    while [ -d "/proc/$pid" ] && [ $i -lt 60 ]; do sleep 1; i=$((i + 1)); done
+    [ -d "/proc/$pid" ] && kill -9 "$pid"
+    rm -f "$DIR/server.pid"
+}
+
+bench() { # MODEL CONC N
+    case $ENGINE in
+        vllm)
+            rm -f "$DIR/bench.json"
+            vllm bench serve --model "$1" --port "$PORT" --dataset-name random --random-input-len 512 \
+                --random-output-len 256 --num-prompts "$3" --max-concurrency "$2" --save-result \
+                --result-filename "$DIR/bench.json" > "$DIR/bench.log" 2>&1 \
+                || { tail -n 20 "$DIR/bench.log" >&2; exit 1; }
+            cat "$DIR/bench.json" ;;
+        sglang)
+            rm -f "$DIR/bench.jsonl"
+            "$PY" -m sglang.bench_serving --backend sglang --port "$PORT" --dataset-name random \
+                --random-input-len 512 --random-output-len 256 --num-prompts "$3" --max-concurrency "$2" \
+                --output-file "$DIR/bench.jsonl" > "$DIR/bench.log" 2>&1 \
+                || { tail -n 20 "$DIR/bench.log" >&2; exit 1; }
+            tail -n 1 "$DIR/bench.jsonl" ;;
+    esac
+}
+
+restart() { stop; start "$(cat "$DIR/model")"; }
+
+case $CMD in
+    start) start "${1:?model}" ;;
+    stop) stop ;;
+    health) health ;;
+    bench) bench "${1:?model}" "${2:?concurrency}" "${3:?number of prompts}" ;;
+    abort-storm)
+        timeout 20 sh "$0" "$ENGINE" bench "${1:?model}" "${2:?concurrency}" $((${2} * 8)) > /dev/null 2>&1
+        i=0
+        while ! health; do i=$((i + 1)); [ $i -lt 30 ] || die "no /health answer 30 s after the abort storm"; sleep 1; done ;;
+    set)
+        grep -v -- "^${1:?flag} " "$DIR/flags" > "$DIR/flags.new"; echo "$1 ${2:?value}" >> "$DIR/flags.new"
+        mv "$DIR/flags.new" "$DIR/flags"; restart ;;
+    unset)
+        grep -v -- "^${1:?flag} " "$DIR/flags" > "$DIR/flags.new"; mv "$DIR/flags.new" "$DIR/flags"; restart ;;
+    is)
+        pid=$(ours) || exit 1
+        tr '\0' ' ' < "/proc/$pid/cmdline" | grep -q -- " ${1:?flag} ${2:?value}\( \|$\)" ;;
+    *) die "unknown command $CMD" ;;
+esac
