@@ -360,6 +360,11 @@ def _gates(policy: Policy, c: Campaign, report: CheckReport) -> list[GateStop]:
             continue  # no budget set: the budget gate never opens
         rules = policy.rules.get(kind, [])
         gate = policy.gate(kind)
+        headless = (
+            f"; a headless run answers {gate.headless_default} (headless_default) unless the gate is critical"
+            if gate.headless_default
+            else ""
+        )
         for i, rule in enumerate(rules):
             if rule.spec.decide == "ask":
                 where = f" ({Path(rule.file).name}:{rule.line})" if rule.file and len(policy.parts) > 1 else ""
@@ -369,13 +374,12 @@ def _gates(policy: Policy, c: Campaign, report: CheckReport) -> list[GateStop]:
                         gate=kind,
                         rule=rule.spec.id,
                         when=("no earlier rule matches" if i else "always") if when == "true" else when,
-                        why=(rule.spec.note or "the rule asks") + where,
+                        why=(rule.spec.note or "the rule asks") + where + headless,
                     )
                 )
-        if not any(r.spec.when.strip() == "true" for r in rules) and gate.headless_default is None:
-            stops.append(
-                GateStop(gate=kind, rule=None, when="no rule matches", why="no fallback rule: facts no rule covers ask")
-            )
+        if not any(r.spec.when.strip() == "true" for r in rules):
+            why = "no fallback rule: facts no rule covers ask" + headless
+            stops.append(GateStop(gate=kind, rule=None, when="no rule matches", why=why))
         if gate.deadline is not None:
             stops.append(
                 GateStop(
