@@ -19,15 +19,19 @@ BUILTIN_VARS = {"python", "campaign_dir", "workdir", "host", "num_prompts", "run
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
 class CommandSpec(_Strict):
     """A command and where it runs: a host name, a role, or `all`."""
 
     run: str = Field(min_length=1)
+    """The shell command, run in the host's working directory; {{var}} templates are filled from `vars`, secrets and
+    built-ins ({{python}}, {{workdir}}, {{host}}, {{session}}, {{campaign_dir}}, {{num_prompts}})."""
     on: str = "all"
+    """Where it runs: a host name, a role, or `all` (every host)."""
     timeout: float = Field(default=60.0, gt=0, le=86_400)
+    """Seconds before the command is killed and counted as timed out."""
 
 
 def _commands(value: object) -> object:
@@ -40,35 +44,58 @@ def _commands(value: object) -> object:
 
 
 class Expectation(_Strict):
+    """What a probe's result must look like."""
+
     exit: int | None = 0
+    """The exit code the probe must end with; null accepts any."""
     stdout_contains: str | None = None
+    """Text that must appear in the probe's stdout."""
     stdout_not_contains: str | None = None
+    """Text that must not appear in the probe's stdout (e.g. a documented warning)."""
 
 
 class Probe(CommandSpec):
     """A read-only check. When its expectation fails it implies a blocker (no-go) or a hazard."""
 
     name: str
+    """What the probe checks, as the report and gates name it."""
     expect: Expectation = Field(default_factory=Expectation)
+    """What the probe's result must look like; anything else fails it."""
     on_fail: Literal["blocker", "hazard"] = "blocker"
+    """What a failed probe means: `blocker` makes the option a no-go before anything is applied; `hazard` is a confirmed
+    risk that makes the option unsafe."""
     message: str | None = None
+    """Why a failure matters, in words shown with the blocker or hazard."""
     timeout: float = Field(default=30.0, gt=0, le=3600)
+    """Seconds before the probe is killed (a probe that times out has failed)."""
 
 
 class Option(_Strict):
+    """A candidate optimization: how to turn it on and off, how to tell it is on, and what to check first."""
+
     id: StrictInt = Field(ge=1, le=999)
+    """The option's number (1-999); people name it at gates as #N."""
     title: str = Field(min_length=1)
+    """A short name for the option, shown everywhere it is."""
     hypothesis: str = ""
+    """Why it should help; shown to the investigation and at gates."""
     expected_gain_pct: float | None = None
+    """The gain you expect, in % of the metric; with a calibration it says how many pairs could show it."""
     risk: Literal["low", "medium", "high"] = "medium"
+    """How risky you judge it; a fact gates and policies can read."""
     apply: list[CommandSpec] = Field(min_length=1)
+    """Commands that turn the option on (a string or a list of strings or commands); also used to toggle between A/B
+    arms."""
     revert: list[CommandSpec] = Field(min_length=1)
+    """Commands that turn the option off again: used between A/B arms and for the rollback."""
     probes: list[Probe] = Field(default_factory=list)
-    # Read-only; exit 0 when the option is in effect on the host it runs on, non-zero when it is not.
-    # After a crash it decides whether an apply or revert that was cut short took effect (its `on` is
-    # ignored: it runs on the host in doubt). Without it, such a mutation opens the rollback gate.
+    """Read-only checks run by the investigation before anything is applied."""
     check: CommandSpec | None = None
+    """Read-only: exit 0 when the option is in effect on the host, non-zero when not. It confirms a rollback, and after
+    a crash decides whether an apply or revert that was cut short took effect; without it, such a mutation opens the
+    rollback gate. A string is a command with a 30 s timeout."""
     notes: str = ""
+    """Anything else a person or the investigation should know about the option."""
 
     _cmds = field_validator("apply", "revert", mode="before")(_commands)
 
@@ -79,47 +106,85 @@ class Option(_Strict):
 
 
 class Goal(_Strict):
+    """What the campaign is for, judged on one metric."""
+
     text: str
+    """The goal in words, e.g. `decode throughput at concurrency 90 up 20% on these hosts`."""
     metric: str = "output_tok_s"
+    """The metric the goal is judged on; must equal `benchmark.metric`."""
     target_pct: float | None = None
+    """The gain that meets the goal, in %; the report says how far the kept options got."""
 
 
 class Upload(_Strict):
     """A file copied from the campaign directory to each target host's working directory at setup."""
 
     src: str = Field(min_length=1)
-    dest: str | None = None  # relative to the host's working directory; default: the file's name
+    """The file's path relative to the campaign's directory; its bytes are kept with the session."""
+    dest: str | None = None
+    """Where to put it, relative to the host's working directory (default: the file's name); a destination outside it is
+    asked about at a command gate."""
     on: str = "all"
+    """Which hosts get it: a host name, a role, or `all`."""
 
 
 class Baseline(_Strict):
+    """The known-good state every option is measured against and rolled back to."""
+
     description: str = ""
+    """The known-good configuration in words."""
     upload: list[Upload] = Field(default_factory=list)
+    """Files copied from the campaign directory to hosts before setup."""
     setup: list[CommandSpec] = Field(default_factory=list)
+    """Commands that bring every host to the baseline (a string or a list); a failure stops the run."""
     health: list[CommandSpec] = Field(default_factory=list)
+    """Commands that must succeed on a healthy host: after setup and after every rollback."""
 
     _cmds = field_validator("setup", "health", mode="before")(_commands)
 
 
 class BenchSpec(CommandSpec):
+    """The benchmark: a command whose output gives the metric, run in interleaved A/B pairs."""
+
     parser: ParserName = "vllm-json"
+    """How the benchmark's stdout is read: vllm-json (vLLM's --save-result JSON), sglang-jsonl (the last line of
+    SGLang's output file), json-path (`paths`) or regex (`patterns`)."""
     paths: dict[str, str] | None = None
+    """For parser json-path: metric name → dotted path into the JSON the benchmark prints."""
     patterns: dict[str, str] | None = None
+    """For parser regex: metric name → a regex with one group that captures the number."""
     num_prompts: StrictInt | None = Field(default=None, ge=1)
+    """Requests per run: fills {{num_prompts}}, and a run that completed fewer is invalid."""
     metric: str = "output_tok_s"
+    """The metric A/B-tested: output_tok_s, total_tok_s, req_s, duration_s, a latency such as p99_tpot or median_ttft,
+    or a name declared under `paths`/`patterns`."""
     higher_is_better: bool = True
+    """Whether a larger value is better (throughput) or worse (latency, duration)."""
     pairs: StrictInt = Field(default=6, ge=2, le=50)
+    """A/B pairs per option, interleaved AB BA AB … so that drift cancels out."""
     max_pairs: StrictInt = Field(default=10, ge=2, le=50)
+    """Pairs an inconclusive first verdict may be extended to (once)."""
     noise_pct: float = Field(default=1.0, ge=0)
-    # τ: an effect whose whole CI lies within ±τ is `no_effect`. Default: max(the calibrated noise floor, 1 %).
+    """The smallest effect, in %, the verdict calls improved or regressed: the CI must clear ±noise_pct."""
     equivalence_pct: float | None = Field(default=None, ge=0)
+    """An effect whose whole CI lies within ±this % is `no_effect` (default: the calibrated noise floor, at least 1%).
+    """
     guardrails: list[str] = Field(default_factory=list)
+    """Metrics that must not get measurably worse (e.g. p99_tpot): a win that breaches one is not a win."""
     guardrail_pct: float = 5.0
-    restart: str | None = None  # run before every benchmark run, in both arms (e.g. restart the server)
-    warmup: str | None = None  # run before every benchmark run, after `restart`, in both arms
-    calibrate_pairs: StrictInt = Field(default=0, ge=0, le=20)  # A/A pairs at setup: measures the noise floor
-    post_stress_runs: StrictInt = Field(default=0, ge=0, le=10)  # candidate runs after stress: `degraded` check
+    """How much worse, in %, a guardrail may get before a measured slowdown breaches it."""
+    restart: str | None = None
+    """Run before every benchmark run in both arms, e.g. to restart the server."""
+    warmup: str | None = None
+    """Run before every benchmark run in both arms, after `restart`."""
+    calibrate_pairs: StrictInt = Field(default=0, ge=0, le=20)
+    """A/A pairs measured at setup: the run's own noise floor, which every later band is judged against (4-6
+    recommended; 0 leaves it to the A/B's spread)."""
+    post_stress_runs: StrictInt = Field(default=0, ge=0, le=10)
+    """Candidate-arm runs after the stress tests, compared with the A/B's: a server left slower by stress is `degraded`.
+    """
     timeout: float = Field(default=600.0, gt=0, le=86_400)
+    """Seconds before a benchmark run is killed (the run is then invalid)."""
 
     @model_validator(mode="after")
     def _pairs(self) -> BenchSpec:
@@ -157,17 +222,23 @@ def _compiles(pattern: str, where: str) -> None:
 
 
 class StressSpec(CommandSpec):
+    """A stress scenario run on every option after its A/B; a hang, crash or failed check makes it unsafe."""
+
     name: str
+    """The stress scenario's name, as reports and gates show it."""
     runs: StrictInt = Field(default=1, ge=1, le=100)
+    """How many times it runs per option."""
     timeout: float = Field(default=300.0, gt=0, le=86_400)
-    # Run on the same host when the scenario overruns its deadline, *before* the kill: a py-spy dump of
-    # a hung engine is the evidence a wedge leaves, and it is gone once the process is.
+    """Deadline in seconds: a run past it is a hang (a wedge) and makes the option unsafe."""
     diagnose: str | None = None
+    """Run on the same host when a run overruns its deadline, before the kill (e.g. a py-spy dump): the evidence a wedge
+    leaves."""
     diagnose_timeout: float = Field(default=30.0, gt=0, le=600)
-    crash_patterns: list[str] | None = None  # regexes; default: known engine crash and watchdog lines
-    # Run after each scenario run that finished: a non-zero exit means the server did not come back
-    # clean (requests stuck, KV blocks leaked, health lying) — a `leak` hazard.
+    """Seconds the `diagnose` command may take."""
+    crash_patterns: list[str] | None = None
+    """Regexes that mark a crash in the output (default: known engine crash and watchdog lines)."""
     check: str | None = None
+    """Run after each finished run: a non-zero exit means the server did not come back clean (a `leak` hazard)."""
 
     @model_validator(mode="after")
     def _patterns(self) -> StressSpec:
@@ -181,16 +252,18 @@ class RollbackSpec(_Strict):
     run (agent/verification.py); `tolerance_pct` is only the band when there is no noise estimate."""
 
     verify_runs: StrictInt = Field(default=3, ge=1, le=20)
-    # When the first readings after the revert are not back, up to this many more are taken, one at a time,
-    # and the latest `verify_runs` judged: a revert that restarts a server reads cold for a while.
+    """Benchmark runs after a revert that must match the baseline."""
     settle_runs: StrictInt = Field(default=6, ge=0, le=20)
-    # Before each of those runs a pause, doubling from one benchmark run's length up to this: a busy
-    # neighbour or a vacuum after crash recovery lasts longer than a few back-to-back runs. 0: no pause.
+    """When the first readings are not back, up to this many more, one at a time, judging the latest `verify_runs`: a
+    revert that restarts a server reads cold for a while."""
     settle_wait_s: float = Field(default=10.0, ge=0, le=300)
+    """The pause before each settling run, doubling from one run's length up to this many seconds (0: none)."""
     tolerance_pct: float = Field(default=5.0, gt=0)
-    floor_pct: float = Field(default=1.0, ge=0)  # a noise band is never narrower than this
-    # A band wider than this tells nothing useful: the metric cannot verify, only the option's `check` can.
+    """The band, in %, used only when the run has no noise estimate at all."""
+    floor_pct: float = Field(default=1.0, ge=0)
+    """A noise band is never narrower than this, in %."""
     ceiling_pct: float = Field(default=20.0, gt=0)
+    """A band wider than this (in %) cannot verify by the metric: the option's `check` decides alone."""
 
     @model_validator(mode="after")
     def _ordered(self) -> RollbackSpec:
@@ -203,23 +276,36 @@ class Price(_Strict):
     """US dollars per million tokens."""
 
     input: float = Field(ge=0)
+    """US dollars per million input tokens."""
     output: float = Field(ge=0)
+    """US dollars per million output tokens."""
     cache_write: float = Field(ge=0)
+    """US dollars per million tokens written to the prompt cache."""
     cache_read: float = Field(ge=0)
+    """US dollars per million tokens read from the prompt cache."""
 
 
 class BrainSpec(_Strict):
     """Which reasoning runs the campaign, and the limits of the language-model one."""
 
     kind: Literal["rules", "claude"] = "rules"
+    """`rules` (offline, deterministic) or `claude` (the Anthropic API; needs ANTHROPIC_API_KEY)."""
     model: str = "claude-sonnet-5-5"
-    max_tokens: StrictInt = Field(default=2048, ge=256, le=64_000)  # per call
-    max_turns: StrictInt = Field(default=8, ge=1, le=50)  # per investigation subagent
-    subagent_tokens: StrictInt = Field(default=60_000, ge=1_000)  # input + output, per subagent
-    timeout_s: float = Field(default=90.0, gt=0, le=900)  # per call
-    max_retries: StrictInt = Field(default=4, ge=0, le=10)  # on 429, 5xx, overloaded, connection errors
-    backoff_s: float = Field(default=1.0, ge=0, le=60)  # first retry wait; doubles, with jitter
-    price: Price | None = None  # default: the built-in table for known models
+    """The Anthropic model the claude brain calls."""
+    max_tokens: StrictInt = Field(default=2048, ge=256, le=64_000)
+    """Output tokens per model call."""
+    max_turns: StrictInt = Field(default=8, ge=1, le=50)
+    """Tool-use turns per investigation subagent."""
+    subagent_tokens: StrictInt = Field(default=60_000, ge=1_000)
+    """Input plus output tokens one investigation subagent may spend."""
+    timeout_s: float = Field(default=90.0, gt=0, le=900)
+    """Seconds per model call."""
+    max_retries: StrictInt = Field(default=4, ge=0, le=10)
+    """Retries on 429, 5xx, overloaded and connection errors."""
+    backoff_s: float = Field(default=1.0, ge=0, le=60)
+    """The first retry's wait in seconds; it doubles, with jitter."""
+    price: Price | None = None
+    """Prices for the spend budget (default: the built-in table for known models)."""
 
 
 class Fleet(_Strict):
@@ -227,7 +313,9 @@ class Fleet(_Strict):
     (the others wait their turn), and at most `max_parallel` hosts overall."""
 
     parallel: dict[str, StrictInt] = Field(default_factory=dict)
+    """Role → how many of its hosts run a command at once (the others wait their turn)."""
     max_parallel: StrictInt = Field(default=32, ge=1, le=512)
+    """Hosts that run commands at once, overall."""
 
     @field_validator("parallel")
     @classmethod
@@ -254,23 +342,37 @@ class CampaignNotifyTarget(NotifyTarget):
 
 
 class Campaign(_Strict):
+    """A campaign: the goal, the hosts, the baseline, the benchmark, stress tests and numbered options."""
+
     name: str
+    """The campaign's name, shown in sessions and reports."""
     goal: Goal
+    """What the campaign is for, and the metric and target it is judged on."""
     facts: list[str] = Field(default_factory=list)
+    """What you know about the system, given to the investigation and shown at gates."""
     hosts: list[Host] = Field(min_length=1)
+    """The machines commands run on."""
     vars: dict[str, str] = Field(default_factory=dict)
-    # Names of environment variables a command may use as {{NAME}}: passed on stdin, never on a command
-    # line, and redacted everywhere. Variables under `vars` named like *_TOKEN, *_KEY, … are secrets too.
+    """Template variables for commands, as {{name}}; names like *_TOKEN or *_KEY are secrets."""
     secrets: list[str] = Field(default_factory=list)
+    """Names of environment variables a command may use as {{NAME}}: passed on stdin, never on a command line, redacted
+    everywhere; `run` refuses to start without them."""
     baseline: Baseline = Field(default_factory=Baseline)
+    """The known-good state: uploads, setup and health checks."""
     benchmark: BenchSpec
+    """The A/B benchmark every option is measured with."""
     stress: list[StressSpec] = Field(default_factory=list)
+    """Stress tests run on every option after its A/B: a hang, a crash or a failed check makes it unsafe."""
     rollback: RollbackSpec = Field(default_factory=RollbackSpec)
+    """How a rollback is verified against the baseline."""
     brain: BrainSpec = Field(default_factory=BrainSpec)
+    """Which reasoning runs the campaign (rules or claude) and its limits."""
     fleet: Fleet = Field(default_factory=Fleet)
-    # Told when a gate starts waiting for a person, before the policy's own `notify:` (agent/run/notify.py).
+    """How commands spread over many hosts."""
     notify: list[CampaignNotifyTarget] = Field(default_factory=list)
+    """Told when a gate starts waiting for a person, before the policy's own notify: (no environment references)."""
     options: list[Option] = Field(min_length=1)
+    """The candidate optimizations, tried in order unless a person or the brain says otherwise."""
 
     @model_validator(mode="after")
     def _consistent(self) -> Campaign:

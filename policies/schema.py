@@ -24,16 +24,24 @@ PRESETS_DIR = Path(__file__).parent / "presets"
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
 class RuleSpec(_Strict):
+    """One rule of a gate: when its condition holds, it decides."""
+
     id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
+    """The rule's id; decisions and the journal cite it, so it is unique across the policy and the ones it extends."""
     when: str = "true"
+    """A CEL expression over the gate's facts (docs/reference.md lists them per gate); `true` always matches."""
     decide: Action
+    """The answer when the rule matches; each gate takes its own answers."""
     then: Action | None = None
+    """`rollback` only: a safety rule that skips, defers or stops says the rollback explicitly."""
     scope: Scope = "once"
+    """`once` answers this gate; a standing scope keeps answering gates like it."""
     note: str | None = None
+    """Why, in words: shown with the decision and in explanations."""
 
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)\s*$")
@@ -48,11 +56,18 @@ def parse_duration(text: str) -> float:
 
 
 class GatePolicy(_Strict):
+    """How one kind of gate is decided."""
+
     rules: list[RuleSpec] = Field(default_factory=list)
+    """Rules tried in order; the first that matches decides; none matching asks."""
     on_error: Action = "ask"
+    """The answer when a rule fails to evaluate; it must fail closed (ask, stop, or for safety skip/defer/rollback)."""
     headless_default: Action | None = None
-    deadline: str | None = None  # how long a paused gate waits for a person, e.g. "30m"
-    on_deadline: Action | None = None  # the answer when nobody answered in time (journaled `by: deadline`)
+    """The answer a headless run gives where the rules say ask (never at a critical gate's approve)."""
+    deadline: str | None = None
+    """How long a paused gate waits for a person, e.g. 30m; goes with on_deadline."""
+    on_deadline: Action | None = None
+    """The answer when nobody answered in time (journaled by: deadline)."""
 
     @model_validator(mode="after")
     def _deadline_pair(self) -> GatePolicy:
@@ -71,8 +86,11 @@ class Budgets(_Strict):
     """Limits that open a `budget` gate before the next option is tried."""
 
     wall_min: float | None = Field(default=None, gt=0)
+    """Wall-clock minutes; past them the budget gate opens before the next option."""
     llm_usd: float | None = Field(default=None, ge=0)
+    """US dollars of language-model spend; past it the budget gate opens."""
     options: int | None = Field(default=None, ge=1)
+    """Options tried; past it the budget gate opens."""
 
 
 # Answers that never let a run go ahead: what an evaluation error may turn into, per gate kind.
@@ -90,18 +108,28 @@ NEEDS_TARGETS = {"plan", "triage", "continue_or_ask"}
 
 
 class CommandRules(_Strict):
+    """The command policy: glob patterns per class; the most restrictive class that matches any part of a command line
+    decides."""
+
     allow: list[str] = Field(default_factory=list)
+    """Glob patterns of commands that run without asking (each simple command of a line must match one)."""
     ask: list[str] = Field(default_factory=list)
+    """Patterns that open a command gate before running; ask beats allow."""
     deny: list[str] = Field(default_factory=list)
-    # What an investigation subagent may run without asking: read-only probes only. Anything else a
-    # subagent wants raises a command gate; `deny` still wins over this list.
+    """Patterns never run, whatever else matches; deny beats ask and allow."""
     readonly: list[str] = Field(default_factory=list)
+    """What investigation subagents may run without asking (read-only probes); deny still wins."""
 
 
 class PolicyTest(_Strict):
+    """A self-test: these facts at this gate must get this answer."""
+
     gate: GateKind
+    """The gate kind the test asks."""
     facts: dict[str, Any]
+    """The gate's facts for the test."""
     expect: dict[str, str]
+    """`decide:` the expected answer, and optionally `rule:` the rule expected to give it."""
 
     @model_validator(mode="after")
     def _expect_keys(self) -> PolicyTest:
@@ -147,10 +175,15 @@ class NotifyTarget(_Strict):
     file — which the session, its journal and every export keep — never holds one."""
 
     url: str | None = Field(default=None, min_length=1)
+    """An http(s) URL the gate is POSTed to as JSON; credentials only as {{env:NAME}} (policy files only)."""
     headers: dict[str, str] = Field(default_factory=dict)
+    """HTTP headers for `url`; a credential's value only as {{env:NAME}}."""
     command: list[str] | None = Field(default=None, min_length=1)
-    inherit_env: list[str] = Field(default_factory=list)  # a command's environment beyond a login shell's
+    """A local command (argv, or a string split like a shell would; no shell) that reads the gate as JSON on stdin."""
+    inherit_env: list[str] = Field(default_factory=list)
+    """Environment variables a `command` inherits beyond a login shell's."""
     timeout_s: float = Field(default=5.0, gt=0, le=NOTIFY_MAX_TIMEOUT_S)
+    """Seconds a notification may take (at most 30)."""
 
     @field_validator("command", mode="before")
     @classmethod
@@ -229,19 +262,30 @@ class NotifyTarget(_Strict):
 
 
 class PolicyFile(_Strict):
+    """A policy file: how gates are decided without a person, and which commands may run."""
+
     version: int = 1
-    # A preset name or a path (relative to this file) this policy builds on (policies/extends.py).
+    """The policy file format; this signoff reads version 1."""
     extends: str | None = Field(default=None, min_length=1)
+    """A preset name (cautious, autonomous, ask-everything) or a path relative to this file that this policy builds on:
+    the parent's command lists followed by this file's, this file's per-gate rules before the parent's, deny still beats
+    ask beats allow."""
     name: str
+    """The policy's name, shown with every decision it makes."""
     description: str = ""
+    """What the policy does, in words."""
     commands: CommandRules = Field(default_factory=CommandRules)
+    """The command policy: what runs, what asks, what is refused."""
     gates: dict[GateKind, GatePolicy] = Field(default_factory=dict)
+    """Per gate kind (plan, triage, safety, continue_or_ask, rollback, command, budget): its rules and settings."""
     budgets: Budgets = Field(default_factory=Budgets)
-    # The brain a campaign gets when neither `--brain` nor the campaign's `brain.kind` says.
+    """Limits that open the budget gate before the next option."""
     brain: Literal["rules", "claude"] | None = None
-    # Told when a gate starts waiting for a person (agent/run/notify.py); the campaign's `notify:` too.
+    """The brain a campaign gets when neither --brain nor the campaign's brain.kind says."""
     notify: list[NotifyTarget] = Field(default_factory=list)
+    """Told when a gate starts waiting for a person (after the campaign's own notify:)."""
     tests: list[PolicyTest] = Field(default_factory=list)
+    """Self-tests run whenever the policy loads: a failing one is an error at its line."""
 
     @model_validator(mode="after")
     def _version(self) -> PolicyFile:

@@ -28,23 +28,36 @@ TAIL_CHARS = 4000
 class Host(BaseModel):
     """A machine commands run on. `transport` chooses how they get there."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    """The host's name in commands (`on:`) and reports; for SSH also the ssh_config alias when `address` is not given.
+    """
     transport: Literal["local", "ssh"] = "local"
+    """`local` runs on this machine; `ssh` over OpenSSH (paramiko), resolved like `ssh -G`."""
     address: str | None = None
+    """The SSH address or ssh_config alias (default: `name`)."""
     port: int = 22
+    """The SSH port (ssh_config's when left at 22)."""
     user: str | None = None
+    """The SSH user (default: ssh_config's)."""
     key_path: str | None = None
+    """A private key file (default: ssh_config's IdentityFile entries that exist)."""
     known_hosts: str | None = None
+    """An extra known_hosts file, relative to the campaign's directory, beside the user's own."""
     roles: list[str] = Field(default_factory=list)
+    """Roles commands can target with `on:` (e.g. decode, postgres)."""
     workdir: str | None = None
-    use_agent: bool = False  # ssh-agent only when asked for: it tries every key it holds
-    passphrase_env: str | None = None  # name of the environment variable holding the key's passphrase
-    proxy_jump: str | None = None  # [user@]host[:port], as OpenSSH's ProxyJump
-    # Local hosts: environment variables their commands inherit from signoff's own environment beyond
-    # what a login shell sets (LOCAL_ENV): names, or `PREFIX*` (CUDA_VISIBLE_DEVICES, `PG*`).
+    """The working directory commands run in (default: signoff/SESSION/HOST under the SSH user's home, or one per
+    session on this machine)."""
+    use_agent: bool = False
+    """Use ssh-agent; only when asked, since the agent tries every key it holds."""
+    passphrase_env: str | None = None
+    """The environment variable holding the key's passphrase."""
+    proxy_jump: str | None = None
+    """[user@]host[:port] to jump through, as OpenSSH's ProxyJump."""
     inherit_env: list[str] = Field(default_factory=list)
+    """Local hosts: environment variables their commands inherit beyond a login shell's (names, or PREFIX*)."""
 
 
 # What a local host's commands inherit from signoff's environment unless the host names more: what a
