@@ -177,7 +177,9 @@ def _context(loaded: LoadedCampaign, policy: Policy, missing: list[str]) -> RunC
     c = loaded.campaign
     secrets = {n: os.environ.get(n) or "unset" for n in c.secrets}
     secrets |= {k: v for k, v in c.vars.items() if is_secret_name(k)}
-    home = Path(os.environ.get("SIGNOFF_HOME") or Path.home() / ".signoff")
+    from agent.store.listing import home as store_home
+
+    home = store_home().absolute()
     # Only what `plan` reads is real here; nothing runs, so nothing is journaled or stored.
     return RunContext(
         session=CHECK_SESSION,
