@@ -487,6 +487,8 @@ def _measurement(loaded: LoadedCampaign, report: CheckReport) -> None:
 
 
 def _minutes(seconds: float) -> str:
+    if seconds >= 2 * 3600:
+        return f"{seconds / 3600:.1f} h"
     return f"{seconds / 60:.0f} min" if seconds >= 90 else f"{seconds:.0f} s"
 
 
