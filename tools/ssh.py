@@ -121,7 +121,7 @@ def _as_list(value: Any) -> list[str]:
 def _ssh_config(alias: str, config_file: str | None = None) -> dict[str, Any]:
     ssh = shutil.which("ssh")
     if ssh:
-        argv = [ssh, *(["-F", config_file] if config_file else []), "-G", alias]
+        argv = [ssh, *(["-F", config_file] if config_file else []), "-G", "--", alias]
         try:
             out = subprocess.run(argv, capture_output=True, text=True, timeout=5, check=True).stdout
         except (subprocess.SubprocessError, OSError):

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tools.artifacts import ArtifactStore, StorageFull
 from tools.output import LineCallback, StreamSink
@@ -31,8 +31,8 @@ class Host(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-    """The host's name in commands (`on:`) and reports; for SSH also the ssh_config alias when `address` is not given.
-    """
+    """The host's name in commands (`on:`) and reports; for SSH also the ssh_config alias when `address` is
+    not given."""
     transport: Literal["local", "ssh"] = "local"
     """`local` runs on this machine; `ssh` over OpenSSH (paramiko), resolved like `ssh -G`."""
     address: str | None = None
@@ -58,6 +58,17 @@ class Host(BaseModel):
     """[user@]host[:port] to jump through, as OpenSSH's ProxyJump."""
     inherit_env: list[str] = Field(default_factory=list)
     """Local hosts: environment variables their commands inherit beyond a login shell's (names, or PREFIX*)."""
+
+    @field_validator("address", "user", "proxy_jump")
+    @classmethod
+    def _not_an_option(cls, value: str | None) -> str | None:
+        # These reach `ssh -G` and the SSH handshake: a value that reads as an option (`-F./evil_config`, whose
+        # `Match exec` would run at resolution) or holds spaces or control characters is not a host.
+        if value is not None and (value.startswith("-") or any(c.isspace() or ord(c) < 32 for c in value) or not value):
+            raise ValueError(
+                f"{value!r} is not a host, user or jump host (no leading '-', spaces or control characters)"
+            )
+        return value
 
 
 # What a local host's commands inherit from signoff's environment unless the host names more: what a
