@@ -70,6 +70,17 @@ class SafetyFacts(GateFacts):
     risk: Risk = Field(description="risk of keeping the option")
     hosts_measured: int = Field(1, description="hosts the benchmark ran on (each with its own A/B when more than one)")
     hosts_regressed: int = Field(0, description="hosts whose own A/B says the option made them worse")
+    detectable_pct: float = Field(
+        0.0,
+        description="the smallest effect, either way, in %, this A/B finds 80% of the time at its measured noise "
+        "(0.0 without an estimate)",
+    )
+    spread_ratio: float = Field(
+        1.0, description="run-to-run spread of the option's arm over the baseline arm's (1.0 when not measured)"
+    )
+    spread_changed: bool = Field(
+        False, description="the option changes the run-to-run spread (Pitman-Morgan test of paired variances, p < 0.05)"
+    )
 
 
 class ContinueFacts(GateFacts):

@@ -25,14 +25,29 @@ _T975 = [
     2.079614, 2.073873, 2.068658, 2.063899, 2.059539, 2.055529, 2.051831, 2.048407, 2.045230, 2.042272,
 ]  # fmt: skip
 _Z975 = 1.959963985
+# One-sided 80 % quantiles t_{0.80, df}, df = 1..30 (80 % power), checked against scipy the same way.
+_T80 = [
+    1.376382, 1.060660, 0.978472, 0.940965, 0.919544, 0.905703, 0.896030, 0.888890, 0.883404, 0.879058,
+    0.875530, 0.872609, 0.870152, 0.868055, 0.866245, 0.864667, 0.863279, 0.862049, 0.860951, 0.859964,
+    0.859074, 0.858266, 0.857530, 0.856855, 0.856236, 0.855665, 0.855137, 0.854647, 0.854192, 0.853767,
+]  # fmt: skip
+_Z80 = 0.841621234
+POWER = 0.8  # what "could have seen" means: found 80 % of the time at the measured noise
 
 
 def t975(df: int) -> float:
+    return _t(df, _T975, _Z975)
+
+
+def t80(df: int) -> float:
+    return _t(df, _T80, _Z80)
+
+
+def _t(df: int, table: list[float], z: float) -> float:
     if df < 1:
         raise ValueError("need at least 2 pairs for a confidence interval")
-    if df <= len(_T975):
-        return _T975[df - 1]
-    z = _Z975
+    if df <= len(table):
+        return table[df - 1]
     return (
         z
         + (z**3 + z) / (4 * df)
@@ -81,6 +96,17 @@ class ABResult(BaseModel):
     guardrail_effects: dict[str, list[float]] = {}
     # An inconclusive CI: about how many pairs would tell (None: it already tells, or not within PAIRS_LIMIT)
     pairs_needed: int | None = None
+    # What this A/B could have seen: the smallest true effect (either way, %) that these pairs at this spread
+    # find — CI clear of the noise band — 80 % of the time. None without an estimate.
+    detectable_pct: float | None = None
+    # For an inconclusive or no-effect result: pairs the option's expected effect would need (80 % power).
+    expected_pct: float | None = None
+    pairs_for_expected: int | None = None
+    # Run-to-run spread of the candidate arm over the baseline arm's (log scale), and the Pitman–Morgan
+    # test of paired variances: an option that doubles the spread changes something even at no effect.
+    spread_ratio: float | None = None
+    spread_p: float | None = None
+    spread_changed: bool = False
 
     def summary(self) -> str:
         if self.effect_pct is None:
@@ -104,6 +130,72 @@ class _Shared(TypedDict):
     equivalence_pct: float
     a_mean: float | None
     b_mean: float | None
+
+
+def detectable_pct(sd: float, n: int, noise_pct: float) -> float:
+    """The smallest true effect (in %, either way) that `n` pairs with this spread of log ratios call
+    improved or regressed — the CI clear of ±noise_pct — `POWER` of the time."""
+    margin = math.log1p(noise_pct / 100)
+    return round(math.expm1(margin + (t975(n - 1) + t80(n - 1)) * sd / math.sqrt(n)) * 100, 3)
+
+
+def pairs_for_effect(effect_pct: float, sd: float, noise_pct: float) -> int | None:
+    """Pairs a true effect of `effect_pct` needs to be found `POWER` of the time at this spread (None: it is
+    within the noise band, so no number of pairs calls it, or more than PAIRS_LIMIT would be needed)."""
+    target, margin = math.log1p(abs(effect_pct) / 100), math.log1p(noise_pct / 100)
+    if target <= margin:
+        return None
+    for m in range(2, PAIRS_LIMIT + 1):
+        if margin + (t975(m - 1) + t80(m - 1)) * sd / math.sqrt(m) <= target:
+            return m
+    return None
+
+
+def t_two_sided_p(t: float, df: int) -> float:
+    """P(|T| ≥ |t|) for Student's t with integer df, from the closed-form finite series."""
+    theta = math.atan(abs(t) / math.sqrt(df))
+    s, c2 = math.sin(theta), math.cos(theta) ** 2
+    if df % 2:
+        term, total = 1.0, 1.0 if df > 1 else 0.0
+        for k in range(1, (df - 1) // 2):
+            term *= c2 * (2 * k) / (2 * k + 1)
+            total += term
+        inside = 2 / math.pi * (theta + (s * math.cos(theta) * total if df > 1 else 0.0))
+    else:
+        term, total = 1.0, 1.0
+        for k in range(1, df // 2):
+            term *= c2 * (2 * k - 1) / (2 * k)
+            total += term
+        inside = s * total
+    return min(1.0, max(0.0, 1.0 - inside))
+
+
+def _detrended(values: Sequence[float]) -> list[float]:
+    """Log values less their least-squares line over the pair index: a machine drifting steadily moves both
+    arms alike, and the spread that matters is the run-to-run noise around that."""
+    logs = [math.log(x) for x in values]
+    slope, intercept = statistics.linear_regression(range(len(logs)), logs)
+    return [y - (intercept + slope * i) for i, y in enumerate(logs)]
+
+
+def spread_change(a: Sequence[float], b: Sequence[float]) -> tuple[float, float] | None:
+    """(sd_B / sd_A of the arms' run-to-run noise, two-sided p) by the Pitman–Morgan test for paired samples
+    (equal variances make the pairs' sums and differences uncorrelated), on each arm's log values less its
+    drift line. None with fewer than 5 pairs or no spread."""
+    n = len(a)
+    if n < 5 or len(b) != n or min(a) <= 0 or min(b) <= 0:
+        return None
+    la, lb = _detrended(a), _detrended(b)
+    sd_a, sd_b = statistics.stdev(la), statistics.stdev(lb)
+    if sd_a == 0 or sd_b == 0:
+        return None
+    sums, diffs = [x + y for x, y in zip(la, lb, strict=True)], [y - x for x, y in zip(la, lb, strict=True)]
+    if statistics.stdev(sums) == 0 or statistics.stdev(diffs) == 0:
+        return None
+    r = statistics.correlation(sums, diffs)
+    df = n - 3  # one more degree of freedom spent on each arm's drift line
+    t = r * math.sqrt(df / max(1e-12, 1 - r * r))
+    return sd_b / sd_a, t_two_sided_p(t, df)
 
 
 def paired_ci(ratios: Sequence[float]) -> tuple[float, float, float]:
@@ -181,6 +273,7 @@ def analyse(
     noise_floor_pct: float | None = None,
     max_pairs: int | None = None,
     guardrail_pct: float = 5.0,
+    expected_pct: float | None = None,
 ) -> ABResult:
     """Verdict from interleaved runs. A pair counts only when both of its runs are valid.
 
@@ -283,8 +376,36 @@ def analyse(
         reasons.append(
             f"a latency slowdown beyond {guardrail_pct:g}% cannot be ruled out at this noise: {', '.join(unclear)}"
         )
+    logs = [math.log(r) for r in ratios]
+    sd = statistics.stdev(logs)
+    detectable = detectable_pct(sd, len(ratios), noise_pct)
+    reasons.append(
+        f"could have seen an effect of ±{detectable:g}% or more ({POWER:.0%} power at this noise, {len(ratios)} pairs)"
+    )
+    pairs_for_expected = None
+    if verdict in ("inconclusive", "no_effect") and expected_pct:
+        pairs_for_expected = pairs_for_effect(expected_pct, sd, noise_pct)
+        reasons.append(
+            f"the expected {expected_pct:+g}% would need about {pairs_for_expected} pairs"
+            if pairs_for_expected
+            else f"the expected {expected_pct:+g}% is within the ±{noise_pct:g}% noise band or past "
+            f"{PAIRS_LIMIT} pairs: no A/B here can call it"
+        )
+    spread = spread_change([a.value for a, _ in complete], [b.value for _, b in complete])  # type: ignore[misc]
+    spread_changed = bool(spread and spread[1] < 0.05)
+    if spread and spread_changed:
+        reasons.append(
+            f"the option changes the run-to-run spread: ×{spread[0]:.2f} the baseline arm's "
+            f"(Pitman–Morgan p={spread[1]:.3f})"
+        )
     return ABResult(
         **base,
+        detectable_pct=detectable,
+        expected_pct=expected_pct,
+        pairs_for_expected=pairs_for_expected,
+        spread_ratio=round(spread[0], 4) if spread else None,
+        spread_p=round(spread[1], 4) if spread else None,
+        spread_changed=spread_changed,
         effect_pct=round(effect, 3),
         ci_low=round(low, 3),
         ci_high=round(high, 3),

@@ -193,7 +193,18 @@ def ab_summary(ab: dict[str, Any]) -> str:
     if ab.get("effect_pct") is None:
         return f"{ab['metric']}: no estimate ({'; '.join(ab.get('reasons', []))})"
     wilcoxon = f"; Wilcoxon p={ab['wilcoxon_p']:.3f}" if ab.get("wilcoxon_p") is not None else ""
+    # What the A/B could have seen (older sessions' results have no such field, and say nothing).
+    seen = f"; it could have seen ±{ab['detectable_pct']:.1f}% or more" if ab.get("detectable_pct") else ""
+    if ab["verdict"] in ("inconclusive", "no_effect") and ab.get("expected_pct"):
+        needed = ab.get("pairs_for_expected")
+        seen += (
+            f"; the expected {ab['expected_pct']:+g}% would need about {needed} pairs"
+            if needed
+            else f"; the expected {ab['expected_pct']:+g}% is within the noise: no number of pairs here calls it"
+        )
+    if ab.get("spread_changed"):
+        seen += f"; the option changes the run-to-run spread ×{ab['spread_ratio']:.2f} (p={ab['spread_p']:.3f})"
     return (
         f"{ab['metric']} {ab['effect_pct']:+.1f}% (95% CI {ab['ci_low']:+.1f}%…{ab['ci_high']:+.1f}%, "
-        f"paired t, {ab['pairs']} interleaved pairs{wilcoxon}) → {ab['verdict']}"
+        f"paired t, {ab['pairs']} interleaved pairs{wilcoxon}) → {ab['verdict']}{seen}"
     )

@@ -261,6 +261,7 @@ def per_host(ctx: RunContext, runs: list[BenchRun], state: State | None = None) 
 def _analyse(ctx: RunContext, runs: list[BenchRun], state: State | None = None) -> ABResult:
     spec = ctx.campaign.benchmark
     calibration = (state or {}).get("calibration") or {}
+    option = ctx.campaign.option(current(state)) if state and state.get("current") is not None else None
     return analyse(
         runs,
         metric=spec.metric,
@@ -271,4 +272,5 @@ def _analyse(ctx: RunContext, runs: list[BenchRun], state: State | None = None) 
         noise_floor_pct=None if calibration.get("warning") else calibration.get("noise_floor_pct"),
         max_pairs=spec.max_pairs,
         guardrail_pct=spec.guardrail_pct,
+        expected_pct=option.expected_gain_pct if option else None,
     )

@@ -142,7 +142,8 @@ def safety_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     option = current(state)
     key = str(option)
     a = state.get("assessments", {})[key]
-    per_host = state.get("ab", {}).get(key, {}).get("hosts") or {}
+    ab = state.get("ab", {}).get(key, {})
+    per_host = ab.get("hosts") or {}
     facts = SafetyFacts(
         option=key,
         verdict=a["verdict"],
@@ -162,6 +163,9 @@ def safety_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         risk=a["risk"],
         hosts_measured=len(per_host) or 1,
         hosts_regressed=sum(1 for h in per_host.values() if h["verdict"] == "regressed"),
+        detectable_pct=float(ab.get("detectable_pct") or 0.0),
+        spread_ratio=float(ab.get("spread_ratio") or 1.0),
+        spread_changed=bool(ab.get("spread_changed")),
     )
     title = state.get("options", {})[key]["title"]
     question = "\n".join(

@@ -137,3 +137,117 @@ def test_interleaving_keeps_coverage_and_false_verdicts_in_check_where_sequentia
     seq_coverage, _ = _simulate(0.05, design="sequential", reps=400)
     _, seq_false = _simulate(0.0, design="sequential", reps=400, seed=2)
     assert seq_coverage < 0.5 and seq_false > 0.25
+
+
+# ------------------------------------------------------------------ what a verdict could have seen
+
+
+def test_t80_and_the_t_tail_match_scipy():
+    from tools.abstats import t80, t_two_sided_p
+
+    for df in (*range(1, 31), 31, 45, 100):
+        assert t80(df) == pytest.approx(scipy_stats.t.ppf(0.8, df), abs=2e-6)
+    for df in (1, 2, 3, 4, 7, 10, 29):
+        for t in (0.0, 0.4, 1.3, 2.2, 6.0):
+            assert t_two_sided_p(t, df) == pytest.approx(2 * scipy_stats.t.sf(t, df), abs=1e-9)
+
+
+def _runs_of(logs, base=1000.0):
+    runs = []
+    for i, d in enumerate(logs):
+        runs += [
+            BenchRun(pair=i, arm="A", value=base, valid=True),
+            BenchRun(pair=i, arm="B", value=base * math.exp(d), valid=True),
+        ]
+    return runs
+
+
+def test_an_effect_of_the_detectable_size_is_found_about_80_percent_of_the_time():
+    import random
+
+    from tools.abstats import detectable_pct
+
+    sd, n, noise = 0.03, 5, 1.0
+    effect = detectable_pct(sd, n, noise)
+    r = random.Random(7)
+    found = sum(
+        analyse(
+            _runs_of([math.log1p(effect / 100) + r.gauss(0, sd) for _ in range(n)]), metric="x", noise_pct=noise
+        ).verdict
+        == "improved"
+        for _ in range(2000)
+    )
+    assert 0.75 < found / 2000 < 0.85, (effect, found)
+    # Half the effect is mostly missed: the verdict says what it could not have seen.
+    half = sum(
+        analyse(
+            _runs_of([math.log1p(effect / 200) + r.gauss(0, sd) for _ in range(n)]), metric="x", noise_pct=noise
+        ).verdict
+        == "improved"
+        for _ in range(500)
+    )
+    assert half / 500 < 0.5
+
+
+def test_an_inconclusive_result_says_how_many_pairs_the_expected_effect_needs():
+    from tools.abstats import detectable_pct, pairs_for_effect
+
+    logs = [0.02, -0.03, 0.05, -0.01, 0.04, 0.0]
+    res = analyse(_runs_of(logs), metric="x", noise_pct=1.0, expected_pct=5.0)
+    assert res.verdict == "inconclusive" and res.detectable_pct and res.detectable_pct > 5
+    needed = res.pairs_for_expected
+    sd = __import__("statistics").stdev(logs)
+    assert needed == pairs_for_effect(5.0, sd, 1.0) and needed > 6
+    assert detectable_pct(sd, needed, 1.0) <= 5.0 < detectable_pct(sd, needed - 1, 1.0)
+    assert any(x.startswith("the expected +5% would need about") for x in res.reasons)
+    # An expected effect inside the noise band cannot be called by any number of pairs.
+    assert pairs_for_effect(0.5, sd, 1.0) is None
+    assert analyse(_runs_of(logs), metric="x", noise_pct=1.0, expected_pct=0.5).pairs_for_expected is None
+
+
+def test_an_option_that_changes_the_spread_is_reported_and_common_drift_is_not_a_change():
+    import random
+
+    from tools.abstats import spread_change
+
+    r = random.Random(3)
+    drift = [1000 * (1 + 0.02 * i) for i in range(12)]  # both arms drift together: not a spread change
+    a = [d * (1 + r.gauss(0, 0.01)) for d in drift]
+    same = [d * 1.05 * (1 + r.gauss(0, 0.01)) for d in drift]
+    wide = [d * 1.05 * (1 + r.gauss(0, 0.04)) for d in drift]
+    ratio, p = spread_change(a, same)
+    assert p > 0.05
+    ratio, p = spread_change(a, wide)
+    assert p < 0.05 and ratio > 1
+    runs = []
+    for i, (x, y) in enumerate(zip(a, wide, strict=True)):
+        runs += [BenchRun(pair=i, arm="A", value=x, valid=True), BenchRun(pair=i, arm="B", value=y, valid=True)]
+    res = analyse(runs, metric="x", noise_pct=1.0)
+    assert res.spread_changed and any("changes the run-to-run spread" in x for x in res.reasons)
+    assert spread_change(a[:3], wide[:3]) is None  # too few pairs to judge: says nothing
+    # On a drifting machine with equal noise in both arms, a change is called about 5 % of the time.
+    false = 0
+    for _ in range(1000):
+        base = [1000 * (1 + 0.03 * i) for i in range(8)]
+        x = [d * (1 + r.gauss(0, 0.02)) for d in base]
+        y = [d * 1.1 * (1 + r.gauss(0, 0.02)) for d in base]
+        false += spread_change(x, y)[1] < 0.05  # type: ignore[index]
+    assert false / 1000 < 0.08
+
+
+def test_a_policy_can_read_what_the_ab_could_have_seen():
+    from policies.engine import PolicyEngine
+    from policies.load import load_policy_text
+    from tests.conftest import SAFETY
+
+    policy = load_policy_text(
+        "version: 1\nname: p\ngates:\n  safety:\n    rules:\n"
+        "      - {id: ask-on-spread, when: spread_changed, decide: ask}\n"
+        "      - {id: skip-blind, when: 'ab_verdict == \"no_effect\" && detectable_pct > 5.0', decide: skip}\n"
+    )
+    engine = PolicyEngine(policy)
+    assert engine.evaluate("safety", {**SAFETY, "spread_changed": True}).rule == "ask-on-spread"
+    blind = {**SAFETY, "verdict": "safe", "ab_verdict": "no_effect", "detectable_pct": 8.0}
+    assert engine.evaluate("safety", blind).rule == "skip-blind"
+    # A gate recorded before these facts existed reads their defaults.
+    assert engine.evaluate("safety", {**SAFETY, "verdict": "safe", "ab_verdict": "no_effect"}).action == "ask"

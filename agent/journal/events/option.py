@@ -87,6 +87,11 @@ class ABResult(Event):
     metric: str | None = None
     noise_pct: float | None = None  # the run-to-run noise measured in this run, %
     higher_is_better: bool | None = None
+    detectable_pct: float | None = None  # the smallest effect this A/B finds 80 % of the time, %
+    pairs_for_expected: int | None = None  # inconclusive/no effect: pairs the expected effect would need
+    spread_ratio: float | None = None  # the option's arm's run-to-run spread over the baseline arm's
+    spread_p: float | None = None
+    spread_changed: bool | None = None
 
 
 class StressResult(Event):
