@@ -52,8 +52,11 @@ class SafetyFacts(GateFacts):
     ci_low: float = Field(description="lower bound of the 95% CI of the gain, %")
     ci_high: float = Field(description="upper bound of the 95% CI of the gain, %")
     pairs: int = Field(description="valid interleaved A/B pairs")
-    wedges: int = Field(description="stress runs that hung past their deadline")
-    stress_errors: int = Field(description="stress runs that crashed, or a server left degraded after the stress")
+    wedges: int = Field(description="stress runs stuck at their deadline: no output in its last stretch (a wedge)")
+    stress_errors: int = Field(
+        description="stress runs that crashed, died (health failing at the deadline) or saturated (still "
+        "progressing at the deadline), or a server left degraded after the stress"
+    )
     failed_requests: int = Field(
         description="benchmark runs of the candidate not counted (failures, garbage, timeouts)"
     )
@@ -75,6 +78,10 @@ class SafetyFacts(GateFacts):
         description="the smallest effect, either way, in %, this A/B finds 80% of the time at its measured noise "
         "(0.0 without an estimate)",
     )
+    saturated_runs: int = Field(
+        0, description="stress runs still progressing at their deadline: too slow rather than stuck (default 0)"
+    )
+    dead_runs: int = Field(0, description="stress runs whose server stopped answering its health checks (default 0)")
     spread_ratio: float = Field(
         1.0, description="run-to-run spread of the option's arm over the baseline arm's (1.0 when not measured)"
     )

@@ -1,5 +1,10 @@
-"""Stress outcomes. A stress command that overruns its deadline is a *wedge*: the only reliable
-wedge detector, since load clients wait for hours on a hung server and `/health` can still say 200.
+"""Stress outcomes. A stress command that overruns its deadline did not finish, and the signals the
+runner already has say why:
+- *dead*: the server's health checks fail at the deadline — it is gone;
+- *saturated*: it was still printing in the last stretch before the deadline (a quarter of it, at most
+  30 s) — progressing, too slowly;
+- *wedge*: alive (or with no health check to say otherwise) and silent — stuck. Load clients wait for
+  hours on a hung server and `/health` can still say 200, so silence, not health, is what marks it.
 A non-zero exit, or output carrying a known crash signature, is a *crash* — even with exit 0, since
 load clients often exit 0 after the server died under them.
 """
@@ -13,7 +18,13 @@ from pydantic import BaseModel
 
 from tools.transport import CommandResult
 
-StressOutcome = Literal["ok", "wedge", "crash", "degraded", "leak"]
+StressOutcome = Literal["ok", "wedge", "saturated", "dead", "crash", "degraded", "leak"]
+PROGRESS_WINDOW_MAX_S = 30.0
+
+
+def progress_window(timeout_s: float) -> float:
+    """How recent the last output must be, at the deadline, to count as progress."""
+    return min(timeout_s / 4, PROGRESS_WINDOW_MAX_S)
 
 # What engines print when they die or their watchdogs fire (research/bench-stats.md §3.1).
 CRASH_SIGNATURES = [
@@ -43,8 +54,15 @@ class StressResult(BaseModel):
 
 
 def classify(
-    scenario: str, run: int, result: CommandResult, timeout_s: float, signatures: list[str] | None = None
+    scenario: str,
+    run: int,
+    result: CommandResult,
+    timeout_s: float,
+    signatures: list[str] | None = None,
+    *,
+    alive: bool | None = None,
 ) -> StressResult:
+    """`alive`: whether the campaign's health checks passed on the host at the deadline (None: not known)."""
     tail = (result.stdout_tail + "\n" + result.stderr_tail).strip()
     # A campaign's own patterns add to the known signatures; they never switch those off.
     crash = next((m for p in [*CRASH_SIGNATURES, *(signatures or [])] if (m := re.search(p, tail))), None)
@@ -52,10 +70,18 @@ def classify(
         outcome: StressOutcome = "crash"
         evidence = f"could not run: {result.error}"
     elif result.timed_out:
-        outcome = "wedge"
         last = tail.splitlines()[-3:]
+        quiet = result.quiet_s
+        progressing = quiet is not None and quiet < progress_window(timeout_s) and bool(last)
+        if alive is False:
+            outcome, why = "dead", "the server stopped answering its health checks"
+        elif progressing:
+            outcome, why = "saturated", f"still printing {quiet:.1f}s before the deadline: progressing, too slowly"
+        else:
+            silent = f"silent for the last {quiet:.1f}s" if quiet is not None else "no progress seen"
+            outcome, why = "wedge", silent + (", the server still answering its health checks" if alive else "")
         evidence = (
-            f"no completion within {timeout_s:g}s deadline; process group "
+            f"no completion within {timeout_s:g}s deadline — {why}; process group "
             f"{'killed' if result.killed else 'could NOT be killed'}"
             + (f"; last output: {' | '.join(last)}" if last else "")
         )

@@ -103,6 +103,8 @@ class CommandResult(BaseModel):
     error: str | None = None  # the transport could not run it (unreachable, auth, host key, link lost)
     link_lost: bool = False  # the link dropped while it ran: whether it finished on the host is unknown
     diagnosis: str | None = None  # artifact of what an on_timeout hook captured before the kill
+    # Timed out: seconds from its last line of output to the deadline (its whole run when it printed nothing).
+    quiet_s: float | None = None
 
     @property
     def ok(self) -> bool:

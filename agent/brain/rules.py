@@ -92,7 +92,8 @@ class RuleBrain:
         stress = evidence.get("stress", [])
         finding = evidence.get("finding") or {}
         wedges = sum(1 for s in stress if s["outcome"] == "wedge")
-        errors = sum(1 for s in stress if s["outcome"] in ("crash", "degraded", "leak"))
+        # A server gone at the deadline is a crash; one still progressing too slowly did not finish either.
+        errors = sum(1 for s in stress if s["outcome"] in ("crash", "degraded", "leak", "dead", "saturated"))
         failed = int(evidence.get("failed_candidate_runs", 0))
         failed_a, runs_a = int(evidence.get("failed_baseline_runs", 0)), int(evidence.get("baseline_runs", 0))
         hazards = list(finding.get("hazards", []))
@@ -180,7 +181,7 @@ def stress_reasons(stress: list[dict[str, Any]]) -> list[str]:
     lines = []
     for scenario in dict.fromkeys(s["scenario"] for s in stress):
         runs = [s for s in stress if s["scenario"] == scenario]
-        for outcome in ("wedge", "crash", "degraded", "leak"):
+        for outcome in ("wedge", "dead", "saturated", "crash", "degraded", "leak"):
             bad = [s for s in runs if s["outcome"] == outcome]
             if bad:
                 lines.append(

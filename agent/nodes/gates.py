@@ -143,6 +143,7 @@ def safety_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     key = str(option)
     a = state.get("assessments", {})[key]
     ab = state.get("ab", {}).get(key, {})
+    stress = state.get("stress", {}).get(key) or []
     per_host = ab.get("hosts") or {}
     facts = SafetyFacts(
         option=key,
@@ -166,6 +167,8 @@ def safety_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         detectable_pct=float(ab.get("detectable_pct") or 0.0),
         spread_ratio=float(ab.get("spread_ratio") or 1.0),
         spread_changed=bool(ab.get("spread_changed")),
+        saturated_runs=sum(1 for s in stress if s.get("outcome") == "saturated"),
+        dead_runs=sum(1 for s in stress if s.get("outcome") == "dead"),
     )
     title = state.get("options", {})[key]["title"]
     question = "\n".join(

@@ -5,6 +5,7 @@ its secrets on stdin and its output into the artifact store. Every command signo
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -15,6 +16,7 @@ from agent.run.ledger import Effect
 from agent.run.live import Spool
 from agent.run.planning import Planned
 from tools.artifacts import StorageFull
+from tools.output import LineCallback
 from tools.transport import CommandResult
 
 
@@ -64,6 +66,7 @@ def _run_one(
     if key:
         ctx.ledger.started[key] = {**event.data, "ts": event.ts}
     spool = _spool(ctx, event.seq)
+    progress = Progress(spool.on_line if spool else None)
     try:
         result = ctx.transport.run(
             p.host,
@@ -71,7 +74,7 @@ def _run_one(
             timeout=timeout,
             stdin=p.stdin,
             on_timeout=on_timeout,
-            on_line=spool.on_line if spool else None,
+            on_line=progress.on_line,
         )
     except StorageFull as exc:
         if isinstance(exc.result, CommandResult):
@@ -82,10 +85,31 @@ def _run_one(
     finally:
         if spool is not None:
             spool.close()
-    result = result.model_copy(update={"command": ctx.redact(p.command)})
+    quiet = progress.quiet_s(timeout) if result.timed_out else None
+    result = result.model_copy(update={"command": ctx.redact(p.command), "quiet_s": quiet})
     crashpoints.reached(f"ran:{purpose}")
     _finished(ctx, p, result, purpose, option, keyed)
     return result
+
+
+class Progress:
+    """When a command last printed, as of its deadline: a run past its deadline that was still printing is
+    progressing too slowly (saturated), one that had gone quiet is stuck (tools/stress.py)."""
+
+    def __init__(self, forward: LineCallback | None) -> None:
+        self._forward = forward
+        self._started = self._last = time.monotonic()
+
+    def on_line(self, stream: str, line: str) -> None:
+        self._last = time.monotonic()
+        if self._forward is not None:
+            self._forward(stream, line)
+
+    def quiet_s(self, timeout: float) -> float:
+        """Seconds from the last line (or the start) to the deadline; lines printed after it, while a
+        diagnosis ran, do not count as progress before it."""
+        deadline = self._started + timeout
+        return round(max(0.0, deadline - min(self._last, deadline)), 3)
 
 
 def _spool(ctx: RunContext, seq: int) -> Spool | None:

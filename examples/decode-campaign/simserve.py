@@ -149,6 +149,8 @@ def cmd_leakcheck(_: argparse.Namespace) -> None:
 
 def cmd_health(_: argparse.Namespace) -> None:
     state = load()
+    if state.get("dead"):
+        sys.exit("connection refused: the server is gone (its engine died under load)")
     print(json.dumps({"status": "ok", "config": {k: state[k] for k in FEATURES_KEYS}}))
 
 
@@ -227,6 +229,17 @@ def cmd_stress(args: argparse.Namespace) -> None:
     if args.slow_after:
         state["slow"] = {"left": args.slow_after, "of": args.slow_after, "pct": args.slow_pct}
         save(state)
+    if args.die:
+        # The engine dies under the load; the client, like many, waits on its open streams in silence.
+        state["dead"] = True
+        save(state)
+        while True:
+            time.sleep(3600)
+    if args.drain_s:
+        # Saturated: the server keeps answering, just too slowly; the client reports its progress.
+        for i in range(int(args.drain_s * 10)):
+            print(f"{args.scenario}: {i + 1} responses drained", flush=True)
+            time.sleep(0.1)
     if args.scenario == "abort-cascade":
         print(f"aborted {args.requests // 2} in flight", flush=True)
         # Without the TP barrier, ranks that aborted different requests launch different batches
@@ -302,6 +315,8 @@ def main() -> None:
     p.add_argument("--wall", type=float, default=0.2)
     p.add_argument("--wedge-rate", type=float, default=0.55, help="chance a desynced abort hangs the engine")
     p.add_argument("--degrade", action="store_true", help="leave the server slower afterwards (a leak)")
+    p.add_argument("--drain-s", type=float, default=0.0, help="drain slowly for this long, printing progress")
+    p.add_argument("--die", action="store_true", help="the server dies under the load (health fails from then)")
     p.add_argument("--slow-after", type=int, default=0, help="the next N benchmark runs are slower, fading out")
     p.add_argument("--slow-pct", type=float, default=40.0, help="… by up to this much (step time)")
     p.add_argument("--crash", action="store_true", help="the engine dies under load (the client exits 0)")

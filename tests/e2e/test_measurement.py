@@ -67,6 +67,8 @@ def test_a_hung_stress_run_is_diagnosed_before_it_is_killed(cli):
     dump = (journal.parent / "artifacts" / diagnoses[0]["artifact"]).read_text()
     assert "all_reduce" in dump and "rank3" in dump
     assert all("diagnosis before the kill: artifacts/sha256-" in w["evidence"] for w in wedges)
+    # Alive and silent: the demo's hung all-reduce is a wedge, not a slow or a dead server.
+    assert all("the server still answering its health checks" in w["evidence"] for w in wedges)
 
 
 def test_a_broken_revert_opens_a_critical_rollback_gate_that_no_rule_can_pass(cli, variant, tmp_path):
@@ -163,3 +165,56 @@ def test_stress_detectors_against_simserve_crash_and_leak(cli, variant):
     assert "crash signature: vllm.v1.engine.exceptions.EngineDeadError" in reasons
     assert "212 KV blocks leaked" in reasons
     assert one["verdict"] == "unsafe"
+
+
+# ------------------------------------------------------------------ wedge, saturated or dead
+
+
+def test_a_run_past_its_deadline_is_told_apart_by_its_output_and_the_servers_health():
+    out = "scenario: sent 200 requests\n"
+    timed = {"timed_out": True, "killed": True, "exit_code": None, "stdout_tail": out}
+    # Printing in the last quarter of the deadline: progressing, too slowly.
+    r = classify("s", 1, result(**timed, quiet_s=0.2), 4.0, alive=True)
+    assert r.outcome == "saturated" and "still printing 0.2s before the deadline" in r.evidence
+    # Silent in that stretch, the server still answering: stuck.
+    r = classify("s", 1, result(**timed, quiet_s=3.0), 4.0, alive=True)
+    assert r.outcome == "wedge" and "silent for the last 3.0s, the server still answering" in r.evidence
+    # The server no longer answers its health checks: dead, whatever the output did.
+    assert classify("s", 1, result(**timed, quiet_s=0.1), 4.0, alive=False).outcome == "dead"
+    # No health check to ask: silence is still a wedge, printing still saturation.
+    assert classify("s", 1, result(**timed, quiet_s=3.0), 4.0).outcome == "wedge"
+    assert classify("s", 1, result(**timed, quiet_s=0.1), 4.0).outcome == "saturated"
+    # A long deadline looks at its last 30 s at most.
+    assert classify("s", 1, result(**timed, quiet_s=45.0), 600.0, alive=True).outcome == "wedge"
+
+
+SATURATED_AND_DEAD = (
+    MINI.replace(
+        'stress: [{name: bursts, run: "{{simserve}} stress idle-busy-bursts --wall 0.01", on: h1, timeout: 5}]',
+        "stress:\n"
+        '  - {name: slow-drain, run: "{{simserve}} stress idle-busy-bursts --wall 0.01 --drain-s 3",'
+        " on: h1, timeout: 1}\n"
+        '  - {name: engine-death, run: "{{simserve}} stress abort-cascade --wall 0.01 --die", on: h1, timeout: 1}',
+    )
+    .replace('apply: ["touch broken"]', 'apply: ["true"]')
+    .replace('revert: ["rm -f broken"]', 'revert: ["true"]')
+)
+
+
+def test_a_saturated_and_a_dead_server_are_outcomes_of_their_own_in_the_journal_and_the_gate(cli, variant, tmp_path):
+    policy = tmp_path / "p.yaml"
+    policy.write_text(ALLOW_ALL % "")
+    r = cli("run", str(variant(SATURATED_AND_DEAD, name="saturated")), "--policy", str(policy), "--json")
+    events = journal_events(Path(r.json()["journal"]))
+    stress = {e["scenario"]: e for e in events if e["kind"] == "stress.result"}
+    assert stress["slow-drain"]["outcome"] == "saturated", stress["slow-drain"]["evidence"]
+    assert "progressing, too slowly" in stress["slow-drain"]["evidence"]
+    assert stress["engine-death"]["outcome"] == "dead", stress["engine-death"]["evidence"]
+    assert "stopped answering its health checks" in stress["engine-death"]["evidence"]
+    # The health check ran at the deadline, before the kill, while the overrunning command held the host.
+    health = [e for e in events if e["kind"] == "command.started" and e["purpose"].startswith("diagnose:health:")]
+    assert len(health) == 2 and all(h["seq"] < stress[h["purpose"].split(":")[-1]]["seq"] for h in health)
+    safety = next(e for e in events if e["kind"] == "gate.opened" and e["gate_kind"] == "safety")
+    assert safety["facts"]["saturated_runs"] == 1 and safety["facts"]["dead_runs"] == 1
+    assert safety["facts"]["wedges"] == 0 and safety["facts"]["verdict"] == "unsafe"
+    assert "SATURATED in 1 of 1 runs" in safety["question"] and "DEAD in 1 of 1 runs" in safety["question"]
