@@ -160,8 +160,8 @@ def _health_at_deadline(ctx: RunContext, spec: StressSpec, option: int, state: S
     if not checks:
         return None
     for check in checks:
-        if check.on not in ("all", host.name) and host.name not in {h.name for h in ctx.campaign.targets(check.on)}:
-            continue
+        if host.name not in {h.name for h in ctx.campaign.targets(check.on)}:
+            continue  # a health check for other hosts' role
         probe = CommandSpec(run=check.run, on=host.name, timeout=min(check.timeout, 30.0))
         try:
             # "diagnose:" runs while the overrunning command holds the host's turn (agent/run/dispatch.py).
