@@ -538,10 +538,23 @@ class SSHTransport:
         try:
             conn.last_used = time.monotonic()
             chan.settimeout(0.0)
-            chan.exec_command(wrap(command, timeout=timeout, cwd=cwd, env=env, diagnosed=on_timeout is not None))
+            chan.exec_command(
+                wrap(
+                    command,
+                    timeout=timeout,
+                    cwd=cwd,
+                    env=env,
+                    diagnosed=on_timeout is not None,
+                    stdin=stdin is not None,
+                )
+            )
             if stdin is not None:
                 chan.sendall(stdin)
-            chan.shutdown_write()
+                # paramiko sends an EOF even on a channel the server has already closed, and OpenSSH then
+                # drops the whole connection ("ieof packet referred to nonexistent channel"), taking every
+                # command pooled on it along. A command that finished first needs no EOF.
+                if not (chan.closed or chan.eof_received or chan.status_event.is_set()):
+                    chan.shutdown_write()
             deadline = started + timeout
             timed_out = not _drain(chan, out, err, deadline)
             if timed_out:
@@ -641,7 +654,13 @@ def _fast_transport(sock: Any, **kwargs: Any) -> Any:
 
 
 def wrap(
-    command: str, *, timeout: float, cwd: str | None, env: Mapping[str, str] | None, diagnosed: bool = False
+    command: str,
+    *,
+    timeout: float,
+    cwd: str | None,
+    env: Mapping[str, str] | None,
+    diagnosed: bool = False,
+    stdin: bool = True,
 ) -> str:
     """Run `command` under `timeout` and print its process group id first, on stderr.
 
@@ -655,7 +674,9 @@ def wrap(
     for key, value in (env or {}).items():
         prefix += f"export {key}={shlex.quote(value)}; "
     term, kill = backstop(timeout, diagnosed=diagnosed)
-    return f"echo {PGID_MARK}$$ >&2; exec timeout -k {kill} {term} sh -c {shlex.quote(prefix + command)}"
+    # Without stdin the command reads /dev/null, so the channel needs no EOF from us (see `_exec`).
+    redirect = "" if stdin else " </dev/null"
+    return f"echo {PGID_MARK}$$ >&2; exec timeout -k {kill} {term} sh -c {shlex.quote(prefix + command)}{redirect}"
 
 
 def _drain(chan: Any, out: StreamSink, err: StreamSink, deadline: float) -> bool:

@@ -306,3 +306,30 @@ def test_a_link_that_dies_as_the_channel_closes_gives_a_result_not_a_traceback(s
         ssh_transport._open = real_open
     assert result.exit_code == 0 and result.stdout_tail == "still-here\n"
     assert ssh_transport.run(host, "echo next", timeout=10).stdout_tail == "next\n"  # its slot was given back
+
+
+def test_a_late_eof_after_the_command_ended_does_not_drop_the_pooled_connection(sshd, tmp_path, monkeypatch):
+    """paramiko builds a channel's EOF under its lock and sends it after; a thread that loses the CPU in
+    between sends it after the command ended and the server closed the channel, and OpenSSH then drops
+    the whole connection with every command on it ("ieof packet referred to nonexistent channel": the
+    CI failure of the sixteen-command test). Here every EOF is that late."""
+    import paramiko
+
+    def late_eof(chan, how=1):
+        with chan.lock:
+            message = chan._send_eof()
+        deadline = time.monotonic() + 5
+        while not chan.closed and time.monotonic() < deadline:  # the server ends the command and the channel
+            time.sleep(0.01)
+        if message is not None:
+            chan.transport._send_user_message(message)
+
+    t = SSHTransport(ArtifactStore(tmp_path / "a"), KnownHosts([sshd.known_hosts], None))
+    host = sshd.host(name="late-eof")
+    assert t.run(host, "true", timeout=10).ok  # the pooled connection and the working directory
+    monkeypatch.setattr(paramiko.Channel, "shutdown", late_eof)
+    results = [t.run(host, f"echo {i}", timeout=10) for i in range(3)]
+    monkeypatch.undo()
+    assert all(r.ok and not r.link_lost for r in results), [r.error for r in results]
+    assert len(t._pool) == 1 and t._pool[host.name].alive()
+    t.close()
