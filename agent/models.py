@@ -78,11 +78,13 @@ class Option(_Strict):
     title: str = Field(min_length=1)
     """A short name for the option, shown everywhere it is."""
     hypothesis: str = ""
-    """Why it should help; shown to the investigation and at gates."""
+    """Why it should help: given to the language-model brain when it plans and investigates (the rules brain does not
+    read it)."""
     expected_gain_pct: float | None = None
     """The gain you expect, in % of the metric; with a calibration it says how many pairs could show it."""
     risk: Literal["low", "medium", "high"] = "medium"
-    """How risky you judge it; a fact gates and policies can read."""
+    """How risky you judge it: shown with the plan and given to the language-model brain. It is not the safety gate's
+    `risk` fact, which the assessment works out from the evidence."""
     apply: list[CommandSpec] = Field(min_length=1)
     """Commands that turn the option on (a string or a list of strings or commands); also used to toggle between A/B
     arms."""
@@ -95,7 +97,8 @@ class Option(_Strict):
     a crash decides whether an apply or revert that was cut short took effect; without it, such a mutation opens the
     rollback gate. A string is a command with a 30 s timeout."""
     notes: str = ""
-    """Anything else a person or the investigation should know about the option."""
+    """Anything else the language-model brain should know about the option when it plans (a note that starts with
+    `proposed by ` marks an option a brain proposed)."""
 
     _cmds = field_validator("apply", "revert", mode="before")(_commands)
 
@@ -138,7 +141,8 @@ class Baseline(_Strict):
     setup: list[CommandSpec] = Field(default_factory=list)
     """Commands that bring every host to the baseline (a string or a list); a failure stops the run."""
     health: list[CommandSpec] = Field(default_factory=list)
-    """Commands that must succeed on a healthy host: after setup and after every rollback."""
+    """Commands that must succeed on a healthy host: after setup (a failure stops the run), after every rollback, and
+    when a stress run overruns its deadline (failing there, the server is dead rather than wedged)."""
 
     _cmds = field_validator("setup", "health", mode="before")(_commands)
 
@@ -170,13 +174,15 @@ class BenchSpec(CommandSpec):
     """An effect whose whole CI lies within ±this % is `no_effect` (default: the calibrated noise floor, at least 1%).
     """
     guardrails: list[str] = Field(default_factory=list)
-    """Metrics that must not get measurably worse (e.g. p99_tpot): a win that breaches one is not a win."""
+    """Latency metrics (lower is better, e.g. p99_tpot) that must not get measurably slower: a win that breaches one
+    is not a win, and a run whose output lacks one is not a data point."""
     guardrail_pct: float = 5.0
     """How much worse, in %, a guardrail may get before a measured slowdown breaches it."""
     restart: str | None = None
-    """Run before every benchmark run in both arms, e.g. to restart the server."""
+    """Run before every benchmark run in both arms (on the benchmark's hosts, with its timeout), e.g. to restart the
+    server; when it fails, that run is invalid. The post-stress runs skip it."""
     warmup: str | None = None
-    """Run before every benchmark run in both arms, after `restart`."""
+    """Run before every benchmark run in both arms, after `restart`; when it fails, that run is invalid."""
     calibrate_pairs: StrictInt = Field(default=0, ge=0, le=20)
     """A/A pairs measured at setup: the run's own noise floor, which every later band is judged against (4-6
     recommended; 0 leaves it to the A/B's spread)."""
@@ -229,16 +235,19 @@ class StressSpec(CommandSpec):
     runs: StrictInt = Field(default=1, ge=1, le=100)
     """How many times it runs per option."""
     timeout: float = Field(default=300.0, gt=0, le=86_400)
-    """Deadline in seconds: a run past it is a hang (a wedge) and makes the option unsafe."""
+    """Deadline in seconds: a run past it is killed and counted against the option as a wedge (alive and silent),
+    saturated (still printing) or dead (the health checks fail)."""
     diagnose: str | None = None
     """Run on the same host when a run overruns its deadline, before the kill (e.g. a py-spy dump): the evidence a wedge
     leaves."""
     diagnose_timeout: float = Field(default=30.0, gt=0, le=600)
     """Seconds the `diagnose` command may take."""
     crash_patterns: list[str] | None = None
-    """Regexes that mark a crash in the output (default: known engine crash and watchdog lines)."""
+    """Regexes that mark a crash in the output, added to the built-in engine crash and watchdog signatures (they never
+    switch those off)."""
     check: str | None = None
-    """Run after each finished run: a non-zero exit means the server did not come back clean (a `leak` hazard)."""
+    """Run on the same host after each run that finished cleanly (60 s timeout): a non-zero exit means the server did
+    not come back clean, the outcome `leak`, which makes the option unsafe."""
 
     @model_validator(mode="after")
     def _patterns(self) -> StressSpec:
@@ -252,7 +261,8 @@ class RollbackSpec(_Strict):
     run (agent/verification.py); `tolerance_pct` is only the band when there is no noise estimate."""
 
     verify_runs: StrictInt = Field(default=3, ge=1, le=20)
-    """Benchmark runs after a revert that must match the baseline."""
+    """Benchmark runs after a revert that must match the baseline; also how many baseline runs are measured at setup
+    as the known-good reference."""
     settle_runs: StrictInt = Field(default=6, ge=0, le=20)
     """When the first readings are not back, up to this many more, one at a time, judging the latest `verify_runs`: a
     revert that restarts a server reads cold for a while."""
@@ -349,11 +359,14 @@ class Campaign(_Strict):
     goal: Goal
     """What the campaign is for, and the metric and target it is judged on."""
     facts: list[str] = Field(default_factory=list)
-    """What you know about the system, given to the investigation and shown at gates."""
+    """What you know about the system, one statement each: given to the language-model brain with the campaign (the
+    rules brain does not read them)."""
     hosts: list[Host] = Field(min_length=1)
     """The machines commands run on."""
     vars: dict[str, str] = Field(default_factory=dict)
-    """Template variables for commands, as {{name}}; names like *_TOKEN or *_KEY are secrets."""
+    """Template variables for commands, used as {{name}}; a value may use built-ins and other variables. A variable
+    named like a secret (*_KEY, *_TOKEN, *_SECRET, *PASSWORD…) is masked in all output, and a session will not start
+    while its value is a literal rather than a reference such as `{{HF_TOKEN}}` (use `secrets:`)."""
     secrets: list[str] = Field(default_factory=list)
     """Names of environment variables a command may use as {{NAME}}: passed on stdin, never on a command line, redacted
     everywhere; `run` refuses to start without them."""
@@ -370,7 +383,8 @@ class Campaign(_Strict):
     fleet: Fleet = Field(default_factory=Fleet)
     """How commands spread over many hosts."""
     notify: list[CampaignNotifyTarget] = Field(default_factory=list)
-    """Told when a gate starts waiting for a person, before the policy's own notify: (no environment references)."""
+    """Told when a gate starts waiting for a person, before the policy's own notify: (no environment references; a
+    `command:` target runs only when the policy's command rules allow it)."""
     options: list[Option] = Field(min_length=1)
     """The candidate optimizations, tried in order unless a person or the brain says otherwise."""
 

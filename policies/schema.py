@@ -39,7 +39,9 @@ class RuleSpec(_Strict):
     then: Action | None = None
     """`rollback` only: a safety rule that skips, defers or stops says the rollback explicitly."""
     scope: Scope = "once"
-    """`once` answers this gate; a standing scope keeps answering gates like it."""
+    """How the answer is recorded: `once` (the default) as given; `for_now` makes a safety gate's skip or rollback a
+    deferral (the option is rolled back and revisited at the end). A rule answers every gate it matches anyway, so
+    `standing` adds nothing here (it matters for a person's answer, which it turns into a session rule)."""
     note: str | None = None
     """Why, in words: shown with the decision and in explanations."""
 
@@ -61,13 +63,15 @@ class GatePolicy(_Strict):
     rules: list[RuleSpec] = Field(default_factory=list)
     """Rules tried in order; the first that matches decides; none matching asks."""
     on_error: Action = "ask"
-    """The answer when a rule fails to evaluate; it must fail closed (ask, stop, or for safety skip/defer/rollback)."""
+    """The answer when a rule fails to evaluate; it must fail closed: ask or stop, at a safety gate also skip, defer or
+    rollback, at a command gate also reject."""
     headless_default: Action | None = None
-    """The answer a headless run gives where the rules say ask (never at a critical gate's approve)."""
+    """The answer a headless run gives where the rules say ask (never approve or continue at a critical gate)."""
     deadline: str | None = None
     """How long a paused gate waits for a person, e.g. 30m; goes with on_deadline."""
     on_deadline: Action | None = None
-    """The answer when nobody answered in time (journaled by: deadline)."""
+    """The answer when nobody answered in time (journaled by: deadline); not `ask`. At a critical gate (an unverified
+    rollback) approve or continue is not given: the gate keeps waiting."""
 
     @model_validator(mode="after")
     def _deadline_pair(self) -> GatePolicy:
@@ -86,11 +90,12 @@ class Budgets(_Strict):
     """Limits that open a `budget` gate before the next option is tried."""
 
     wall_min: float | None = Field(default=None, gt=0)
-    """Wall-clock minutes; past them the budget gate opens before the next option."""
+    """Wall-clock minutes (the budget gate's `elapsed_min`); once reached, the budget gate opens before the next
+    option. A limit a person lets the run go past is not asked about again."""
     llm_usd: float | None = Field(default=None, ge=0)
-    """US dollars of language-model spend; past it the budget gate opens."""
+    """US dollars of language-model spend (`spent_usd`); once reached, the budget gate opens before the next option."""
     options: int | None = Field(default=None, ge=1)
-    """Options tried; past it the budget gate opens."""
+    """Options applied (`options_tried`); once that many have been, the budget gate opens before the next one."""
 
 
 # Answers that never let a run go ahead: what an evaluation error may turn into, per gate kind.
@@ -118,7 +123,9 @@ class CommandRules(_Strict):
     deny: list[str] = Field(default_factory=list)
     """Patterns never run, whatever else matches; deny beats ask and allow."""
     readonly: list[str] = Field(default_factory=list)
-    """What investigation subagents may run without asking (read-only probes); deny still wins."""
+    """Patterns of what a language-model investigation subagent may run by itself (one program and its arguments, no
+    shell); anything else it wants is asked at a command gate, and deny still wins. The campaign's own probes are
+    classed by allow/ask/deny like every other command."""
 
 
 class PolicyTest(_Strict):
@@ -268,8 +275,8 @@ class PolicyFile(_Strict):
     """The policy file format; this signoff reads version 1."""
     extends: str | None = Field(default=None, min_length=1)
     """A preset name (cautious, autonomous, ask-everything) or a path relative to this file that this policy builds on:
-    the parent's command lists followed by this file's, this file's per-gate rules before the parent's, deny still beats
-    ask beats allow."""
+    its command lists are appended to the parent's, its per-gate rules come before the parent's, deny still beats ask
+    beats allow."""
     name: str
     """The policy's name, shown with every decision it makes."""
     description: str = ""

@@ -26,6 +26,7 @@ def progress_window(timeout_s: float) -> float:
     """How recent the last output must be, at the deadline, to count as progress."""
     return min(timeout_s / 4, PROGRESS_WINDOW_MAX_S)
 
+
 # What engines print when they die or their watchdogs fire (research/bench-stats.md §3.1).
 CRASH_SIGNATURES = [
     r"EngineDeadError",

@@ -34,7 +34,8 @@ class Host(BaseModel):
     """The host's name in commands (`on:`) and reports; for SSH also the ssh_config alias when `address` is
     not given."""
     transport: Literal["local", "ssh"] = "local"
-    """`local` runs on this machine; `ssh` over OpenSSH (paramiko), resolved like `ssh -G`."""
+    """`local` runs on this machine; `ssh` over SSH (paramiko), the host resolved as `ssh -G` would (ssh_config
+    aliases, user, port, keys, ProxyJump)."""
     address: str | None = None
     """The SSH address or ssh_config alias (default: `name`)."""
     port: int = 22
@@ -55,7 +56,7 @@ class Host(BaseModel):
     passphrase_env: str | None = None
     """The environment variable holding the key's passphrase."""
     proxy_jump: str | None = None
-    """[user@]host[:port] to jump through, as OpenSSH's ProxyJump."""
+    """[user@]host[:port] to jump through, as OpenSSH's ProxyJump (default: ssh_config's)."""
     inherit_env: list[str] = Field(default_factory=list)
     """Local hosts: environment variables their commands inherit beyond a login shell's (names, or PREFIX*)."""
 

@@ -35,22 +35,48 @@ def schema_of(what: str) -> dict[str, Any]:
     defs = schema.get("$defs", {})
     for model, fields in _COMMAND_LISTS.items():
         for name in fields:
-            prop = defs.get(model, {}).get("properties", {}).get(name)
-            if prop is not None and prop.get("type") == "array":
-                item = prop["items"]
-                prop["items"] = {"anyOf": [item, {"type": "string"}]}
-                defs[model]["properties"][name] = {"anyOf": [prop, {"type": "string"}], **_doc(prop)}
+            if (prop := _field(defs, model, name)) is None:
+                continue
+            if prop.get("type") != "array":
+                raise AssertionError(f"{model}.{name} is no longer a list: update _COMMAND_LISTS")
+            item = prop["items"]
+            prop["items"] = {"anyOf": [item, {"type": "string"}]}
+            defs[model]["properties"][name] = {"anyOf": [_plain(prop), {"type": "string"}], **_doc(prop)}
     for model, fields in _STRING_TOO.items():
         for name in fields:
-            prop = defs.get(model, {}).get("properties", {}).get(name)
-            if prop is not None:
+            if (prop := _field(defs, model, name)) is not None:
                 defs[model]["properties"][name] = {"anyOf": [_plain(prop), {"type": "string"}], **_doc(prop)}
+    _one_line(schema)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": f"https://signoff.dev/schema/{what}.json",
         **schema,
         "title": title,
     }
+
+
+def _field(defs: dict[str, Any], model: str, name: str) -> dict[str, Any] | None:
+    """A shorthand field's schema; None when its model is not in this file's schema (a policy has no Option).
+    A model that is there without the field is a rename this module must follow, not something to skip."""
+    if model not in defs:
+        return None
+    prop = defs[model].get("properties", {}).get(name)
+    if prop is None:
+        raise AssertionError(f"{model} has no field {name!r}: update the shorthands in agent/cli/schema.py")
+    return prop
+
+
+def _one_line(node: Any) -> None:
+    """Descriptions as flowing text: a docstring's line breaks are where the source wrapped, not the reader's."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "description" and isinstance(value, str):
+                node[key] = " ".join(value.split())
+            else:
+                _one_line(value)
+    elif isinstance(node, list):
+        for value in node:
+            _one_line(value)
 
 
 def _doc(prop: dict[str, Any]) -> dict[str, Any]:

@@ -17,24 +17,41 @@ def _ref(schema: dict[str, Any]) -> str | None:
     return ref.rsplit("/", 1)[-1] if isinstance(ref, str) else None
 
 
+def _branches(schema: dict[str, Any]) -> list[dict[str, Any]]:
+    """The alternatives of a (possibly nested) anyOf, flattened."""
+    if "anyOf" not in schema:
+        return [schema]
+    return [b for s in schema["anyOf"] for b in _branches(s)]
+
+
 def type_of(schema: dict[str, Any]) -> str:
-    """A field's type in words: `list of CommandSpec`, `number > 0`, `one of low, medium, high`."""
+    """A field's type in words: `list of CommandSpec`, `number > 0`, `one of low, medium, high`, and for the
+    shorthands `string or list of CommandSpec`."""
     if (name := _ref(schema)) is not None:
         return f"[{name}](#{name.lower()})"
     if "anyOf" in schema:
-        parts = [type_of(s) for s in schema["anyOf"] if s.get("type") != "null"]
-        words = " or ".join(dict.fromkeys(parts))
-        return words + (" (optional)" if any(s.get("type") == "null" for s in schema["anyOf"]) else "")
+        branches = _branches(schema)
+        parts = list(dict.fromkeys(type_of(b) for b in branches if b.get("type") != "null"))
+        if "string" in parts and len(parts) > 1:  # a shorthand: the string form first
+            parts = ["string", *(p for p in parts if p != "string")]
+        nullable = any(b.get("type") == "null" for b in branches)
+        return " or ".join(parts) + (" (optional)" if nullable else "")
     if "enum" in schema:
         return "one of " + ", ".join(str(v) for v in schema["enum"])
     if "const" in schema:
         return json.dumps(schema["const"])
     kind = schema.get("type")
     if kind == "array":
-        return f"list of {type_of(schema.get('items', {}))}"
+        items = schema.get("items", {})
+        # A list whose items may also be strings (a shorthand): named by what they stand for.
+        named = [b for b in _branches(items) if b.get("type") != "string"] or [items]
+        words = f"list of {' or '.join(dict.fromkeys(type_of(b) for b in named))}"
+        return words + (f", at least {schema['minItems']}" if schema.get("minItems") else "")
     if kind == "object":
         values = schema.get("additionalProperties")
-        return f"map of string → {type_of(values)}" if isinstance(values, dict) else "map"
+        keys = schema.get("propertyNames", {}).get("enum")
+        key = f"({', '.join(keys)})" if keys else "string"
+        return f"map of {key} → {type_of(values)}" if isinstance(values, dict) else "map"
     word = {"integer": "integer", "number": "number", "string": "string", "boolean": "true or false"}.get(
         str(kind), str(kind or "any")
     )
@@ -53,9 +70,15 @@ def _cell(text: str) -> str:
 def _default(prop: dict[str, Any], required: bool) -> str:
     if required:
         return "required"
-    if "default" not in prop:
-        return ""
-    return "none" if prop["default"] is None else f"`{json.dumps(prop['default'], ensure_ascii=False)}`"
+    if "default" in prop:
+        return "none" if prop["default"] is None else f"`{json.dumps(prop['default'], ensure_ascii=False)}`"
+    # A default built by a factory: an empty list or map, or the nested model with its own defaults.
+    kinds = {b.get("type") for b in _branches(prop)}
+    if "array" in kinds:
+        return "`[]`"
+    if "object" in kinds:
+        return "`{}`"
+    return "its defaults" if _ref(prop) is not None else ""
 
 
 def _order(schema: dict[str, Any]) -> list[str]:

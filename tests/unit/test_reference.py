@@ -5,6 +5,7 @@ is what the generator says today."""
 from __future__ import annotations
 
 import glob
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -73,5 +74,25 @@ def test_a_wrong_campaign_does_not_validate():
 def test_the_schema_command_prints_json_and_refuses_what_it_does_not_know():
     ok = subprocess.run([sys.executable, "-m", "agent.cli", "schema", "policy"], capture_output=True, text=True)
     assert ok.returncode == 0 and '"title": "signoff policy"' in ok.stdout
+    campaign = subprocess.run([sys.executable, "-m", "agent.cli", "schema", "campaign"], capture_output=True, text=True)
+    assert campaign.returncode == 0 and json.loads(campaign.stdout)["title"] == "signoff campaign"
     bad = subprocess.run([sys.executable, "-m", "agent.cli", "schema", "nonsense"], capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0 and "one of campaign, policy" in bad.stderr
+
+
+def test_a_policy_notify_command_may_be_a_string_and_descriptions_are_one_line():
+    validator = jsonschema.Draft202012Validator(schema_of("policy"))
+    policy = {"name": "p", "notify": [{"command": "notify-send gate"}, {"command": ["notify-send", "gate"]}]}
+    assert not list(validator.iter_errors(policy))
+    assert list(validator.iter_errors({**policy, "notify": [{"command": 3}]}))
+    # An editor shows a description as it is: the docstrings' source line breaks are not kept.
+    assert not [d for d in _descriptions(schema_of("campaign")) + _descriptions(schema_of("policy")) if "\n" in d]
+
+
+def _descriptions(node: Any) -> list[str]:
+    if isinstance(node, dict):
+        own = [node["description"]] if isinstance(node.get("description"), str) else []
+        return own + [d for k, v in node.items() if k != "description" for d in _descriptions(v)]
+    if isinstance(node, list):
+        return [d for v in node for d in _descriptions(v)]
+    return []
