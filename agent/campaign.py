@@ -40,7 +40,8 @@ def load_campaign(path: str | Path, *, text: str | None = None) -> LoadedCampaig
     """Load a campaign file (or `text` as if it were that file: a derived campaign keeps its directory)."""
     source = YamlSource.read(Path(path)) if text is None else YamlSource(Path(path), text)
     campaign = source.validate(Campaign)
-    known = BUILTIN_VARS | set(campaign.vars) | set(campaign.secrets)
+    sweep = campaign.benchmark.sweep
+    known = BUILTIN_VARS | set(campaign.vars) | set(campaign.secrets) | ({sweep.var} if sweep else set())
     for loc, text in _strings(source.data):
         for m in TEMPLATE_VAR.finditer(text):
             if m.group(1) not in known:
@@ -71,7 +72,43 @@ def load_campaign(path: str | Path, *, text: str | None = None) -> LoadedCampaig
     for i, name in enumerate(campaign.secrets):
         if name in campaign.vars or name in BUILTIN_VARS:
             raise source.error(("secrets", i), f"{name} is already a variable")
+    at = campaign.goal.at
+    if at is not None and sweep is None:
+        raise source.error(("goal", "at"), "names a level of a sweep, and the benchmark has no `sweep:`")
+    if at == "slo" and not campaign.benchmark.slo:
+        raise source.error(("goal", "at"), "`slo` judges the goal where the baseline meets the SLO: set benchmark.slo")
+    if sweep is not None and isinstance(at, int | float) and at not in sweep.values:
+        shown = ", ".join(sweep.label(v) for v in sweep.values)
+        raise source.error(("goal", "at"), f"{at:g} is not one of benchmark.sweep.values ({shown})")
+    if sweep is not None:
+        if sweep.var in BUILTIN_VARS or sweep.var in campaign.secrets:
+            raise source.error(
+                ("benchmark", "sweep", "var"), f"{sweep.var} is a built-in or a secret, not a load level"
+            )
+        used = {m.group(1) for m in TEMPLATE_VAR.finditer(_expanded(campaign.benchmark.run, campaign.vars))}
+        if sweep.var not in used:
+            raise source.error(
+                ("benchmark", "sweep", "var"),
+                f"the benchmark's run never uses {{{{{sweep.var}}}}}: every level would run the same command",
+            )
     return LoadedCampaign(source, campaign)
+
+
+def _expanded(text: str, variables: Mapping[str, str], depth: int = 8) -> str:
+    """`text` with the campaign's variables expanded (a bounded number of rounds; cycles are refused elsewhere)."""
+    for _ in range(depth):
+        text = TEMPLATE_VAR.sub(lambda m: variables.get(m.group(1), m.group(0)), text)
+    return text
+
+
+def sweep_default(campaign: Campaign) -> str | None:
+    """The value a sweep's variable has outside the sweep (setup, stress, rollback checks): its `vars` entry, else
+    the goal's level, else the sweep's highest."""
+    sweep = campaign.benchmark.sweep
+    if sweep is None or sweep.var in campaign.vars:
+        return None
+    at = campaign.goal.at
+    return sweep.label(at if isinstance(at, int | float) else sweep.values[-1])
 
 
 def refuse_literal_secrets(loaded: LoadedCampaign) -> None:

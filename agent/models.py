@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, m
 
 from policies.schema import NotifyTarget, env_refs
 from tools.benchparse import ParserName
+from tools.sweep import Slo
 from tools.transport import Host
 
 TEMPLATE_VAR = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
@@ -117,6 +118,9 @@ class Goal(_Strict):
     """The metric the goal is judged on; must equal `benchmark.metric`."""
     target_pct: float | None = None
     """The gain that meets the goal, in %; the report says how far the kept options got."""
+    at: float | Literal["slo"] | None = None
+    """With a sweep, the level the goal is judged at (one of `benchmark.sweep.values`), or `slo`: the highest level
+    where the baseline still meets `benchmark.slo`. Default: the sweep's highest level."""
 
 
 class Upload(_Strict):
@@ -145,6 +149,57 @@ class Baseline(_Strict):
     when a stress run overruns its deadline (failing there, the server is dead rather than wedged)."""
 
     _cmds = field_validator("setup", "health", mode="before")(_commands)
+
+
+class SearchSpec(_Strict):
+    """A bounded search, per arm, for the highest level of the sweep variable that meets the SLOs."""
+
+    low: float = Field(gt=0)
+    """The lowest level searched; an arm that fails its SLOs here has no capacity in the range."""
+    high: float = Field(gt=0)
+    """The highest level searched, probed first: an arm that meets its SLOs here needs no search."""
+    steps: StrictInt = Field(default=6, ge=2, le=20)
+    """Probes per arm at most; the journal shows the bracket each one left."""
+    runs: StrictInt = Field(default=3, ge=2, le=10)
+    """Benchmark runs per probe (the SLO is judged on their mean, with its 95% CI)."""
+    integer: bool = True
+    """Probe whole numbers (a concurrency); false searches a continuous variable such as a request rate."""
+
+    @model_validator(mode="after")
+    def _range(self) -> SearchSpec:
+        if self.low >= self.high:
+            raise ValueError(f"search.low ({self.low:g}) must be below search.high ({self.high:g})")
+        return self
+
+
+class SweepSpec(_Strict):
+    """The A/B at several levels of one template variable (a load sweep), with a verdict per level."""
+
+    var: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    """The template variable the levels fill, e.g. `concurrency` used as {{concurrency}} in the benchmark's `run`.
+    Commands outside the sweep (setup, stress, rollback checks) get its value from `vars`, or the goal's level."""
+    values: list[float] = Field(min_length=1, max_length=12)
+    """The levels, each measured as a whole interleaved A/B (ascending, no repeats)."""
+    search: SearchSpec | None = None
+    """Also search each arm for the highest level that meets the benchmark's `slo` (needs `slo`)."""
+    fit: str | None = "mean_tpot"
+    """A per-step time the benchmark reports (ms), fitted per arm as fixed + per-unit × level over the sweep's runs
+    (the gate facts `fixed_ms` and `per_request_ms`); null fits nothing."""
+    guardrails_at: Literal["all", "goal"] = "all"
+    """Where the guardrails must hold: at every level of the sweep, or only at the goal's level."""
+
+    @field_validator("values")
+    @classmethod
+    def _ascending(cls, values: list[float]) -> list[float]:
+        if any(not v > 0 or v != v for v in values):
+            raise ValueError("sweep values must be positive numbers")
+        if values != sorted(set(values)):
+            raise ValueError("sweep values must be ascending without repeats")
+        return values
+
+    def label(self, level: float) -> str:
+        """A level as the command line gets it: 90, not 90.0."""
+        return f"{level:g}" if level != int(level) else str(int(level))
 
 
 class BenchSpec(CommandSpec):
@@ -191,6 +246,31 @@ class BenchSpec(CommandSpec):
     """
     timeout: float = Field(default=600.0, gt=0, le=86_400)
     """Seconds before a benchmark run is killed (the run is then invalid)."""
+    sweep: SweepSpec | None = None
+    """Run the A/B at several levels of a template variable (e.g. concurrency 30, 60, 90): a verdict per level, the
+    goal judged at `goal.at`, each arm's SLO capacity and a fitted step-time model."""
+    slo: list[str] = Field(default_factory=list)
+    """Service-level objectives on metrics each run reports, e.g. `p99_tpot_ms <= 50`: each arm's goodput at a level is
+    its metric where it meets them (95% CI of the mean inside the bound) and 0 where it does not."""
+
+    @field_validator("slo", mode="before")
+    @classmethod
+    def _one_slo(cls, value: object) -> object:
+        return [value] if isinstance(value, str) else value
+
+    @field_validator("slo")
+    @classmethod
+    def _slos(cls, value: list[str]) -> list[str]:
+        for text in value:
+            slo = Slo.parse(text)
+            if not is_known_metric(slo.metric):
+                raise ValueError(
+                    f"SLO {text!r}: unknown metric {slo.metric!r} (a latency such as p99_tpot or p99_ttft)"
+                )
+        return value
+
+    def slos(self) -> list[Slo]:
+        return [Slo.parse(t) for t in self.slo]
 
     @model_validator(mode="after")
     def _pairs(self) -> BenchSpec:
@@ -209,6 +289,10 @@ class BenchSpec(CommandSpec):
             raise ValueError("parser regex needs `patterns` (field → regex with one group)")
         for field, pattern in (self.patterns or {}).items():
             _compiles(pattern, f"patterns.{field}")
+        if self.sweep and self.sweep.search and not self.slo:
+            raise ValueError("sweep.search looks for the highest level that meets the SLO: set benchmark.slo")
+        if self.sweep and self.sweep.fit and not is_known_metric(self.sweep.fit) and self.sweep.fit not in declared:
+            raise ValueError(f"sweep.fit: unknown metric {self.sweep.fit!r} (e.g. mean_tpot)")
         return self
 
 

@@ -88,6 +88,27 @@ class SafetyFacts(GateFacts):
     spread_changed: bool = Field(
         False, description="the option changes the run-to-run spread (Pitman-Morgan test of paired variances, p < 0.05)"
     )
+    bench_wedges: int = Field(0, description="benchmark runs of the option killed at their deadline while silent")
+    bench_saturated: int = Field(
+        0, description="benchmark runs of the option killed at their deadline while still printing (too slow)"
+    )
+    bench_dead: int = Field(0, description="option benchmark runs killed while the server failed its health checks")
+    sweep_levels: int = Field(0, description="load levels the A/B was measured at (0: no sweep)")
+    level: float = Field(0.0, description="the sweep level the verdict and gain are judged at (0.0: no sweep)")
+    levels_improved: int = Field(0, description="sweep levels where the option measured better")
+    levels_regressed: int = Field(0, description="sweep levels where the option measured worse")
+    slo_met: bool = Field(True, description="the option meets the campaign's SLOs at the judged level (true: no SLO)")
+    has_capacity: bool = Field(
+        False, description="both arms have an SLO capacity (else capacity_gain_pct is 0.0; a 0.0 capacity: none)"
+    )
+    capacity_base: float = Field(0.0, description="the highest load level the baseline meets the SLOs at (0.0: none)")
+    capacity_option: float = Field(0.0, description="the highest load level the option meets the SLOs at (0.0: none)")
+    capacity_gain_pct: float = Field(0.0, description="how much more load the option carries within the SLOs, %")
+    has_fit: bool = Field(False, description="the sweep fitted step time = fixed + per-request × load for both arms")
+    fixed_ms: float = Field(0.0, description="the option's fitted fixed step time, ms (0.0 without a fit)")
+    per_request_ms: float = Field(0.0, description="the option's fitted step time per unit of load, ms (0.0 without)")
+    base_fixed_ms: float = Field(0.0, description="the baseline's fitted fixed step time, ms (0.0 without a fit)")
+    base_per_request_ms: float = Field(0.0, description="the baseline's fitted step time per unit of load, ms")
 
 
 class ContinueFacts(GateFacts):

@@ -77,6 +77,9 @@ def fast(text: str) -> str:
     """The demo campaign with shorter sleeps: same model, same seed, same story, less waiting."""
     text = text.replace("--wall 0.2", "--wall 0.02").replace("timeout: 2, runs: 3", "timeout: 1, runs: 3")
     text = text.replace("stress abort-cascade --requests 200", "stress abort-cascade --requests 200 --wall 0")
+    text = text.replace(
+        'stress idle-busy-bursts", on: gpu-a, timeout: 2', 'stress idle-busy-bursts", on: gpu-a, timeout: 1'
+    )
     return text.replace("stress idle-busy-bursts", "stress idle-busy-bursts --wall 0")
 
 

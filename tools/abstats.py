@@ -73,6 +73,9 @@ class BenchRun(BaseModel):
     guardrails: dict[str, float] = {}
     # A benchmark over several hosts: each host's reading (None: not a data point); `value` is their mean.
     hosts: dict[str, float | None] = {}
+    level: float | None = None  # a sweep's level this run was measured at
+    readings: dict[str, float] = {}  # other metrics a sweep judges (SLOs) or fits (step time)
+    stall: Literal["wedge", "saturated", "dead"] | None = None  # a run killed at its deadline: why it did not finish
 
 
 class ABResult(BaseModel):

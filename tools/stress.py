@@ -41,6 +41,21 @@ CRASH_SIGNATURES = [
 ]
 
 
+Stall = Literal["wedge", "saturated", "dead"]
+
+
+def stall(result: CommandResult, timeout_s: float, *, alive: bool | None) -> tuple[Stall, str]:
+    """Why a command that overran its deadline did not finish, from what the runner saw (module docstring)."""
+    tail = (result.stdout_tail + "\n" + result.stderr_tail).strip()
+    quiet = result.quiet_s
+    if alive is False:
+        return "dead", "the server stopped answering its health checks"
+    if quiet is not None and quiet < progress_window(timeout_s) and tail:
+        return "saturated", f"still printing {quiet:.1f}s before the deadline: progressing, too slowly"
+    silent = f"silent for the last {quiet:.1f}s" if quiet is not None else "no progress seen"
+    return "wedge", silent + (", the server still answering its health checks" if alive else "")
+
+
 class StressResult(BaseModel):
     scenario: str
     run: int
@@ -72,15 +87,7 @@ def classify(
         evidence = f"could not run: {result.error}"
     elif result.timed_out:
         last = tail.splitlines()[-3:]
-        quiet = result.quiet_s
-        progressing = quiet is not None and quiet < progress_window(timeout_s) and bool(last)
-        if alive is False:
-            outcome, why = "dead", "the server stopped answering its health checks"
-        elif progressing:
-            outcome, why = "saturated", f"still printing {quiet:.1f}s before the deadline: progressing, too slowly"
-        else:
-            silent = f"silent for the last {quiet:.1f}s" if quiet is not None else "no progress seen"
-            outcome, why = "wedge", silent + (", the server still answering its health checks" if alive else "")
+        outcome, why = stall(result, timeout_s, alive=alive)
         evidence = (
             f"no completion within {timeout_s:g}s deadline — {why}; process group "
             f"{'killed' if result.killed else 'could NOT be killed'}"

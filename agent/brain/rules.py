@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from agent.models import Assessment, Campaign, Finding, Option, Plan, Probe
 from policies.decisions import parse_decision
 from policies.gates import Decision, Gate
+from tools.sweep import SweepSummary
 from tools.transport import CommandResult
 
 if TYPE_CHECKING:
@@ -112,6 +113,9 @@ class RuleBrain:
         reasons.extend(s["evidence"] for s in stress if s["evidence"].startswith("not judged"))
         if failed:
             reasons.append(f"{failed} candidate benchmark run(s) failed or were unreadable")
+        if stalls := ab.get("candidate_stalls"):
+            counted = ", ".join(f"{n} {kind.upper()}" for kind, n in stalls.items())
+            reasons.append(f"benchmark runs of the option killed at their deadline: {counted}")
         reproduced = bool(wedges or errors or failed)
         if reproduced:
             verdict = "unsafe"
@@ -134,6 +138,10 @@ class RuleBrain:
         reasons.extend(f"not checked: {u}" for u in unchecked)
         ab_verdict = ab["verdict"]
         reasons.append(ab_summary(ab))
+        if ab.get("sweep"):
+            sweep = SweepSummary.model_validate(ab["sweep"])
+            reasons.append(f"sweep: {sweep.describe()}")
+            reasons.extend(sweep.reasons)
         confidence = 0.9 if ab_verdict in ("improved", "regressed", "no_effect") else 0.5
         if verdict == "unknown":
             confidence -= 0.2

@@ -117,11 +117,19 @@ def demo(
     model: ModelOpt = None,
     store: StoreOpt = None,
     wait: WaitOpt = False,
+    sweep: Annotated[
+        bool,
+        typer.Option(
+            "--sweep",
+            help="Measure the options as a load sweep (concurrency 30, 60, 90) under a p99 TPOT SLO: a verdict per "
+            "level, each arm's capacity and the fitted step-time model.",
+        ),
+    ] = False,
 ) -> None:
     """Run the built-in decode-throughput demo (simulated hosts; no keys, no network)."""
     from agent.run.create import RunOptions, demo_campaign, demo_over_ssh
 
-    campaign = demo_campaign()
+    campaign = demo_campaign(sweep=sweep)
     try:
         text = demo_over_ssh(campaign, ssh) if ssh else None
     except ValueError as exc:

@@ -15,11 +15,13 @@ from langgraph.runtime import Runtime
 from agent.context import RunContext
 from agent.errors import CommandRefused, MutationInDoubt
 from agent.journal import events as ev
-from agent.models import CommandSpec
+from agent.models import CommandSpec, Option
+from agent.nodes.sweep import judged_at_level, search_capacity, summarize, sweep_summary
 from agent.run.execute import run_spec
 from agent.state import State, current
 from tools.abstats import ABResult, Arm, BenchRun, analyse, outlier_pairs, pair_order
 from tools.benchparse import BenchParseError, parse
+from tools.stress import Stall, stall
 from tools.transport import CommandResult
 
 
@@ -33,20 +35,29 @@ def bench_once(
     purpose: str = "ab",
     restart: bool = True,
     only: list[str] | None = None,
+    level: float | None = None,
 ) -> BenchRun:
+    """One benchmark run of one arm (after the campaign's restart and warm-up), journaled; `level`: the sweep's
+    level it runs at (None: the variable's value outside the sweep)."""
     spec = ctx.campaign.benchmark
+    levels = {spec.sweep.var: spec.sweep.label(level)} if spec.sweep is not None and level is not None else None
     for step, command in (("restart", spec.restart if restart else None), ("warmup", spec.warmup)):
         if command:  # the same preparation in both arms, before every run
             prep = CommandSpec(run=command, on=spec.on, timeout=spec.timeout)
-            prepared = run_spec(ctx, prep, purpose=f"{step}:{arm}", option=option, approved=approved, only=only)
+            prepared = run_spec(
+                ctx, prep, purpose=f"{step}:{arm}", option=option, approved=approved, only=only, levels=levels
+            )
             if not all(r.ok for r in prepared):
-                run = BenchRun(pair=pair, arm=arm, value=None, valid=False, reason=f"{step} command failed")
-                ctx.journal.append(ev.BenchRun(option=option, purpose=purpose, **run.model_dump(mode="json")))
+                run = BenchRun(
+                    pair=pair, arm=arm, value=None, valid=False, reason=f"{step} command failed", level=level
+                )
+                ctx.journal.append(ev.BenchRun(option=option, purpose=purpose, **_logged(run)))
                 return run
-    results = run_spec(ctx, spec, purpose=f"bench:{arm}", option=option, approved=approved, only=only)
-    readings = [_reading(ctx, r) for r in results]
+    results = run_spec(ctx, spec, purpose=f"bench:{arm}", option=option, approved=approved, only=only, levels=levels)
+    stalls = {r.host: _stall(ctx, r, option=option, approved=approved) for r in results if r.timed_out}
+    readings = [_reading(ctx, r, stalls.get(r.host)) for r in results]
     if len(results) == 1:
-        (result,), ((value, reason, guard),) = results, readings
+        (result,), ((value, reason, guard, extra),) = results, readings
         run = BenchRun(
             pair=pair,
             arm=arm,
@@ -57,52 +68,95 @@ def bench_once(
             duration_s=result.duration_s,
             artifact=result.artifact,
             guardrails=guard,
+            readings=extra,
+            level=level,
+            stall=stalls[result.host][0] if result.host in stalls else None,
         )
     else:
-        run = _fleet_run(results, readings, pair=pair, arm=arm)
-    ctx.journal.append(ev.BenchRun(option=option, purpose=purpose, **run.model_dump(mode="json")))
+        run = _fleet_run(results, readings, pair=pair, arm=arm, level=level)
+        run.stall = next((stalls[r.host][0] for r in results if r.host in stalls), None)
+    ctx.journal.append(ev.BenchRun(option=option, purpose=purpose, **_logged(run)))
     return run
 
 
-def _reading(ctx: RunContext, result: CommandResult) -> tuple[float | None, str | None, dict[str, float]]:
-    """One host's benchmark output → (primary metric, why it is not a data point, guardrail metrics)."""
+def _logged(run: BenchRun) -> dict[str, Any]:
+    """A run as the journal keeps it: a sweep's level and readings only where there are some (the lines of a
+    campaign without a sweep read as they always have)."""
+    data = run.model_dump(mode="json")
+    for name in ("level", "readings", "stall"):
+        if not data[name]:
+            del data[name]
+    return data
+
+
+Reading = tuple[float | None, str | None, dict[str, float], dict[str, float]]
+
+
+def _stall(ctx: RunContext, result: CommandResult, *, option: int | None, approved: list[str]) -> tuple[Stall, str]:
+    """A benchmark run that overran its deadline: wedged, saturated or dead (tools/stress.py), from its
+    output's last stretch and the campaign's health checks on the host, run once the client is gone."""
+    alive: bool | None = None
+    for check in ctx.campaign.baseline.health:
+        if result.host not in {h.name for h in ctx.campaign.targets(check.on)}:
+            continue
+        probe = CommandSpec(run=check.run, on=result.host, timeout=min(check.timeout, 30.0))
+        try:
+            (health,) = run_spec(ctx, probe, purpose="health:benchmark", option=option, approved=approved)
+        except CommandRefused:
+            alive = None
+            break
+        alive = health.ok if alive is not False else False
+    return stall(result, ctx.campaign.benchmark.timeout, alive=alive)
+
+
+def _reading(ctx: RunContext, result: CommandResult, stalled: tuple[Stall, str] | None = None) -> Reading:
+    """One host's benchmark output → (primary metric, why it is not a data point, guardrail metrics, the
+    metrics a sweep's SLOs and fit read)."""
     spec = ctx.campaign.benchmark
     if result.timed_out:
-        return None, f"benchmark exceeded its {spec.timeout:g}s deadline (killed)", {}
+        kind, why = stalled or ("wedge", "no progress seen")
+        return None, f"benchmark exceeded its {spec.timeout:g}s deadline (killed): {kind.upper()} — {why}", {}, {}
     if result.exit_code != 0:
-        return None, f"benchmark exit {result.exit_code}", {}
+        return None, f"benchmark exit {result.exit_code}", {}, {}
     text = result.stdout_tail
     if result.stdout_truncated and result.artifact:
         text = ctx.artifacts.read(result.artifact)  # the result line may be beyond the in-memory tail
     try:
         record = parse(spec.parser, text, expected=spec.num_prompts, paths=spec.paths, patterns=spec.patterns)
     except BenchParseError as exc:
-        return None, f"unreadable benchmark output: {exc}", {}
+        return None, f"unreadable benchmark output: {exc}", {}, {}
     value, unusable = record.usable(spec.metric)
     guard = {g: v for g in spec.guardrails if (v := record.metric(g)) is not None}
-    # A run without a guardrail the campaign names cannot show that latency held: not a data point.
-    missing = [g for g in spec.guardrails if g not in guard]
-    lacking = f"the output has no guardrail metric {', '.join(missing)}" if missing else None
+    slo_metrics = [s.metric for s in spec.slos()]
+    wanted = [*slo_metrics, *([spec.sweep.fit] if spec.sweep and spec.sweep.fit else [])]
+    extra = {m: v for m in wanted if (v := record.metric(m)) is not None}
+    # A run without a guardrail or SLO metric the campaign names cannot show that latency held: not a data point.
+    missing = [g for g in dict.fromkeys([*spec.guardrails, *slo_metrics]) if g not in guard and g not in extra]
+    lacking = f"the output has no guardrail or SLO metric {', '.join(missing)}" if missing else None
     reason = record.invalid_reason() or unusable or lacking
-    return (value if reason is None else None), reason, guard
+    return (value if reason is None else None), reason, guard, extra
 
 
 def _fleet_run(
     results: list[CommandResult],
-    readings: list[tuple[float | None, str | None, dict[str, float]]],
+    readings: list[Reading],
     *,
     pair: int,
     arm: str,
+    level: float | None = None,
 ) -> BenchRun:
     """A benchmark over many hosts: each host's reading kept, the run's value their mean. The run is a
     data point only when every host's is (a mean over whichever hosts answered would compare
     different fleets in A and B)."""
-    hosts = {r.host: value for r, (value, _, _) in zip(results, readings, strict=True)}
-    bad = [f"{r.host}: {reason}" for r, (_, reason, _) in zip(results, readings, strict=True) if reason]
+    hosts = {r.host: value for r, (value, _, _, _) in zip(results, readings, strict=True)}
+    bad = [f"{r.host}: {reason}" for r, (_, reason, _, _) in zip(results, readings, strict=True) if reason]
     guard: dict[str, float] = {}
-    for name in {g for _, _, gs in readings for g in gs}:
-        values = [gs[name] for _, _, gs in readings if name in gs]
+    for name in {g for _, _, gs, _ in readings for g in gs}:
+        values = [gs[name] for _, _, gs, _ in readings if name in gs]
         guard[name] = statistics.fmean(values)
+    extra: dict[str, float] = {}
+    for name in {m for _, _, _, ms in readings for m in ms}:
+        extra[name] = statistics.fmean(ms[name] for _, _, _, ms in readings if name in ms)
     ok = not bad
     return BenchRun(
         pair=pair,
@@ -115,7 +169,87 @@ def _fleet_run(
         artifact=None,
         guardrails=guard,
         hosts=hosts,
+        readings=extra,
+        level=level,
     )
+
+
+class Arms:
+    """The option between the two arms of an A/B: the apply node left it on (arm B); each switch runs its
+    apply or revert commands."""
+
+    def __init__(self, ctx: RunContext, option: Option, approved: list[str]) -> None:
+        self.ctx, self.option, self.approved = ctx, option, approved
+        self.applied = True
+
+    def set(self, arm: str) -> None:
+        want = arm == "B"
+        if want == self.applied:
+            return
+        specs, effect = (self.option.apply, "apply") if want else (self.option.revert, "revert")
+        for i, s in enumerate(specs, 1):
+            results = run_spec(
+                self.ctx,
+                s,
+                purpose="toggle",
+                option=self.option.id,
+                approved=self.approved,
+                effect=effect,
+                last=i == len(specs),
+            )
+            if not all(r.ok for r in results):
+                raise RuntimeError(f"could not switch to arm {arm}: {results[0].command!r} failed")
+        self.applied = want
+
+    def run(self, pair: int, arm: Arm, level: float | None, purpose: str = "ab") -> BenchRun:
+        self.set(arm)
+        return bench_once(
+            self.ctx, pair=pair, arm=arm, option=self.option.id, approved=self.approved, level=level, purpose=purpose
+        )
+
+
+def measure_level(
+    ctx: RunContext, state: State, arms: Arms, level: float | None, target: int
+) -> tuple[list[BenchRun], ABResult | None]:
+    """The interleaved A/B at one level: `target` pairs, outlier pairs measured again, one extension when the
+    verdict is inconclusive. None for the result when the first pairs gave no reading in either arm."""
+    spec = ctx.campaign.benchmark
+    option = arms.option.id
+    at: dict[str, Any] = {"level": level} if level is not None else {}  # no `level` on an unswept line
+    runs: list[BenchRun] = []
+
+    def run_pairs(start: int, stop: int, of: int | None = None) -> None:
+        for pair in range(start, stop):
+            for arm in pair_order(pair):
+                runs.append(arms.run(pair, arm, level))
+            ctx.journal.append(ev.BenchProgress(option=option, pair=pair + 1, of=of or stop, **at))
+
+    first = min(BROKEN_AFTER_PAIRS, target)
+    run_pairs(0, first, target)
+    if all(not r.valid for r in runs):
+        # Not one reading in either arm: the benchmark itself is broken here, which says nothing about
+        # the option. Stop measuring (more pairs would fail the same way) and let a person look.
+        return runs, None
+    run_pairs(first, target)
+    for pair in outlier_pairs(runs)[:2]:
+        # An outlier pair is measured again and the first measurement kept in the journal, not dropped.
+        old = [r for r in runs if r.pair == pair]
+        ctx.journal.append(
+            ev.BenchOutlier(option=option, pair=pair, values={r.arm: r.value for r in old}, action="re-run", **at)
+        )
+        runs[:] = [r for r in runs if r.pair != pair]
+        for arm in pair_order(pair):
+            runs.append(arms.run(pair, arm, level))
+    result = _analyse(ctx, runs, state)
+    if result.verdict == "inconclusive" and target < spec.max_pairs and not state.get("retry_pairs"):
+        ctx.journal.append(
+            ev.BenchExtended(
+                option=option, from_pairs=target, to_pairs=spec.max_pairs, reason="; ".join(result.reasons), **at
+            )
+        )
+        run_pairs(target, spec.max_pairs)
+        result = _analyse(ctx, runs, state)
+    return runs, result
 
 
 def benchmark(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
@@ -126,59 +260,18 @@ def benchmark(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     approved = state.get("approved", [])
     target = state.get("retry_pairs") or spec.pairs
     ctx.journal.append(ev.Phase(phase="benchmark", option=option.id, pairs=target))
-    runs: list[BenchRun] = []
-    applied = True  # the apply node left the option on
-
-    def set_arm(arm: str) -> None:
-        nonlocal applied
-        want = arm == "B"
-        if want == applied:
-            return
-        specs, effect = (option.apply, "apply") if want else (option.revert, "revert")
-        for i, s in enumerate(specs, 1):
-            results = run_spec(
-                ctx, s, purpose="toggle", option=option.id, approved=approved, effect=effect, last=i == len(specs)
-            )
-            if not all(r.ok for r in results):
-                raise RuntimeError(f"could not switch to arm {arm}: {results[0].command!r} failed")
-        applied = want
-
-    def run_pairs(start: int, stop: int, of: int | None = None) -> None:
-        for pair in range(start, stop):
-            for arm in pair_order(pair):
-                set_arm(arm)
-                runs.append(bench_once(ctx, pair=pair, arm=arm, option=option.id, approved=approved))
-            ctx.journal.append(ev.BenchProgress(option=option.id, pair=pair + 1, of=of or stop))
-
+    arms = Arms(ctx, option, approved)
+    levels: list[float | None] = list(spec.sweep.values) if spec.sweep else [None]
+    measured: dict[float | None, tuple[list[BenchRun], ABResult | None]] = {}
+    search = None
     try:
-        first = min(BROKEN_AFTER_PAIRS, target)
-        run_pairs(0, first, target)
-        if all(not r.valid for r in runs):
-            # Not one reading in either arm: the benchmark itself is broken here, which says nothing about
-            # the option. Stop measuring (more pairs would fail the same way) and let a person look.
-            set_arm("B")
-            return _broken(ctx, state, option.id, runs)
-        run_pairs(first, target)
-        for pair in outlier_pairs(runs)[:2]:
-            # An outlier pair is measured again and the first measurement kept in the journal, not dropped.
-            old = [r for r in runs if r.pair == pair]
-            ctx.journal.append(
-                ev.BenchOutlier(option=option.id, pair=pair, values={r.arm: r.value for r in old}, action="re-run")
-            )
-            runs[:] = [r for r in runs if r.pair != pair]
-            for arm in pair_order(pair):
-                set_arm(arm)
-                runs.append(bench_once(ctx, pair=pair, arm=arm, option=option.id, approved=approved))
-        result = _analyse(ctx, runs, state)
-        if result.verdict == "inconclusive" and target < spec.max_pairs and not state.get("retry_pairs"):
-            ctx.journal.append(
-                ev.BenchExtended(
-                    option=option.id, from_pairs=target, to_pairs=spec.max_pairs, reason="; ".join(result.reasons)
-                )
-            )
-            run_pairs(target, spec.max_pairs)
-            result = _analyse(ctx, runs, state)
-        set_arm("B")  # stress tests run against the candidate
+        for level in levels:
+            if level is not None:
+                ctx.journal.append(ev.Phase(phase="benchmark.level", option=option.id, pairs=target, level=level))
+            measured[level] = measure_level(ctx, state, arms, level, target)
+        if spec.sweep is not None and spec.sweep.search is not None:
+            search = search_capacity(ctx, arms, spec.sweep.search, spec.slos(), option=option.id)
+        arms.set("B")  # stress tests run against the candidate
     except MutationInDoubt as exc:
         from agent.nodes.apply import in_doubt
 
@@ -187,6 +280,13 @@ def benchmark(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     except (CommandRefused, RuntimeError) as exc:
         ctx.journal.append(ev.BenchAborted(option=option.id, reason=str(exc)))
         return {"route": "failed", "options": {key: {"outcome": "untested", "reasons": [str(exc)]}}}
+    sweep = summarize(ctx, measured, search, analyse_runs=lambda rs: _analyse(ctx, rs, state)) if spec.sweep else None
+    level = sweep["level"] if sweep else None
+    runs, result = measured[level]
+    if result is None:
+        return _broken(ctx, state, option.id, runs)
+    if sweep is not None:
+        result = judged_at_level(result, sweep)
     failed_candidate = sum(1 for r in runs if r.arm == "B" and not r.valid)
     failed_baseline = sum(1 for r in runs if r.arm == "A" and not r.valid)
     ab = {
@@ -198,10 +298,20 @@ def benchmark(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         "b_values": [r.value for r in runs if r.arm == "B" and r.valid],
         "invalid": [{"pair": r.pair, "arm": r.arm, "reason": r.reason} for r in runs if not r.valid],
     }
+    every = [r for rs, _ in measured.values() for r in rs]
+    for arm, name in (("B", "candidate_stalls"), ("A", "baseline_stalls")):
+        kinds = [r.stall for r in every if r.arm == arm and r.stall]
+        if kinds:  # runs killed at their deadline, by why (wedge, saturated, dead), at every level
+            ab[name] = {k: kinds.count(k) for k in dict.fromkeys(kinds)}
     hosts = per_host(ctx, runs, state)
     if hosts:
         ab["hosts"] = hosts
-    extra = {"hosts": hosts} if hosts else {}
+    extra: dict[str, Any] = {"hosts": hosts} if hosts else {}
+    if sweep is not None:
+        ab["sweep"] = sweep
+        ab["level"] = level
+        extra["level"] = level
+        ctx.journal.append(ev.SweepResult(option=option.id, summary=sweep_summary(sweep), **sweep))
     fields = {"option": option.id, "summary": result.summary(), **result.model_dump(mode="json"), **extra}
     ctx.journal.append(ev.ABResult.model_validate(fields))
     return {"ab": {key: ab}, "route": "stress"}

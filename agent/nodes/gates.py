@@ -138,6 +138,41 @@ def triage_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
 # ---------------------------------------------------------------- safety
 
 
+def sweep_facts(ab: dict[str, Any]) -> dict[str, Any]:
+    """The safety facts a load sweep adds (none without one: the facts' defaults say "no sweep")."""
+    sweep = ab.get("sweep")
+    if not sweep:
+        return {}
+    level = sweep["level"]
+    here = next((lv for lv in sweep["levels"] if lv["level"] == level), None)
+    caps = sweep.get("capacity") or {}
+    fits = sweep.get("fit") or {}
+    fitted = all("slope" in fits.get(arm, {}) for arm in ("A", "B"))
+    gain = sweep.get("capacity_gain_pct")
+    return {
+        "sweep_levels": len(sweep["levels"]),
+        "level": float(level),
+        "levels_improved": sum(1 for lv in sweep["levels"] if lv["verdict"] == "improved"),
+        "levels_regressed": sum(1 for lv in sweep["levels"] if lv["verdict"] == "regressed"),
+        "slo_met": not sweep.get("slo") or (here is not None and here["arms"]["B"].get("slo") == "meets"),
+        "has_capacity": gain is not None,
+        "capacity_base": float(caps.get("A") or 0.0),
+        "capacity_option": float(caps.get("B") or 0.0),
+        "capacity_gain_pct": float(gain or 0.0),
+        "has_fit": fitted,
+        **(
+            {
+                "fixed_ms": float(fits["B"]["intercept"]),
+                "per_request_ms": float(fits["B"]["slope"]),
+                "base_fixed_ms": float(fits["A"]["intercept"]),
+                "base_per_request_ms": float(fits["A"]["slope"]),
+            }
+            if fitted
+            else {}
+        ),
+    }
+
+
 def safety_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     option = current(state)
     key = str(option)
@@ -169,6 +204,10 @@ def safety_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         spread_changed=bool(ab.get("spread_changed")),
         saturated_runs=sum(1 for s in stress if s.get("outcome") == "saturated"),
         dead_runs=sum(1 for s in stress if s.get("outcome") == "dead"),
+        bench_wedges=int((ab.get("candidate_stalls") or {}).get("wedge", 0)),
+        bench_saturated=int((ab.get("candidate_stalls") or {}).get("saturated", 0)),
+        bench_dead=int((ab.get("candidate_stalls") or {}).get("dead", 0)),
+        **sweep_facts(ab),
     )
     title = state.get("options", {})[key]["title"]
     question = "\n".join(

@@ -116,8 +116,10 @@ def choose_brain(spec: BrainSpec, policy: Policy, kind: str | None, model: str |
     return {"kind": chosen, "model": model or spec.model}
 
 
-def demo_campaign() -> Path:
-    path = Path(__file__).resolve().parents[2] / "examples" / "decode-campaign" / "campaign.yaml"
+def demo_campaign(*, sweep: bool = False) -> Path:
+    """The built-in demo's campaign; `sweep`: the same options measured as a load sweep under an SLO."""
+    name = "sweep.yaml" if sweep else "campaign.yaml"
+    path = Path(__file__).resolve().parents[2] / "examples" / "decode-campaign" / name
     if not path.exists():
         raise SessionError(f"the demo campaign is missing ({path}); run from a signoff checkout")
     return path

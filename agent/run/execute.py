@@ -7,7 +7,7 @@ timeout, and secrets travel on stdin (the command line only says "$NAME").
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
 from pathlib import Path
@@ -39,6 +39,7 @@ def run_spec(
     effect: Effect | None = None,
     last: bool = True,
     only: Sequence[str] | None = None,
+    levels: Mapping[str, str] | None = None,
 ) -> list[CommandResult]:
     """Run `spec` on all its hosts in parallel (wall time ≈ the slowest host); refuse before running
     anything on any host if one of the rendered commands is not permitted.
@@ -49,8 +50,8 @@ def run_spec(
     command of its list, the only one the option's `check` can speak for. Raises MutationInDoubt when
     one was cut short and cannot be settled. `diagnose(host)` runs on a host whose command overran,
     before the kill; what it returns is kept as the result's `diagnosis`. `only` narrows the spec's
-    hosts (a keep with exceptions rolls back on those hosts alone)."""
-    planned = plan(ctx, spec, only=only)
+    hosts (a keep with exceptions rolls back on those hosts alone); `levels` sets a sweep's variable."""
+    planned = plan(ctx, spec, only=only, levels=levels)
     allowed = set(approved)
     for p in planned:
         verdict = command_class(ctx, p.command)

@@ -5,10 +5,10 @@ named, and classed by the command policy (allow, ask or deny). Nothing here touc
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from agent.campaign import render
+from agent.campaign import render, sweep_default
 from agent.context import RunContext
 from agent.models import TEMPLATE_VAR, CommandSpec
 from tools.commands import Verdict, classify
@@ -29,7 +29,8 @@ class Planned:
         return delivery_script(self.secrets) + self.command
 
 
-def variables(ctx: RunContext, host: Host) -> dict[str, str]:
+def variables(ctx: RunContext, host: Host, levels: Mapping[str, str] | None = None) -> dict[str, str]:
+    """`levels`: a sweep's variable at the level being measured, over its value everywhere else."""
     base = {
         "python": "python3" if host.transport == "ssh" else sys.executable,
         "campaign_dir": str(ctx.campaign_dir),
@@ -39,8 +40,12 @@ def variables(ctx: RunContext, host: Host) -> dict[str, str]:
         "num_prompts": str(ctx.campaign.benchmark.num_prompts or ""),
     }
     secret_names = ctx.secret_names()
-    public = {k: render(v, base) for k, v in ctx.campaign.vars.items() if k not in secret_names}
-    return {**base, **public, **{name: f'"${name}"' for name in secret_names}}
+    sweep = ctx.campaign.benchmark.sweep
+    default = sweep_default(ctx.campaign)
+    swept = {sweep.var: default} if sweep is not None and default is not None else {}
+    swept |= dict(levels or {})
+    public = {k: render(v, {**base, **swept}) for k, v in ctx.campaign.vars.items() if k not in secret_names}
+    return {**base, **public, **swept, **{name: f'"${name}"' for name in secret_names}}
 
 
 def _workdir(ctx: RunContext, host: Host) -> str:
@@ -50,8 +55,14 @@ def _workdir(ctx: RunContext, host: Host) -> str:
         return ""  # the host is unreachable: running the command will say so, as a failed result
 
 
-def plan(ctx: RunContext, spec: CommandSpec, *, only: Sequence[str] | None = None) -> list[Planned]:
-    """`spec` rendered for each of its hosts (only those named in `only`, when given)."""
+def plan(
+    ctx: RunContext,
+    spec: CommandSpec,
+    *,
+    only: Sequence[str] | None = None,
+    levels: Mapping[str, str] | None = None,
+) -> list[Planned]:
+    """`spec` rendered for each of its hosts (only those named in `only`, when given; `levels` as in `variables`)."""
     out = []
     names = ctx.secret_names()
     for host in ctx.campaign.targets(spec.on):
@@ -60,7 +71,7 @@ def plan(ctx: RunContext, spec: CommandSpec, *, only: Sequence[str] | None = Non
         used = tuple(
             dict.fromkeys(m.group(1) for m in TEMPLATE_VAR.finditer(_expand(ctx, spec.run)) if m.group(1) in names)
         )
-        command = render(spec.run, variables(ctx, host))
+        command = render(spec.run, variables(ctx, host, levels))
         # Encoded, so that a newline in one value cannot shift the next (raises on a value no shell can hold).
         stdin = b"".join(encode_for_delivery(n, ctx.secrets[n]) for n in used) if used else None
         out.append(Planned(host=host, command=command, stdin=stdin, secrets=used))

@@ -17,6 +17,26 @@ def line_of(text: str, needle: str) -> int:
 
 
 CAMPAIGN_CASES = [
+    (
+        "sweep over a variable the benchmark never uses",
+        lambda t: t.replace(
+            "  guardrails: [p99_tpot]\n", "  guardrails: [p99_tpot]\n  sweep: {var: concurrency, values: [30, 60]}\n"
+        ),
+        "sweep: {var: concurrency",
+        ["benchmark.sweep.var", "never uses {{concurrency}}"],
+    ),
+    (
+        "goal level without a sweep",
+        lambda t: t.replace("  target_pct: 20.0\n", "  target_pct: 20.0\n  at: 90\n"),
+        "  at: 90",
+        ["goal.at", "no `sweep:`"],
+    ),
+    (
+        "malformed SLO",
+        lambda t: t.replace("  guardrails: [p99_tpot]\n", "  guardrails: [p99_tpot]\n  slo: p99_tpot == 50\n"),
+        "slo: p99_tpot == 50",
+        ["benchmark.slo", "METRIC <= NUMBER"],
+    ),
     # (name, edit, needle whose line the message must name, words the message must contain)
     (
         "unknown top-level field",

@@ -61,6 +61,8 @@ from agent.journal.events.option import (
     RollbackSettling,
     StressDiagnosis,
     StressResult,
+    SweepResult,
+    SweepSearch,
     UndoRecorded,
 )
 from agent.journal.events.session import (
@@ -146,6 +148,8 @@ __all__ = [
     "SubagentStarted",
     "SubagentTool",
     "SubagentTurn",
+    "SweepResult",
+    "SweepSearch",
     "UndoRecorded",
     "Unrecognized",
     "entry",
@@ -193,6 +197,8 @@ KnownEvent = Annotated[
     | BenchAborted
     | BenchBroken
     | ABResult
+    | SweepResult
+    | SweepSearch
     | StressResult
     | StressDiagnosis
     | Assessment

@@ -44,6 +44,7 @@ class BenchProgress(Event):
     option: int
     pair: int
     of: int
+    level: float | None = None  # the sweep level being measured
 
 
 class BenchOutlier(Event):
@@ -52,6 +53,7 @@ class BenchOutlier(Event):
     pair: int
     action: str
     values: Json = None
+    level: float | None = None
 
 
 class BenchExtended(Event):
@@ -60,6 +62,7 @@ class BenchExtended(Event):
     from_pairs: int
     to_pairs: int
     reason: str | None = None
+    level: float | None = None
 
 
 class BenchAborted(Event):
@@ -92,6 +95,34 @@ class ABResult(Event):
     spread_ratio: float | None = None  # the option's arm's run-to-run spread over the baseline arm's
     spread_p: float | None = None
     spread_changed: bool | None = None
+
+
+class SweepResult(Event):
+    """A load sweep's outcome for one option: the A/B per level, each arm's SLO capacity, the fitted
+    step-time model per arm and the level the goal was judged at (the `ab.result` that follows)."""
+
+    kind: Literal["sweep.result"] = "sweep.result"
+    option: int
+    summary: str | None = None
+    var: str | None = None
+    level: float | None = None
+    levels: Json = None
+    capacity: Json = None
+    capacity_gain_pct: float | None = None
+    fit: Json = None
+
+
+class SweepSearch(Event):
+    """One probe of a capacity search: an arm at a level, its SLO judgement, and the bracket it left."""
+
+    kind: Literal["sweep.search"] = "sweep.search"
+    option: OptionId = None
+    arm: str | None = None
+    level: float | None = None
+    judgement: str | None = None
+    passing: float | None = None
+    failing: float | None = None
+    why: str | None = None
 
 
 class StressResult(Event):

@@ -122,6 +122,7 @@ class Phase(Event):
     pairs: int | None = None
     scenarios: int | None = None
     hosts: list[str] | None = None
+    level: float | None = None  # benchmark.level: the sweep level measured next
 
 
 class SetupFailed(Event):
