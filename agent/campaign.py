@@ -85,7 +85,7 @@ def load_campaign(path: str | Path, *, text: str | None = None) -> LoadedCampaig
             raise source.error(
                 ("benchmark", "sweep", "var"), f"{sweep.var} is a built-in or a secret, not a load level"
             )
-        used = {m.group(1) for m in TEMPLATE_VAR.finditer(_expanded(campaign.benchmark.run, campaign.vars))}
+        used = {m.group(1) for m in TEMPLATE_VAR.finditer(expanded(campaign.benchmark.run, campaign.vars))}
         if sweep.var not in used:
             raise source.error(
                 ("benchmark", "sweep", "var"),
@@ -94,7 +94,7 @@ def load_campaign(path: str | Path, *, text: str | None = None) -> LoadedCampaig
     return LoadedCampaign(source, campaign)
 
 
-def _expanded(text: str, variables: Mapping[str, str], depth: int = 8) -> str:
+def expanded(text: str, variables: Mapping[str, str], depth: int = 8) -> str:
     """`text` with the campaign's variables expanded (a bounded number of rounds; cycles are refused elsewhere)."""
     for _ in range(depth):
         text = TEMPLATE_VAR.sub(lambda m: variables.get(m.group(1), m.group(0)), text)

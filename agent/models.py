@@ -280,8 +280,8 @@ class BenchSpec(CommandSpec):
         for name in [self.metric, *self.guardrails]:
             if not is_known_metric(name) and name not in declared:
                 raise ValueError(
-                    f"unknown metric {name!r}: use output_tok_s, total_tok_s, req_s, duration_s, or a latency such "
-                    "as p99_tpot / median_ttft / mean_itl / p99_e2e (or declare it under paths/patterns)"
+                    f"unknown metric {name!r}: use output_tok_s, total_tok_s, req_s, duration_s, request_goodput, or a "
+                    "latency such as p99_tpot / median_ttft / mean_itl / p99_e2e (or declare it under paths/patterns)"
                 )
         if self.parser == "json-path" and not self.paths:
             raise ValueError("parser json-path needs `paths` (field → dotted path)")
@@ -300,7 +300,7 @@ def is_known_metric(name: str) -> bool:
     return name in THROUGHPUT_METRICS or bool(LATENCY_METRIC.fullmatch(name))
 
 
-THROUGHPUT_METRICS = {"output_tok_s", "total_tok_s", "req_s", "duration_s"}
+THROUGHPUT_METRICS = {"output_tok_s", "total_tok_s", "req_s", "duration_s", "request_goodput"}
 LATENCY_METRIC = re.compile(r"(mean|median|std|p\d+(?:\.\d+)?)_(ttft|tpot|itl|e2e)")
 
 

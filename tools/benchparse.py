@@ -22,6 +22,18 @@ class BenchParseError(ValueError):
     """The output could not be read as a benchmark result; the message says why."""
 
 
+RECORD_METRICS = ("output_tok_s", "total_tok_s", "req_s", "duration_s", "request_goodput")
+
+
+def _load(data: dict[str, Any]) -> dict[str, float]:
+    out = {}
+    for name, key in (("concurrency", "max_concurrency"), ("request_rate", "request_rate")):
+        value = _num(data, key)  # vLLM and SGLang write "inf" or null for an unbounded rate or concurrency
+        if value is not None and math.isfinite(value) and value > 0:
+            out[name] = value
+    return out
+
+
 class BenchRecord(BaseModel):
     tool: str
     expected: int | None = None
@@ -31,11 +43,15 @@ class BenchRecord(BaseModel):
     total_tok_s: float | None = None
     req_s: float | None = None
     duration_s: float | None = None
+    request_goodput: float | None = None  # requests/s that met the tool's own SLOs (vLLM --goodput)
     latency_ms: dict[str, float] = Field(default_factory=dict)  # e.g. "p99_tpot", "median_ttft"
     error_samples: list[str] = Field(default_factory=list)
+    # The load the tool says it generated: "concurrency" (its max concurrency) and "request_rate" (req/s,
+    # absent for an unbounded rate). A sweep checks each run against the level it asked for.
+    load: dict[str, float] = Field(default_factory=dict)
 
     def metric(self, name: str) -> float | None:
-        if name in {"output_tok_s", "total_tok_s", "req_s", "duration_s"}:
+        if name in RECORD_METRICS:
             return getattr(self, name)
         return self.latency_ms.get(name)
 
@@ -132,8 +148,11 @@ def parse_vllm(text: str, expected: int | None) -> BenchRecord:
         total_tok_s=_num(data, "total_token_throughput"),
         req_s=_num(data, "request_throughput"),
         duration_s=_num(data, "duration"),
+        # vLLM wrote the key as "request_goodput:" (with the colon) for several releases
+        request_goodput=_num(data, "request_goodput") if "request_goodput" in data else _num(data, "request_goodput:"),
         latency_ms=_latencies(data),
         error_samples=errors[:10],
+        load=_load(data),
     )
 
 
@@ -155,6 +174,7 @@ def parse_sglang(text: str, expected: int | None) -> BenchRecord:
         req_s=_num(data, "request_throughput"),
         duration_s=_num(data, "duration"),
         latency_ms=_latencies(data),
+        load=_load(data),
     )
 
 
@@ -196,7 +216,7 @@ def parse_fields(
             raise BenchParseError(f"{field} is {value}, not a finite number")
         if field in {"completed", "failed"}:
             setattr(record, field, int(value))
-        elif field in {"output_tok_s", "total_tok_s", "req_s", "duration_s"}:
+        elif field in RECORD_METRICS:
             setattr(record, field, value)
         else:
             record.latency_ms[field] = value

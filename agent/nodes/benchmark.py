@@ -15,12 +15,12 @@ from langgraph.runtime import Runtime
 from agent.context import RunContext
 from agent.errors import CommandRefused, MutationInDoubt
 from agent.journal import events as ev
-from agent.models import CommandSpec, Option
+from agent.models import BenchSpec, CommandSpec, Option
 from agent.nodes.sweep import judged_at_level, search_capacity, summarize, sweep_summary
 from agent.run.execute import run_spec
 from agent.state import State, current
 from tools.abstats import ABResult, Arm, BenchRun, analyse, outlier_pairs, pair_order
-from tools.benchparse import BenchParseError, parse
+from tools.benchparse import BenchParseError, BenchRecord, parse
 from tools.stress import Stall, stall
 from tools.transport import CommandResult
 
@@ -55,7 +55,7 @@ def bench_once(
                 return run
     results = run_spec(ctx, spec, purpose=f"bench:{arm}", option=option, approved=approved, only=only, levels=levels)
     stalls = {r.host: _stall(ctx, r, option=option, approved=approved) for r in results if r.timed_out}
-    readings = [_reading(ctx, r, stalls.get(r.host)) for r in results]
+    readings = [_reading(ctx, r, stalls.get(r.host), level=level) for r in results]
     if len(results) == 1:
         (result,), ((value, reason, guard, extra),) = results, readings
         run = BenchRun(
@@ -109,7 +109,9 @@ def _stall(ctx: RunContext, result: CommandResult, *, option: int | None, approv
     return stall(result, ctx.campaign.benchmark.timeout, alive=alive)
 
 
-def _reading(ctx: RunContext, result: CommandResult, stalled: tuple[Stall, str] | None = None) -> Reading:
+def _reading(
+    ctx: RunContext, result: CommandResult, stalled: tuple[Stall, str] | None = None, *, level: float | None = None
+) -> Reading:
     """One host's benchmark output → (primary metric, why it is not a data point, guardrail metrics, the
     metrics a sweep's SLOs and fit read)."""
     spec = ctx.campaign.benchmark
@@ -133,8 +135,18 @@ def _reading(ctx: RunContext, result: CommandResult, stalled: tuple[Stall, str] 
     # A run without a guardrail or SLO metric the campaign names cannot show that latency held: not a data point.
     missing = [g for g in dict.fromkeys([*spec.guardrails, *slo_metrics]) if g not in guard and g not in extra]
     lacking = f"the output has no guardrail or SLO metric {', '.join(missing)}" if missing else None
-    reason = record.invalid_reason() or unusable or lacking
+    reason = record.invalid_reason() or unusable or lacking or _off_level(spec, record, level)
     return (value if reason is None else None), reason, guard, extra
+
+
+def _off_level(spec: BenchSpec, record: BenchRecord, level: float | None) -> str | None:
+    """A sweep run whose tool says it ran at another load than the level asked for (a hard-coded
+    --max-concurrency, a variable that never reached the command) measured the wrong thing."""
+    if level is None or spec.sweep is None or (ran := record.load.get(spec.sweep.var)) is None:
+        return None
+    if abs(ran - level) > 1e-9 * max(abs(level), 1.0):
+        return f"the benchmark reports {spec.sweep.var} {ran:g}; the sweep asked for {spec.sweep.label(level)}"
+    return None
 
 
 def _fleet_run(

@@ -21,7 +21,7 @@ from typing import Any, Literal, cast
 
 from pydantic import BaseModel, Field
 
-from agent.campaign import LoadedCampaign, load_campaign, refuse_literal_secrets
+from agent.campaign import LoadedCampaign, expanded, load_campaign, refuse_literal_secrets, render
 from agent.context import RunContext
 from agent.models import Campaign, CommandSpec
 from agent.run.planning import command_class, plan, upload_class, upload_command
@@ -246,6 +246,12 @@ def _specs(c: Campaign) -> list[tuple[tuple[str | int, ...], CommandSpec, bool]]
         if (text := getattr(b, name)) is not None:
             out.append((("benchmark", name), CommandSpec(run=text, on=b.on, timeout=b.timeout), False))
     out.append((("benchmark",), CommandSpec(run=b.run, on=b.on, timeout=b.timeout), False))
+    if b.sweep is not None:
+        # Every level is its own command line, and the command rules judge each one.
+        public = {k: v for k, v in c.vars.items() if k not in c.secrets}
+        for i, level in enumerate(b.sweep.values):
+            run = render(expanded(b.run, public), {b.sweep.var: b.sweep.label(level)})
+            out.append((("benchmark", "sweep", "values", i), CommandSpec(run=run, on=b.on, timeout=b.timeout), False))
     for i, s in enumerate(c.stress):
         out.append((("stress", i), CommandSpec(run=s.run, on=s.on, timeout=s.timeout), False))
         for name in ("check", "diagnose"):
@@ -402,18 +408,23 @@ def estimate(c: Campaign) -> Estimate:
     per_run = b.timeout * (1 + (b.restart is not None) + (b.warmup is not None))
     setup_runs = 2 * b.calibrate_pairs + rb.verify_runs
     n = len(c.options)
-    runs_min = setup_runs + n * 2 * b.pairs
+    levels = len(b.sweep.values) if b.sweep else 1
+    search = b.sweep.search if b.sweep else None
+    # A capacity search: each arm at least one probe (it meets at the top), at most `steps`.
+    search_min, search_max = (2 * search.runs, 2 * search.steps * search.runs) if search else (0, 0)
+    runs_min = setup_runs + n * (2 * b.pairs * levels + search_min)
     stress_s = sum(s.runs * (s.timeout + (30.0 if s.check else 0.0)) for s in c.stress)
     verify_runs_max = rb.verify_runs + rb.settle_runs
     settle_wait = sum(min(b.timeout * 2**k, rb.settle_wait_s) for k in range(rb.settle_runs))
-    runs_max = setup_runs + n * (2 * b.max_pairs + b.post_stress_runs + verify_runs_max)
-    toggles = n * b.max_pairs
+    runs_max = setup_runs + n * (2 * b.max_pairs * levels + search_max + b.post_stress_runs + verify_runs_max)
+    toggles_per_option = b.max_pairs * levels + (2 * search.steps if search else 0)
+    toggles = n * toggles_per_option
     per_option_probe = max((sum(p.timeout for p in o.probes) for o in c.options), default=0.0)
     toggle_s = sum(max(sum(s.timeout for s in o.apply), sum(s.timeout for s in o.revert)) for o in c.options)
     phases = {
         "setup": setup_s + setup_runs * per_run,
         "investigation": per_option_probe * n,
-        "benchmark": n * 2 * b.max_pairs * per_run + toggle_s * b.max_pairs,
+        "benchmark": n * (2 * b.max_pairs * levels + search_max) * per_run + toggle_s * toggles_per_option,
         "stress": n * (stress_s + b.post_stress_runs * per_run),
         "rollback": toggle_s + n * (verify_runs_max * per_run + settle_wait),
     }

@@ -87,3 +87,24 @@ def test_non_finite_and_odd_values_are_parse_errors_not_crashes():
         "output_tok_s"
     )
     assert value is None and "is 0" in why
+
+
+def test_the_load_a_tool_generated_is_read_for_the_sweep_to_check() -> None:
+    vllm = parse("vllm-json", (FIXTURES / "vllm_result.json").read_text(), expected=600)
+    assert vllm.load == {"concurrency": 60.0}  # request_rate "inf": an unbounded rate is no level
+    sglang = parse("sglang-jsonl", (FIXTURES / "sglang_result.jsonl").read_text(), expected=900)
+    assert sglang.load == {"concurrency": 90.0}  # request_rate bare Infinity, skipped the same way
+    data = json.loads((FIXTURES / "vllm_result.json").read_text())
+    data.update(request_rate=12.5, max_concurrency=None)
+    assert parse("vllm-json", json.dumps(data), expected=600).load == {"request_rate": 12.5}
+
+
+@pytest.mark.parametrize("key", ["request_goodput", "request_goodput:"])
+def test_vllm_goodput_is_a_metric_under_either_spelling(key: str) -> None:
+    data = json.loads((FIXTURES / "vllm_result.json").read_text())
+    data.pop("request_goodput")
+    data[key] = 7.25
+    r = parse("vllm-json", json.dumps(data), expected=600)
+    assert r.metric("request_goodput") == 7.25
+    data[key] = None  # run without --goodput
+    assert parse("vllm-json", json.dumps(data), expected=600).metric("request_goodput") is None

@@ -159,3 +159,30 @@ def test_a_continuous_search_stops_at_one_percent() -> None:
     assert bracket.passing is not None and bracket.failing is not None
     assert bracket.passing <= 3.3 < bracket.failing
     assert bracket.failing - bracket.passing <= 0.08 + 1e-9
+
+
+def test_check_counts_every_level_and_the_search_in_its_estimate() -> None:
+    from agent.campaign import load_campaign
+    from agent.run.dryrun import estimate
+    from tests.conftest import DEMO_DIR
+
+    campaign = load_campaign(DEMO_DIR / "sweep.yaml").campaign
+    e = estimate(campaign)
+    # 3 verify runs at setup; 3 options × (5 pairs × 2 arms × 3 levels + a search meeting at the top: 2 × 3 runs)
+    assert e.benchmark_runs_min == 3 + 3 * (2 * 5 * 3 + 2 * 3)
+    # … at most 6 pairs a level and 6 probes of 3 runs an arm, plus 3 + 6 rollback runs
+    assert e.benchmark_runs_max == 3 + 3 * (2 * 6 * 3 + 2 * 6 * 3 + 3 + 6)
+
+
+def test_a_run_at_another_load_than_the_level_asked_is_not_a_data_point() -> None:
+    from agent.campaign import load_campaign
+    from agent.nodes.benchmark import _off_level
+    from tests.conftest import DEMO_DIR
+    from tools.benchparse import BenchRecord
+
+    spec = load_campaign(DEMO_DIR / "sweep.yaml").campaign.benchmark
+    ran_at_90 = BenchRecord(tool="vllm", load={"concurrency": 90.0})
+    assert _off_level(spec, ran_at_90, 90.0) is None
+    assert _off_level(spec, ran_at_90, 30.0) == "the benchmark reports concurrency 90; the sweep asked for 30"
+    assert _off_level(spec, BenchRecord(tool="generic"), 30.0) is None  # a tool that does not say: not checked
+    assert _off_level(spec, ran_at_90, None) is None  # outside the sweep
