@@ -59,6 +59,8 @@ class OptionView:
     ci: list[float] | None = None
     finding: ev.Finding | None = None
     runs: list[ev.BenchRun] = field(default_factory=list)  # the A/B runs (arm, pair, value, valid)
+    # A sweep's A/B runs by level; `runs` is the level being measured, then the level judged.
+    levels: dict[float | None, list[ev.BenchRun]] = field(default_factory=dict)
     ab: ev.ABResult | None = None
     stress: list[ev.StressResult] = field(default_factory=list)
     assessment: ev.Assessment | None = None
@@ -258,9 +260,13 @@ class SessionView:
                 self.bench = (e.from_pairs, e.to_pairs)
             case ev.BenchRun():
                 if e.option is not None and e.purpose in ("ab", None):
-                    self._option(e.option).runs.append(e)
+                    o = self._option(e.option)
+                    o.runs = o.levels.setdefault(e.get("level"), [])  # a sweep plots one level at a time
+                    o.runs.append(e)
             case ev.ABResult():
                 o = self._option(e.option)
+                if (level := e.get("level")) in o.levels:
+                    o.runs = o.levels[level]
                 o.ab, o.ab_verdict, o.gain_pct = e, e.verdict, e.effect_pct
                 o.ci = [e.ci_low, e.ci_high] if e.ci_low is not None and e.ci_high is not None else None
                 self.bench = None

@@ -84,3 +84,22 @@ def test_a_line_that_fits_no_model_is_counted_not_fatal(line: dict) -> None:
 def test_a_forged_line_cannot_set_what_the_model_decides() -> None:
     event = ev.parse({"kind": "nonsense", "problem": "none", "seq": 1})
     assert isinstance(event, ev.Unrecognized) and event.problem == "unknown kind 'nonsense'"
+
+
+def test_a_sweep_plots_the_level_being_measured_then_the_level_judged() -> None:
+    """A sweep's levels differ by design (throughput at 30 is not at 90): one plot of all of them would
+    read as an absurd spread, so the view shows one level's runs at a time."""
+    view = SessionView()
+
+    def add(seq: int, kind: str, **fields: object) -> None:
+        view.apply(ev.entry({"seq": seq, "ts": "", "actor": "signoff", "session": "s", "kind": kind, **fields}))
+
+    for seq, (level, value) in enumerate([(30, 600.0), (30, 640.0), (60, 740.0), (60, 800.0), (90, 800.0)]):
+        add(seq, "bench.run", option=3, purpose="ab", arm="AB"[seq % 2], pair=0, value=value, level=level)
+    assert [r.value for r in view.options[3].runs] == [800.0]  # measuring 90 now
+    add(9, "ab.result", option=3, verdict="improved", effect_pct=8.0, level=60)
+    assert [r.value for r in view.options[3].runs] == [740.0, 800.0]  # the headline level
+    add(10, "bench.run", option=4, purpose="ab", arm="A", pair=0, value=1.0)  # no sweep: as before
+    add(11, "bench.run", option=4, purpose="ab", arm="B", pair=0, value=2.0)
+    add(12, "ab.result", option=4, verdict="improved", effect_pct=100.0)
+    assert [r.value for r in view.options[4].runs] == [1.0, 2.0]
