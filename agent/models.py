@@ -289,6 +289,18 @@ class BenchSpec(CommandSpec):
             raise ValueError("parser regex needs `patterns` (field → regex with one group)")
         for field, pattern in (self.patterns or {}).items():
             _compiles(pattern, f"patterns.{field}")
+        if self.parser in ("json-path", "regex"):
+            # The generic parsers read only what they are told to: a metric named elsewhere but declared under
+            # neither would leave every run without it (no data point, or no fit), a broken measurement.
+            named = [self.metric, *self.guardrails, *(s.metric for s in self.slos())]
+            named += [self.sweep.fit] if self.sweep and self.sweep.fit else []
+            missing = [n for n in dict.fromkeys(named) if n not in declared]
+            if missing:
+                where = "paths" if self.parser == "json-path" else "patterns"
+                raise ValueError(
+                    f"parser {self.parser} reads only what `{where}` declares; declare {', '.join(missing)} there"
+                    + (" (or set sweep.fit: null)" if self.sweep and self.sweep.fit in missing else "")
+                )
         if self.sweep and self.sweep.search and not self.slo:
             raise ValueError("sweep.search looks for the highest level that meets the SLO: set benchmark.slo")
         if self.sweep and self.sweep.fit and not is_known_metric(self.sweep.fit) and self.sweep.fit not in declared:

@@ -32,6 +32,14 @@ CAMPAIGN_CASES = [
         ["goal.at", "no `sweep:`"],
     ),
     (
+        "a generic parser told nothing of a guardrail",
+        lambda t: t.replace(
+            "  parser: vllm-json\n", "  parser: regex\n  patterns: {output_tok_s: 'tok/s: ([0-9.]+)'}\n"
+        ),
+        "benchmark:",
+        ["parser regex reads only what `patterns` declares; declare p99_tpot there"],
+    ),
+    (
         "malformed SLO",
         lambda t: t.replace("  guardrails: [p99_tpot]\n", "  guardrails: [p99_tpot]\n  slo: p99_tpot == 50\n"),
         "slo: p99_tpot == 50",
