@@ -182,9 +182,10 @@ class SweepSpec(_Strict):
     """The levels, each measured as a whole interleaved A/B (ascending, no repeats)."""
     search: SearchSpec | None = None
     """Also search each arm for the highest level that meets the benchmark's `slo` (needs `slo`)."""
-    fit: str | None = "mean_tpot"
+    fit: str | None = None
     """A per-step time the benchmark reports (ms), fitted per arm as fixed + per-unit × level over the sweep's runs
-    (the gate facts `fixed_ms` and `per_request_ms`); null fits nothing."""
+    (the gate facts `fixed_ms` and `per_request_ms`); null fits nothing. Default: `mean_tpot` with the vllm-json and
+    sglang-jsonl parsers (time per output token ≈ one decode step), nothing with the others."""
     guardrails_at: Literal["all", "goal"] = "all"
     """Where the guardrails must hold: at every level of the sweep, or only at the goal's level."""
 
@@ -289,6 +290,8 @@ class BenchSpec(CommandSpec):
             raise ValueError("parser regex needs `patterns` (field → regex with one group)")
         for field, pattern in (self.patterns or {}).items():
             _compiles(pattern, f"patterns.{field}")
+        if self.sweep and "fit" not in self.sweep.model_fields_set and self.parser in ("vllm-json", "sglang-jsonl"):
+            self.sweep.fit = "mean_tpot"
         if self.parser in ("json-path", "regex"):
             # The generic parsers read only what they are told to: a metric named elsewhere but declared under
             # neither would leave every run without it (no data point, or no fit), a broken measurement.
@@ -299,7 +302,7 @@ class BenchSpec(CommandSpec):
                 where = "paths" if self.parser == "json-path" else "patterns"
                 raise ValueError(
                     f"parser {self.parser} reads only what `{where}` declares; declare {', '.join(missing)} there"
-                    + (" (or set sweep.fit: null)" if self.sweep and self.sweep.fit in missing else "")
+                    + (" (or drop sweep.fit)" if self.sweep and self.sweep.fit in missing else "")
                 )
         if self.sweep and self.sweep.search and not self.slo:
             raise ValueError("sweep.search looks for the highest level that meets the SLO: set benchmark.slo")

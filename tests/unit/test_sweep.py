@@ -186,3 +186,26 @@ def test_a_run_at_another_load_than_the_level_asked_is_not_a_data_point() -> Non
     assert _off_level(spec, ran_at_90, 30.0) == "the benchmark reports concurrency 90; the sweep asked for 30"
     assert _off_level(spec, BenchRecord(tool="generic"), 30.0) is None  # a tool that does not say: not checked
     assert _off_level(spec, ran_at_90, None) is None  # outside the sweep
+
+
+def _bench(**fields: object) -> object:
+    from agent.models import BenchSpec
+
+    base = {"run": "bench -c {{concurrency}}", "sweep": {"var": "concurrency", "values": [8, 16]}}
+    return BenchSpec.model_validate({**base, **fields})
+
+
+def test_the_step_time_fit_defaults_to_mean_tpot_only_where_the_parser_reports_it() -> None:
+    assert _bench(parser="vllm-json").sweep.fit == "mean_tpot"  # type: ignore[attr-defined]
+    assert _bench(parser="sglang-jsonl").sweep.fit == "mean_tpot"  # type: ignore[attr-defined]
+    regex = _bench(parser="regex", metric="rps", patterns={"rps": "rps: ([0-9]+)"})
+    assert regex.sweep.fit is None  # type: ignore[attr-defined]
+    off = _bench(parser="vllm-json", sweep={"var": "concurrency", "values": [8, 16], "fit": None})
+    assert off.sweep.fit is None  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match=r"declare step_ms there \(or drop sweep\.fit\)"):
+        _bench(
+            parser="regex",
+            metric="rps",
+            patterns={"rps": "rps: ([0-9]+)"},
+            sweep={"var": "concurrency", "values": [8, 16], "fit": "step_ms"},
+        )
