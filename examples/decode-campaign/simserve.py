@@ -240,7 +240,7 @@ def cmd_stress(args: argparse.Namespace) -> None:
     if args.scenario == "idle-busy-bursts" and state["overlap_scheduler"] and not drain_s:
         # The overlap scheduler's CPU side backs off while idle and restarts slowly into each burst: every
         # request completes, at a fraction of the rate, so the client keeps printing well past any deadline.
-        drain_s = 4.0
+        drain_s = args.burst_drain_s
     if drain_s:
         # Saturated: the server keeps answering, just too slowly; the client reports its progress.
         for i in range(int(drain_s * 10)):
@@ -322,6 +322,9 @@ def main() -> None:
     p.add_argument("--wedge-rate", type=float, default=0.55, help="chance a desynced abort hangs the engine")
     p.add_argument("--degrade", action="store_true", help="leave the server slower afterwards (a leak)")
     p.add_argument("--drain-s", type=float, default=0.0, help="drain slowly for this long, printing progress")
+    p.add_argument(
+        "--burst-drain-s", type=float, default=4.0, help="idle-busy-bursts under the overlap scheduler drain this long"
+    )
     p.add_argument("--die", action="store_true", help="the server dies under the load (health fails from then)")
     p.add_argument("--slow-after", type=int, default=0, help="the next N benchmark runs are slower, fading out")
     p.add_argument("--slow-pct", type=float, default=40.0, help="… by up to this much (step time)")

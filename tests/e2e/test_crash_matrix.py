@@ -84,6 +84,8 @@ def crash_campaign() -> Path:
     # #2 is unsafe on its confirmed hazard (the probe finds no TP barrier) whatever the stress shows, so
     # this target never hangs: the decisions still match, and no run waits out a stress deadline.
     text = text.replace("--requests 200 --wall 0", "--requests 200 --wall 0 --wedge-rate 0")
+    # Nor does it drain bursts slowly (saturated, a stress deadline waited out): the hazard decides alone.
+    text = text.replace("stress idle-busy-bursts --wall 0", "stress idle-busy-bursts --wall 0 --burst-drain-s 0")
     path = DEMO.parent / f".test-crash-{os.getpid()}.yaml"
     path.write_text(text)
     return path
