@@ -133,8 +133,14 @@ def _reading(
     wanted = [*slo_metrics, *([spec.sweep.fit] if spec.sweep and spec.sweep.fit else [])]
     extra = {m: v for m in wanted if (v := record.metric(m)) is not None}
     # A run without a guardrail or SLO metric the campaign names cannot show that latency held: not a data point.
-    missing = [g for g in dict.fromkeys([*spec.guardrails, *slo_metrics]) if g not in guard and g not in extra]
-    lacking = f"the output has no guardrail or SLO metric {', '.join(missing)}" if missing else None
+    no_guard = [g for g in spec.guardrails if g not in guard]
+    no_slo = [m for m in dict.fromkeys(slo_metrics) if m not in extra and m not in no_guard]
+    lacking = "; ".join(
+        [
+            *([f"the output has no guardrail metric {', '.join(no_guard)}"] if no_guard else []),
+            *([f"the output has no SLO metric {', '.join(no_slo)}"] if no_slo else []),
+        ]
+    )
     reason = record.invalid_reason() or unusable or lacking or _off_level(spec, record, level)
     return (value if reason is None else None), reason, guard, extra
 
