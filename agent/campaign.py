@@ -85,7 +85,15 @@ def load_campaign(path: str | Path, *, text: str | None = None) -> LoadedCampaig
             raise source.error(
                 ("benchmark", "sweep", "var"), f"{sweep.var} is a built-in or a secret, not a load level"
             )
-        used = {m.group(1) for m in TEMPLATE_VAR.finditer(expanded(campaign.benchmark.run, campaign.vars))}
+        if sweep.var in campaign.vars and outside_level(campaign) not in sweep.values:
+            raise source.error(
+                ("vars", sweep.var),
+                f"{campaign.vars[sweep.var]!r} is not a level of the sweep: setup's baseline and the rollback checks "
+                f"run at it and are compared with the sweep's readings there; use one of "
+                f"{', '.join(sweep.label(v) for v in sweep.values)} (or leave it out: the goal's level)",
+            )
+        others = {k: v for k, v in campaign.vars.items() if k != sweep.var}
+        used = {m.group(1) for m in TEMPLATE_VAR.finditer(expanded(campaign.benchmark.run, others))}
         if sweep.var not in used:
             raise source.error(
                 ("benchmark", "sweep", "var"),
@@ -102,13 +110,28 @@ def expanded(text: str, variables: Mapping[str, str], depth: int = 8) -> str:
 
 
 def sweep_default(campaign: Campaign) -> str | None:
-    """The value a sweep's variable has outside the sweep (setup, stress, rollback checks): its `vars` entry, else
-    the goal's level, else the sweep's highest."""
+    """The value a sweep's variable has outside the sweep (setup, stress, rollback checks) when `vars` does not
+    set it: the goal's level, else the sweep's highest."""
     sweep = campaign.benchmark.sweep
     if sweep is None or sweep.var in campaign.vars:
         return None
+    level = outside_level(campaign)
+    return sweep.label(level) if level is not None else None
+
+
+def outside_level(campaign: Campaign) -> float | None:
+    """The sweep level the commands outside the sweep run at: the baseline measured at setup, rollback and
+    post-stress checks. They compare with the sweep's own readings at that level, so it must be one."""
+    sweep = campaign.benchmark.sweep
+    if sweep is None:
+        return None
+    if sweep.var in campaign.vars:
+        try:
+            return float(campaign.vars[sweep.var])
+        except ValueError:
+            return None
     at = campaign.goal.at
-    return sweep.label(at if isinstance(at, int | float) else sweep.values[-1])
+    return float(at) if isinstance(at, int | float) else sweep.values[-1]
 
 
 def refuse_literal_secrets(loaded: LoadedCampaign) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from agent.campaign import outside_level
 from agent.context import RunContext
 from agent.errors import CommandRefused, MutationInDoubt
 from agent.journal import events as ev
@@ -305,23 +306,28 @@ def benchmark(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         return _broken(ctx, state, option.id, runs)
     if sweep is not None:
         result = judged_at_level(result, sweep)
-    failed_candidate = sum(1 for r in runs if r.arm == "B" and not r.valid)
-    failed_baseline = sum(1 for r in runs if r.arm == "A" and not r.valid)
+    # A failed run of the option counts at every level of a sweep (a crash at 90 matters when judged at 60).
+    every = [r for rs, _ in measured.values() for r in rs]
+    # The readings the rollback, post-stress and kept-baseline checks compare with are those at the level
+    # they run at (campaign.outside_level; the headline level may be another).
+    outside = measured[outside_level(ctx.campaign)][0] if sweep is not None else runs
     ab = {
         **result.model_dump(mode="json"),
-        "failed_candidate_runs": failed_candidate,
-        "failed_baseline_runs": failed_baseline,
-        "baseline_runs": sum(1 for r in runs if r.arm == "A"),
-        "a_values": [r.value for r in runs if r.arm == "A" and r.valid],
-        "b_values": [r.value for r in runs if r.arm == "B" and r.valid],
-        "invalid": [{"pair": r.pair, "arm": r.arm, "reason": r.reason} for r in runs if not r.valid],
+        "failed_candidate_runs": sum(1 for r in every if r.arm == "B" and not r.valid),
+        "failed_baseline_runs": sum(1 for r in every if r.arm == "A" and not r.valid),
+        "baseline_runs": sum(1 for r in every if r.arm == "A"),
+        "a_values": [r.value for r in outside if r.arm == "A" and r.valid],
+        "b_values": [r.value for r in outside if r.arm == "B" and r.valid],
+        "invalid": [{"pair": r.pair, "arm": r.arm, "reason": r.reason, **_at(r)} for r in every if not r.valid],
     }
-    every = [r for rs, _ in measured.values() for r in rs]
     for arm, name in (("B", "candidate_stalls"), ("A", "baseline_stalls")):
         kinds = [r.stall for r in every if r.arm == arm and r.stall]
         if kinds:  # runs killed at their deadline, by why (wedge, saturated, dead), at every level
             ab[name] = {k: kinds.count(k) for k in dict.fromkeys(kinds)}
     hosts = per_host(ctx, runs, state)
+    if hosts and outside is not runs:
+        for name, values in per_host(ctx, outside, state).items():
+            hosts[name].update(a_values=values["a_values"], b_values=values["b_values"])
     if hosts:
         ab["hosts"] = hosts
     extra: dict[str, Any] = {"hosts": hosts} if hosts else {}
@@ -336,6 +342,10 @@ def benchmark(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
 
 
 BROKEN_AFTER_PAIRS = 2
+
+
+def _at(run: BenchRun) -> dict[str, float]:
+    return {"level": run.level} if run.level is not None else {}
 
 
 def _broken(ctx: RunContext, state: State, option_id: int, runs: list[BenchRun]) -> dict[str, Any]:

@@ -248,7 +248,7 @@ def _specs(c: Campaign) -> list[tuple[tuple[str | int, ...], CommandSpec, bool]]
     out.append((("benchmark",), CommandSpec(run=b.run, on=b.on, timeout=b.timeout), False))
     if b.sweep is not None:
         # Every level is its own command line, and the command rules judge each one.
-        public = {k: v for k, v in c.vars.items() if k not in c.secrets}
+        public = {k: v for k, v in c.vars.items() if k not in c.secrets and k != b.sweep.var}
         for i, level in enumerate(b.sweep.values):
             run = render(expanded(b.run, public), {b.sweep.var: b.sweep.label(level)})
             out.append((("benchmark", "sweep", "values", i), CommandSpec(run=run, on=b.on, timeout=b.timeout), False))

@@ -135,3 +135,14 @@ def test_a_stress_run_past_its_deadline_is_a_wedge_or_saturated_from_what_the_ru
     assert gate["facts"]["saturated_runs"] == 1 and gate["facts"]["verdict"] == "unsafe"
     assert {o for s, o in outcomes if s == "idle-busy-bursts"} == {"saturated"}
     assert all(o == "ok" for s, o in {(e["scenario"], e["outcome"]) for e in _of(events, "stress.result", 3)})
+
+
+def test_a_rollback_compares_with_the_sweeps_readings_at_the_level_it_runs_at(sweep_session) -> None:
+    """Judged at 60, verified at 90: the rollback's runs (at 90, the variable's value outside the sweep)
+    must be compared with the baseline arm's readings at 90, not at 60 (≈ 8 % apart on this server)."""
+    _, events = sweep_session
+    (rollback,) = _of(events, "rollback", 2)
+    assert rollback["verified"] is True
+    assert abs(rollback["delta_recent_pct"]) < 6 and abs(rollback["arm_shift_pct"]) < 6, rollback["detail"]
+    verify = [e["command"] for e in _of(events, "command.started", 2) if e["purpose"] == "bench:A"]
+    assert verify and all("--concurrency 90 " in c for c in verify[-3:])

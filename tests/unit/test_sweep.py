@@ -209,3 +209,21 @@ def test_the_step_time_fit_defaults_to_mean_tpot_only_where_the_parser_reports_i
             patterns={"rps": "rps: ([0-9]+)"},
             sweep={"var": "concurrency", "values": [8, 16], "fit": "step_ms"},
         )
+
+
+def test_the_variables_value_outside_the_sweep_must_be_one_of_its_levels(tmp_path) -> None:
+    import shutil
+
+    from agent.campaign import load_campaign, outside_level
+    from tests.conftest import DEMO_DIR
+
+    shutil.copy(DEMO_DIR / "simserve.py", tmp_path / "simserve.py")
+    text = (DEMO_DIR / "sweep.yaml").read_text()
+    path = tmp_path / "campaign.yaml"
+    path.write_text(text)
+    assert outside_level(load_campaign(path).campaign) == 90  # at: slo → the highest level
+    path.write_text(text.replace("vars:\n", "vars:\n  concurrency: '60'\n"))
+    assert outside_level(load_campaign(path).campaign) == 60
+    path.write_text(text.replace("vars:\n", "vars:\n  concurrency: '75'\n"))
+    with pytest.raises(ValueError, match=r"campaign.yaml:\d+: vars.concurrency: '75' is not a level of the sweep"):
+        load_campaign(path)
