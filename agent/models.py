@@ -186,8 +186,9 @@ class SweepSpec(_Strict):
     """A per-step time the benchmark reports (ms), fitted per arm as fixed + per-unit × level over the sweep's runs
     (the gate facts `fixed_ms` and `per_request_ms`); null fits nothing. Default: `mean_tpot` with the vllm-json and
     sglang-jsonl parsers (time per output token ≈ one decode step), nothing with the others."""
-    guardrails_at: Literal["all", "goal"] = "all"
-    """Where the guardrails must hold: at every level of the sweep, or only at the goal's level."""
+    guardrails_at: Literal["all", "goal"] | float = "all"
+    """Where the guardrails must hold: at every level of the sweep, only at the goal's level, or at the goal's level and
+    the one named (e.g. 90: the latency a peak load must keep)."""
 
     @field_validator("values")
     @classmethod
@@ -197,6 +198,14 @@ class SweepSpec(_Strict):
         if values != sorted(set(values)):
             raise ValueError("sweep values must be ascending without repeats")
         return values
+
+    @model_validator(mode="after")
+    def _guarded_level(self) -> SweepSpec:
+        at = self.guardrails_at
+        if isinstance(at, float | int) and at not in self.values:
+            shown = ", ".join(self.label(v) for v in self.values)
+            raise ValueError(f"guardrails_at ({at:g}) is not one of the sweep's values ({shown})")
+        return self
 
     def label(self, level: float) -> str:
         """A level as the command line gets it: 90, not 90.0."""

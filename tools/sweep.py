@@ -269,7 +269,7 @@ class SweepSummary(BaseModel):
     capacity_gain_pct: float | None = None
     fit: dict[str, dict[str, Any]] = Field(default_factory=dict)  # arm → LineFit or NoFit, with its metric
     search: dict[str, Any] | None = None
-    guardrails_at: str = "all"
+    guardrails_at: str | float = "all"
     reasons: list[str] = Field(default_factory=list)
 
     def describe(self) -> str:

@@ -181,8 +181,9 @@ def judged_at_level(result: ABResult, sweep: dict[str, Any]) -> ABResult:
     var = sweep["var"]
     verdict, added = result.verdict, []
     here = next(lv for lv in sweep["levels"] if lv["level"] == level)
-    if sweep["guardrails_at"] == "all":
-        others = [lv for lv in sweep["levels"] if lv["level"] != level]
+    guarded = sweep["guardrails_at"]
+    if guarded != "goal":
+        others = [lv for lv in sweep["levels"] if lv["level"] != level and guarded in ("all", lv["level"])]
         elsewhere = [f"{var}={_label(lv['level'])}: {b}" for lv in others for b in lv["breached"]]
         if elsewhere:
             added.append(f"latency guardrail breached at another level of the sweep: {'; '.join(elsewhere)}")

@@ -227,3 +227,70 @@ def test_the_variables_value_outside_the_sweep_must_be_one_of_its_levels(tmp_pat
     path.write_text(text.replace("vars:\n", "vars:\n  concurrency: '75'\n"))
     with pytest.raises(ValueError, match=r"campaign.yaml:\d+: vars.concurrency: '75' is not a level of the sweep"):
         load_campaign(path)
+
+
+def _judged(guardrails_at: object, *, slo_a: str | None = None, slo_b: str | None = None) -> tuple[str, list[str]]:
+    from agent.nodes.sweep import judged_at_level
+    from tools.abstats import ABResult
+
+    def level(value: float, verdict: str, breached: list[str], a: str | None = None, b: str | None = None) -> dict:
+        return {
+            "level": value,
+            "verdict": verdict,
+            "breached": breached,
+            "arms": {"A": {"slo": a}, "B": {"slo": b}},
+        }
+
+    sweep = {
+        "var": "concurrency",
+        "level": 60.0,
+        "guardrails_at": guardrails_at,
+        "reasons": [],
+        "levels": [
+            level(30.0, "improved", ["p99_tpot +9.0% (95% CI +6.0%…+12.0%)"]),
+            level(60.0, "improved", [], slo_a, slo_b),
+            level(90.0, "regressed", []),
+        ],
+    }
+    head = ABResult(
+        metric="output_tok_s",
+        higher_is_better=True,
+        pairs=6,
+        ratios=[],
+        effect_pct=8.0,
+        ci_low=5.0,
+        ci_high=11.0,
+        verdict="improved",
+        reasons=[],
+        invalid_runs=0,
+        noise_pct=1.0,
+        equivalence_pct=1.0,
+    )
+    result = judged_at_level(head, sweep)
+    assert result.reasons[-len(sweep["reasons"]) :] == sweep["reasons"]  # what the assessment repeats
+    return result.verdict, sweep["reasons"]
+
+
+def test_a_guardrail_broken_at_another_level_takes_the_win_away_where_the_sweep_says_it_must_hold() -> None:
+    verdict, reasons = _judged("all")
+    assert verdict == "inconclusive"
+    assert any("breached at another level of the sweep: concurrency=30: p99_tpot +9.0%" in r for r in reasons)
+    assert any("measured slower at concurrency=90" in r for r in reasons)
+    assert _judged("goal")[0] == "improved"
+    assert _judged(30.0)[0] == "inconclusive"
+    assert _judged(90.0)[0] == "improved"  # the named level held; 30 is not guarded
+
+
+def test_losing_the_slo_where_the_baseline_meets_it_is_a_regression_of_goodput() -> None:
+    verdict, reasons = _judged("goal", slo_a="meets", slo_b="fails")
+    assert verdict == "regressed"
+    assert any("the option breaks the SLO at concurrency=60" in r for r in reasons)
+    verdict, reasons = _judged("goal", slo_a="fails", slo_b="meets")
+    assert verdict == "improved" and any("only the option meets the SLO" in r for r in reasons)
+    assert _judged("goal", slo_a="meets", slo_b="unclear")[0] == "improved"  # unclear is no evidence either way
+
+
+def test_guardrails_at_must_name_a_level_of_the_sweep() -> None:
+    with pytest.raises(ValueError, match=r"guardrails_at \(75\) is not one of the sweep's values \(8, 16\)"):
+        _bench(parser="vllm-json", sweep={"var": "concurrency", "values": [8, 16], "guardrails_at": 75})
+    assert _bench(parser="vllm-json", sweep={"var": "concurrency", "values": [8, 16], "guardrails_at": 16})
