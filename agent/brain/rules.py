@@ -137,11 +137,11 @@ class RuleBrain:
         reasons.extend(f"hazard: {h}" for h in hazards)
         reasons.extend(f"not checked: {u}" for u in unchecked)
         ab_verdict = ab["verdict"]
-        reasons.append(ab_summary(ab))
         if ab.get("sweep"):
             sweep = SweepSummary.model_validate(ab["sweep"])
             reasons.append(f"sweep: {sweep.describe()}")
             reasons.extend(sweep.reasons)
+        reasons.append(ab_summary(ab))  # last: "kept by …" quotes it
         confidence = 0.9 if ab_verdict in ("improved", "regressed", "no_effect") else 0.5
         if verdict == "unknown":
             confidence -= 0.2
@@ -213,7 +213,9 @@ def ab_summary(ab: dict[str, Any]) -> str:
         )
     if ab.get("spread_changed"):
         seen += f"; the option changes the run-to-run spread ×{ab['spread_ratio']:.2f} (p={ab['spread_p']:.3f})"
+    sweep = ab.get("sweep")
+    at = f" at {sweep['var']}={ab['level']:g}" if isinstance(sweep, dict) and ab.get("level") is not None else ""
     return (
-        f"{ab['metric']} {ab['effect_pct']:+.1f}% (95% CI {ab['ci_low']:+.1f}%…{ab['ci_high']:+.1f}%, "
+        f"{ab['metric']}{at} {ab['effect_pct']:+.1f}% (95% CI {ab['ci_low']:+.1f}%…{ab['ci_high']:+.1f}%, "
         f"paired t, {ab['pairs']} interleaved pairs{wilcoxon}) → {ab['verdict']}{seen}"
     )

@@ -61,6 +61,8 @@ class OptionView:
     runs: list[ev.BenchRun] = field(default_factory=list)  # the A/B runs (arm, pair, value, valid)
     # A sweep's A/B runs by level; `runs` is the level being measured, then the level judged.
     levels: dict[float | None, list[ev.BenchRun]] = field(default_factory=dict)
+    sweep: ev.SweepResult | None = None  # a load sweep's outcome: levels, capacities, fits
+    searches: list[ev.SweepSearch] = field(default_factory=list)  # its capacity search's probes
     ab: ev.ABResult | None = None
     stress: list[ev.StressResult] = field(default_factory=list)
     assessment: ev.Assessment | None = None
@@ -263,6 +265,11 @@ class SessionView:
                     o = self._option(e.option)
                     o.runs = o.levels.setdefault(e.get("level"), [])  # a sweep plots one level at a time
                     o.runs.append(e)
+            case ev.SweepResult():
+                self._option(e.option).sweep = e
+            case ev.SweepSearch():
+                if e.option is not None:
+                    self._option(e.option).searches.append(e)
             case ev.ABResult():
                 o = self._option(e.option)
                 if (level := e.get("level")) in o.levels:

@@ -5,13 +5,17 @@ with an inline SVG plot per option (no scripts, no external files; readable with
 from __future__ import annotations
 
 import html
+import math
 import re
 from pathlib import Path
+
+from pydantic import ValidationError
 
 from agent.journal import events as ev
 from agent.journal.chain import read_events
 from agent.journal.view import OptionView, SessionView, fold
 from agent.report.console import pct
+from tools.sweep import SweepSummary
 from tools.terminal import printable
 
 
@@ -102,6 +106,7 @@ def _evidence(o: OptionView) -> list[str]:
         out += ["", "| pair | A (baseline) | B (option) |", "|---|---|---|"]
         out += [f"| {pair} | {_num(a)} | {_num(b)} |" for pair, a, b in o.pairs()]
         out.append("")
+    out += _sweep_lines(o)
     for st in o.stress:
         say(
             f"- stress {st.scenario} run {st.run}: **{st.outcome}** — {st.evidence}",
@@ -124,6 +129,76 @@ def _evidence(o: OptionView) -> list[str]:
         rest = rest.strip().rstrip(":—-;,( ").strip()
         if rest and not any(line.startswith(f"- {rest}") for line in out):
             say(f"- {rest} (evidence above)")
+    return out
+
+
+def sweep_of(o: OptionView) -> SweepSummary | None:
+    """The option's sweep as the journal has it, or None (no sweep, or a line that does not read as one:
+    the report is made from a file anyone could have edited, and says nothing rather than something wrong)."""
+    if o.sweep is None:
+        return None
+    try:
+        return SweepSummary.model_validate(o.sweep.fields())
+    except ValidationError:
+        return None
+
+
+def _sweep_lines(o: OptionView) -> list[str]:
+    sweep = sweep_of(o)
+    if sweep is None:
+        return []
+    var = _cell(sweep.var)
+    slo = f" within {_cell(' and '.join(sweep.slo))}" if sweep.slo else ""
+    out = [
+        "",
+        f"Load sweep over `{var}` — judged at {var}={sweep.level:g}:",
+        "",
+        f"| {var} | verdict | gain | 95% CI | pairs | baseline | option | SLO baseline | SLO option | goodput baseline "
+        "| goodput option |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for lv in sweep.levels:
+        a, b = lv.arms.get("A"), lv.arms.get("B")
+        ci = f"[{lv.ci[0]:+.1f}, {lv.ci[1]:+.1f}]" if lv.ci else "—"
+        mark = " ◀" if lv.level == sweep.level else ""
+        out.append(
+            f"| {lv.level:g}{mark} | {lv.verdict}{' (broken)' if lv.broken else ''} | {pct(lv.effect_pct)} | {ci} "
+            f"| {lv.pairs} | {_num(a.mean if a else None)} | {_num(b.mean if b else None)} "
+            f"| {(a.slo if a else None) or '—'} | {(b.slo if b else None) or '—'} "
+            f"| {_num(a.goodput if a else None)} | {_num(b.goodput if b else None)} |"
+        )
+    out.append("")
+    if sweep.slo:
+        caps = {arm: (f"{c:g}" if c is not None else "none") for arm, c in sweep.capacity.items()}
+        gain = f" ({pct(sweep.capacity_gain_pct)})" if sweep.capacity_gain_pct is not None else ""
+        source = "bounded search" if sweep.capacity_source == "search" else "swept levels"
+        out.append(
+            f"- capacity{slo} ({source}): baseline {caps.get('A', 'none')}, option {caps.get('B', 'none')}{gain}"
+        )
+        for arm, found in (sweep.search or {}).items():
+            if isinstance(found, dict):
+                who = "baseline" if arm == "A" else "option"
+                failing = found.get("failing")
+                bracket = f", not met from {failing:g}" if isinstance(failing, int | float) else ""
+                closed = "closed" if found.get("closed") else "open: more probes would narrow it"
+                out.append(f"  - search, {who}: {found.get('probes', 0)} probes{bracket}; bracket {closed}")
+    for arm, fit in sweep.fit.items():
+        who = "baseline" if arm == "A" else "option"
+        if "slope" in fit and "intercept" in fit:
+            try:
+                a_lo, a_hi = fit["intercept_ci"]
+                b_lo, b_hi = fit["slope_ci"]
+                out.append(
+                    f"- step time, {who}: {_cell(str(fit.get('metric')))} = {float(fit['intercept']):.2f} ms "
+                    f"(95% CI {float(a_lo):.2f}…{float(a_hi):.2f}) + {float(fit['slope']):.4f} ms × {var} "
+                    f"(95% CI {float(b_lo):.4f}…{float(b_hi):.4f}), {fit.get('points')} runs over "
+                    f"{fit.get('levels')} levels, R² {float(fit.get('r2', 0.0)):.3f}"
+                )
+            except (TypeError, ValueError):
+                continue
+        elif "reason" in fit:
+            out.append(f"- step time, {who}: not fitted — {_cell(str(fit['reason']))}")
+    out += [f"- {_cell(r)}" for r in sweep.reasons]
     return out
 
 
@@ -187,11 +262,85 @@ def svg_plot(o: OptionView, width: int = 420, height: int = 160) -> str:
     return "".join(parts)
 
 
+def svg_sweep(o: OptionView, width: int = 460, height: int = 200) -> str:
+    """Goodput against load, both arms (the metric where the arm meets the SLOs, 0 where it fails; the plain
+    mean without SLOs), each arm's capacity as a dashed line — the knee — and the search's probes as ticks."""
+    sweep = sweep_of(o)
+    if sweep is None:
+        return ""
+    series: dict[str, list[tuple[float, float]]] = {"A": [], "B": []}
+    for lv in sweep.levels:
+        for arm in ("A", "B"):
+            cell = lv.arms.get(arm)
+            if cell is None:
+                continue
+            value = cell.goodput if sweep.slo else cell.mean
+            if value is not None and math.isfinite(value) and math.isfinite(lv.level):
+                series[arm].append((lv.level, value))
+    caps = {arm: c for arm, c in sweep.capacity.items() if c is not None and math.isfinite(c)}
+    probes = [(e.arm, e.level, e.judgement) for e in o.searches if isinstance(e.level, int | float)]
+    probes = [(a, lv, j) for a, lv, j in probes if math.isfinite(lv)]
+    xs = [x for pts in series.values() for x, _ in pts] + list(caps.values()) + [lv for _, lv, _ in probes]
+    ys = [y for pts in series.values() for _, y in pts]
+    if not xs or not ys:
+        return ""
+    x_lo, x_hi = min(xs), max(xs)
+    y_hi = max(ys) or 1.0
+    x_span = (x_hi - x_lo) or 1.0
+    left, right, top, bottom = 50, width - 20, 12, height - 42
+
+    def px(v: float) -> float:
+        return left + (right - left) * (v - x_lo) / x_span
+
+    def py(v: float) -> float:
+        return top + (bottom - top) * (1 - v / y_hi)
+
+    name = html.escape(sweep.var)
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img">']
+    parts.append(f'<line x1="{left}" x2="{right}" y1="{bottom}" y2="{bottom}" stroke="#ccc"/>')
+    parts.append(f'<text x="4" y="{top + 8}" font-size="10">{y_hi:,.0f}</text>')
+    parts.append(f'<text x="4" y="{bottom + 4}" font-size="10">0</text>')
+    for lv in sweep.levels:
+        if math.isfinite(lv.level):
+            parts.append(f'<text x="{px(lv.level) - 8:.1f}" y="{bottom + 14}" font-size="10">{lv.level:g}</text>')
+    colors = {"A": "#888", "B": "#1f6feb"}
+    for arm, pts in series.items():
+        if len(pts) > 1:
+            path = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in pts)
+            parts.append(f'<polyline points="{path}" fill="none" stroke="{colors[arm]}" stroke-width="1.5"/>')
+        parts += [f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="3" fill="{colors[arm]}"/>' for x, y in pts]
+    for arm, cap in caps.items():
+        x = px(cap)
+        parts.append(
+            f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top}" y2="{bottom}" stroke="{colors[arm]}" '
+            'stroke-dasharray="4 3" class="knee"/>'
+        )
+        label = "baseline" if arm == "A" else "option"
+        parts.append(
+            f'<text x="{x + 3:.1f}" y="{top + 10 + (12 if arm == "B" else 0)}" font-size="10" '
+            f'fill="{colors[arm]}">{label} knee {cap:g}</text>'
+        )
+    for arm, level, judgement in probes:
+        y0 = bottom + (20 if arm == "A" else 26)
+        fill = "#2da44e" if judgement == "meets" else "#d73a49"
+        parts.append(f'<rect x="{px(level) - 1.5:.1f}" y="{y0}" width="3" height="5" fill="{fill}" class="probe"/>')
+    what = "goodput" if sweep.slo else html.escape(o.ab.metric if o.ab and o.ab.metric else "metric")
+    parts.append(
+        f'<text x="{left}" y="{height - 4}" font-size="10">{what} by {name}: '
+        f'<tspan fill="#888">A baseline</tspan> <tspan fill="#1f6feb">B option</tspan>'
+        + (" · search probes: green met, red not" if probes else "")
+        + "</text>"
+    )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
 def to_html(rec: SessionView) -> str:
     md = markdown(rec)
     body: list[str] = []
     in_table = False
     plots = {o.id: svg_plot(o) for o in rec.options.values()}
+    sweeps = {o.id: svg_sweep(o) for o in rec.options.values()}
     for line in md.splitlines():
         if line.startswith("|"):
             cells = [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line.strip("|"))]
@@ -212,6 +361,8 @@ def to_html(rec: SessionView) -> str:
             option_id = int(line[5:].split()[0]) if line[5:].split()[0].isdigit() else None
             if option_id is not None and plots.get(option_id):
                 body.append(f'<div class="plot">{plots[option_id]}</div>')
+            if option_id is not None and sweeps.get(option_id):
+                body.append(f'<div class="plot sweep">{sweeps[option_id]}</div>')
         elif line.startswith("## "):
             body.append(f"<h2>{_inline(line[3:])}</h2>")
         elif line.startswith("# "):

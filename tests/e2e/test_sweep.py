@@ -122,8 +122,12 @@ def test_the_gate_and_report_say_what_the_sweep_found(sweep_session) -> None:
     assert "concurrency=30: improved" in line and "judged at concurrency=60" in line
     assert "capacity within p99_tpot <= 110" in line and "mean_tpot = " in line
     assert any("highest level where the baseline meets the SLO" in r for r in assessment["reasons"])
-    kept = [o["id"] for o in out["options"] if o["outcome"] == "kept"]
-    assert kept == [3]
+    kept = [o for o in out["options"] if o["outcome"] == "kept"]
+    assert [o["id"] for o in kept] == [3]
+    # "kept by …" quotes the A/B it was kept on, and says at which level.
+    assert any(
+        r.startswith("kept by policy:keep-safe-win: output_tok_s at concurrency=60 +") for r in kept[0]["reasons"]
+    )
 
 
 def test_a_stress_run_past_its_deadline_is_a_wedge_or_saturated_from_what_the_runner_saw(sweep_session) -> None:
