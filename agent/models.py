@@ -146,9 +146,12 @@ class Baseline(_Strict):
     """Commands that bring every host to the baseline (a string or a list); a failure stops the run."""
     health: list[CommandSpec] = Field(default_factory=list)
     """Commands that must succeed on a healthy host: after setup (a failure stops the run), after every rollback, and
-    when a stress run overruns its deadline (failing there, the server is dead rather than wedged)."""
+    when a stress or benchmark run overruns its deadline (failing there, the server is dead rather than wedged)."""
+    alive: list[CommandSpec] = Field(default_factory=list)
+    """Read-only commands that succeed while the server's process exists (e.g. a look at its pidfile's PID), run when
+    the health checks fail at a deadline: a server whose process is there but does not answer is wedged, not dead."""
 
-    _cmds = field_validator("setup", "health", mode="before")(_commands)
+    _cmds = field_validator("setup", "health", "alive", mode="before")(_commands)
 
 
 class SearchSpec(_Strict):

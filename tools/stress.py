@@ -1,6 +1,7 @@
 """Stress outcomes. A stress command that overruns its deadline did not finish, and the signals the
 runner already has say why:
-- *dead*: the server's health checks fail at the deadline — it is gone;
+- *dead*: the server's health checks fail at the deadline — it is gone (when the campaign has `alive`
+  checks, only if its process is gone too: one that is there and does not answer is hung, a wedge);
 - *saturated*: it was still printing in the last stretch before the deadline (a quarter of it, at most
   30 s) — progressing, too slowly;
 - *wedge*: alive (or with no health check to say otherwise) and silent — stuck. Load clients wait for
@@ -44,12 +45,19 @@ CRASH_SIGNATURES = [
 Stall = Literal["wedge", "saturated", "dead"]
 
 
-def stall(result: CommandResult, timeout_s: float, *, alive: bool | None) -> tuple[Stall, str]:
-    """Why a command that overran its deadline did not finish, from what the runner saw (module docstring)."""
+def stall(
+    result: CommandResult, timeout_s: float, *, alive: bool | None, process: bool | None = None
+) -> tuple[Stall, str]:
+    """Why a command that overran its deadline did not finish, from what the runner saw (module docstring).
+    `alive`: the health checks passed; `process`: the server's process is there (asked when they fail)."""
     tail = (result.stdout_tail + "\n" + result.stderr_tail).strip()
     quiet = result.quiet_s
+    if alive is False and process is True:
+        silent = f"silent for the last {quiet:.1f}s, " if quiet is not None else ""
+        return "wedge", f"{silent}the server not answering its health checks while its process is still there"
     if alive is False:
-        return "dead", "the server stopped answering its health checks"
+        gone = " and its process is gone" if process is False else ""
+        return "dead", f"the server stopped answering its health checks{gone}"
     if quiet is not None and quiet < progress_window(timeout_s) and tail:
         return "saturated", f"still printing {quiet:.1f}s before the deadline: progressing, too slowly"
     silent = f"silent for the last {quiet:.1f}s" if quiet is not None else "no progress seen"
@@ -77,8 +85,10 @@ def classify(
     signatures: list[str] | None = None,
     *,
     alive: bool | None = None,
+    process: bool | None = None,
 ) -> StressResult:
-    """`alive`: whether the campaign's health checks passed on the host at the deadline (None: not known)."""
+    """`alive`: whether the campaign's health checks passed on the host at the deadline (None: not known);
+    `process`: whether its `alive` checks found the server's process then."""
     tail = (result.stdout_tail + "\n" + result.stderr_tail).strip()
     # A campaign's own patterns add to the known signatures; they never switch those off.
     crash = next((m for p in [*CRASH_SIGNATURES, *(signatures or [])] if (m := re.search(p, tail))), None)
@@ -87,7 +97,7 @@ def classify(
         evidence = f"could not run: {result.error}"
     elif result.timed_out:
         last = tail.splitlines()[-3:]
-        outcome, why = stall(result, timeout_s, alive=alive)
+        outcome, why = stall(result, timeout_s, alive=alive, process=process)
         evidence = (
             f"no completion within {timeout_s:g}s deadline — {why}; process group "
             f"{'killed' if result.killed else 'could NOT be killed'}"

@@ -17,6 +17,7 @@ from agent.context import RunContext
 from agent.errors import CommandRefused, MutationInDoubt
 from agent.journal import events as ev
 from agent.models import BenchSpec, CommandSpec, Option
+from agent.nodes.liveness import liveness
 from agent.nodes.sweep import judged_at_level, search_capacity, summarize, sweep_summary
 from agent.run.execute import run_spec
 from agent.state import State, current
@@ -95,19 +96,9 @@ Reading = tuple[float | None, str | None, dict[str, float], dict[str, float]]
 
 def _stall(ctx: RunContext, result: CommandResult, *, option: int | None, approved: list[str]) -> tuple[Stall, str]:
     """A benchmark run that overran its deadline: wedged, saturated or dead (tools/stress.py), from its
-    output's last stretch and the campaign's health checks on the host, run once the client is gone."""
-    alive: bool | None = None
-    for check in ctx.campaign.baseline.health:
-        if result.host not in {h.name for h in ctx.campaign.targets(check.on)}:
-            continue
-        probe = CommandSpec(run=check.run, on=result.host, timeout=min(check.timeout, 30.0))
-        try:
-            (health,) = run_spec(ctx, probe, purpose="health:benchmark", option=option, approved=approved)
-        except CommandRefused:
-            alive = None
-            break
-        alive = health.ok if alive is not False else False
-    return stall(result, ctx.campaign.benchmark.timeout, alive=alive)
+    output's last stretch and the campaign's health (and alive) checks on the host, once the client is gone."""
+    health, process = liveness(ctx, result.host, purpose="health:benchmark", option=option, approved=approved)
+    return stall(result, ctx.campaign.benchmark.timeout, alive=health, process=process)
 
 
 def _reading(

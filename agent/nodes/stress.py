@@ -12,6 +12,7 @@ from agent.errors import CommandRefused
 from agent.journal import events as ev
 from agent.models import CommandSpec, StressSpec
 from agent.nodes.benchmark import bench_once
+from agent.nodes.liveness import liveness
 from agent.run.execute import run_spec
 from agent.run.verification import recent
 from agent.state import State, current
@@ -27,7 +28,7 @@ def stress(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx.journal.append(ev.Phase(phase="stress", option=option, scenarios=len(ctx.campaign.stress)))
     for spec in ctx.campaign.stress:
         for run in range(1, spec.runs + 1):
-            alive: dict[str, bool | None] = {}  # host → its health checks answered at the deadline
+            alive: dict[str, tuple[bool | None, bool | None]] = {}  # host → (health passed, process there)
             try:
                 outs = run_spec(
                     ctx,
@@ -51,7 +52,8 @@ def stress(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
                 )
                 break
             for out in outs:
-                r = classify(spec.name, run, out, spec.timeout, spec.crash_patterns, alive=alive.get(out.host))
+                health, process = alive.get(out.host, (None, None))
+                r = classify(spec.name, run, out, spec.timeout, spec.crash_patterns, alive=health, process=process)
                 r.diagnosis = out.diagnosis
                 if r.outcome == "ok" and spec.check:
                     r = _checked(ctx, spec, r, option, state)
@@ -127,13 +129,18 @@ def degraded_check(ctx: RunContext, state: State, option: int) -> list[dict[str,
     return [r.model_dump(mode="json")]
 
 
-def _at_deadline(ctx: RunContext, spec: StressSpec, option: int, state: State, alive: dict[str, bool | None]):
+def _at_deadline(
+    ctx: RunContext, spec: StressSpec, option: int, state: State, alive: dict[str, tuple[bool | None, bool | None]]
+):
     """The hook run on a host when its stress command overran, before the kill: the campaign's health
-    checks (is the server still answering? — a wedge is alive, a dead server is not) and the diagnosis
-    (returns its artifact, which the command's result keeps)."""
+    checks (is the server still answering? — a wedge is alive, a dead server is not), its alive checks when
+    they fail, and the diagnosis (returns its artifact, which the command's result keeps)."""
 
     def run(host: Host) -> str | None:
-        alive[host.name] = _health_at_deadline(ctx, spec, option, state, host)
+        # "diagnose:" runs while the overrunning command holds the host's turn (agent/run/dispatch.py).
+        alive[host.name] = liveness(
+            ctx, host.name, purpose=f"diagnose:health:{spec.name}", option=option, approved=state.get("approved", [])
+        )
         if not spec.diagnose:
             return None
         diag = CommandSpec(run=spec.diagnose or "true", on=host.name, timeout=spec.diagnose_timeout)
@@ -151,28 +158,6 @@ def _at_deadline(ctx: RunContext, spec: StressSpec, option: int, state: State, a
         return result.artifact or None
 
     return run
-
-
-def _health_at_deadline(ctx: RunContext, spec: StressSpec, option: int, state: State, host: Host) -> bool | None:
-    """Do the baseline's health checks pass on `host` now? None when the campaign has none (or the policy
-    would not run them): then only the output can tell a wedge from saturation."""
-    checks = ctx.campaign.baseline.health
-    if not checks:
-        return None
-    for check in checks:
-        if host.name not in {h.name for h in ctx.campaign.targets(check.on)}:
-            continue  # a health check for other hosts' role
-        probe = CommandSpec(run=check.run, on=host.name, timeout=min(check.timeout, 30.0))
-        try:
-            # "diagnose:" runs while the overrunning command holds the host's turn (agent/run/dispatch.py).
-            (result,) = run_spec(
-                ctx, probe, purpose=f"diagnose:health:{spec.name}", option=option, approved=state.get("approved", [])
-            )
-        except CommandRefused:
-            return None
-        if not result.ok:
-            return False
-    return True
 
 
 def _checked(ctx: RunContext, spec: StressSpec, r: StressResult, option: int, state: State) -> StressResult:

@@ -241,6 +241,7 @@ def _specs(c: Campaign) -> list[tuple[tuple[str | int, ...], CommandSpec, bool]]
     out: list[tuple[tuple[str | int, ...], CommandSpec, bool]] = []
     out += [(("baseline", "setup", i), s, False) for i, s in enumerate(c.baseline.setup)]
     out += [(("baseline", "health", i), s, True) for i, s in enumerate(c.baseline.health)]
+    out += [(("baseline", "alive", i), s, True) for i, s in enumerate(c.baseline.alive)]
     b = c.benchmark
     for name in ("restart", "warmup"):
         if (text := getattr(b, name)) is not None:

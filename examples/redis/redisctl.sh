@@ -9,6 +9,9 @@
 #   init                  stop our old server, write the baseline redis.conf, start on an empty dataset
 #   start | stop | restart
 #   health                PONG from the server (exit 0), else exit 1
+#   alive                 read-only: exit 0 while our redis-server process exists (answering or not)
+#   surge CLIENTS         stress: CLIENTS connections at once, 20000 SETs; a server at its maxclients
+#                         refuses the excess and redis-benchmark waits on them silently, for ever
 #   set KEY VALUE         CONFIG SET + CONFIG REWRITE: a live change that redis.conf keeps
 #   reconf KEY VALUE      for settings Redis cannot change live (io-threads): edit redis.conf, restart
 #   is KEY VALUE          read-only: exit 0 when the running server (or, when it is down, redis.conf)
@@ -195,6 +198,11 @@ start) start ;;
 stop) stop ;;
 restart) stop && start ;;
 health) ping && echo PONG || die "no PONG on $SOCK" ;;
+alive) pid=$(our_pid) && echo "redis-server $pid is running" || die "no redis-server of ours is running" ;;
+surge)
+    [ $# -eq 1 ] || die "usage: surge CLIENTS"
+    redis-benchmark -s $SOCK -t set -n 20000 -r 100000 -c "$1" -q </dev/null
+    ;;
 set) [ $# -eq 2 ] || die "usage: set KEY VALUE"; set_live "$1" "$2" ;;
 reconf)
     [ $# -eq 2 ] || die "usage: reconf KEY VALUE"
@@ -205,5 +213,5 @@ is) [ $# -eq 2 ] || die "usage: is KEY VALUE"; is "$1" "$2" ;;
 version-at-least) [ $# -eq 1 ] || die "usage: version-at-least MAJOR"; version_at_least "$1" ;;
 crash) crash "${1:-200}" ;;
 acked) acked ;;
-*) die "usage: sh redisctl.sh init|start|stop|restart|health|set K V|reconf K V|is K V|version-at-least N|crash N|acked" ;;
+*) die "usage: sh redisctl.sh init|start|stop|restart|health|alive|set K V|reconf K V|is K V|version-at-least N|crash N|acked|surge N" ;;
 esac

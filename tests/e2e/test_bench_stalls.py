@@ -30,7 +30,8 @@ def test_wedge_saturated_and_dead_benchmark_runs_are_distinct_outcomes(tmp_path:
     assert p.returncode == 0, p.stderr
     (journal,) = (tmp_path / "home" / "sessions").glob("*/journal.jsonl")
     events = [json.loads(line) for line in journal.read_text().splitlines()]
-    expected = {1: "wedge", 2: "saturated", 3: "dead"}
+    # 4: the server stops answering while its process is there (the campaign's `alive` check): hung, a wedge.
+    expected = {1: "wedge", 2: "saturated", 3: "dead", 4: "wedge"}
     for option, kind in expected.items():
         runs = [e for e in events if e["kind"] == "bench.run" and e.get("option") == option and e["arm"] == "B"]
         assert runs and all(r["stall"] == kind and not r["valid"] for r in runs), runs
@@ -48,5 +49,10 @@ def test_wedge_saturated_and_dead_benchmark_runs_are_distinct_outcomes(tmp_path:
         assert any(f"{len(runs)} {kind.upper()}" in r for r in assessment["reasons"])
     # The health check that told dead from wedged ran after the client was killed, and only for stalled runs.
     health = [e for e in events if e["kind"] == "command.started" and e["purpose"] == "health:benchmark"]
-    assert {e["option"] for e in health} == {1, 2, 3}
-    assert [o["outcome"] for o in json.loads(p.stdout)["options"]] == ["skipped"] * 3
+    assert {e["option"] for e in health} == {1, 2, 3, 4}
+    # and the alive check only where the health check failed: the dead server and the hung one.
+    alive = [e for e in events if e["kind"] == "command.started" and e["purpose"] == "health:benchmark:alive"]
+    assert {e["option"] for e in alive} == {3, 4}
+    reasons = {e["option"]: e["reason"] for e in events if e["kind"] == "bench.run" and e.get("stall")}
+    assert "its process is gone" in reasons[3] and "while its process is still there" in reasons[4]
+    assert [o["outcome"] for o in json.loads(p.stdout)["options"]] == ["skipped"] * 4

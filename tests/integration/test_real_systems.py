@@ -151,6 +151,21 @@ def test_real_system_campaign_end_to_end(kind: str, transport: str, tmp_path: Pa
         assert hazardous["verdict"] == "unsafe", hazardous
         assert hazardous["outcome"] == "skipped", hazardous
 
+        if kind == "redis":
+            # Option 5 caps connections: the 128-client surge is refused past 64 and redis-benchmark waits on
+            # the refused ones in silence. At the deadline PING is refused too, and the process is there:
+            # hung, a wedge, not a dead server. The options that leave maxclients alone get through it.
+            surge = [e for e in events if e["kind"] == "stress.result" and e["scenario"] == "connection-surge"]
+            capped = [e for e in surge if e["option"] == 5]
+            assert [e["outcome"] for e in capped] == ["wedge"], capped
+            assert "while its process is still there" in capped[0]["evidence"], capped[0]["evidence"]
+            assert all(e["outcome"] == "ok" for e in surge if e["option"] != 5), surge
+            (gate,) = [
+                e for e in events if e["kind"] == "gate.opened" and e.get("gate_kind") == "safety" and e["option"] == 5
+            ]
+            assert gate["facts"]["wedges"] == 1 and gate["facts"]["dead_runs"] == 0
+            assert result.option(5)["verdict"] == "unsafe" and result.option(5)["outcome"] == "skipped"
+
         # Every rollback verified (option 2's at least).
         rollbacks = [e for e in events if e["kind"] == "rollback"]
         assert any(e["option"] == 2 for e in rollbacks), "option 2 was never rolled back"
