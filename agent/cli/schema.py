@@ -14,8 +14,13 @@ from agent.errors import BAD_INPUT
 KINDS = ("campaign", "policy")
 # Fields whose validators take a shorthand before the model does (a bare string for a command list, a
 # string for a check or an argv): the plain schema would flag valid files, so it says so too.
-_COMMAND_LISTS = {"Option": ("apply", "revert"), "Baseline": ("setup", "health")}
-_STRING_TOO = {"Option": ("check",), "NotifyTarget": ("command",), "CampaignNotifyTarget": ("command",)}
+_COMMAND_LISTS = {"Option": ("apply", "revert"), "Baseline": ("setup", "health", "alive")}
+_STRING_TOO = {
+    "Option": ("check",),
+    "NotifyTarget": ("command",),
+    "CampaignNotifyTarget": ("command",),
+    "BenchSpec": ("slo",),  # one SLO as a bare string
+}
 
 
 def schema_of(what: str) -> dict[str, Any]:

@@ -15,6 +15,8 @@ import pytest
 
 from tests.conftest import DEMO_DIR, ROOT, SIGNOFF, fast
 
+# One session serves every test here: on one worker, so that it is made once.
+pytestmark = pytest.mark.xdist_group("sweep-session")
 SWEEP = DEMO_DIR / "sweep.yaml"
 STEPS = 5
 

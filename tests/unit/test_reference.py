@@ -20,7 +20,9 @@ from policies.yamlsrc import YamlSource
 
 ROOT = Path(__file__).resolve().parents[2]
 CAMPAIGNS = sorted(
-    glob.glob(str(ROOT / "examples/*/campaign.yaml")) + glob.glob(str(ROOT / "agent/templates/*/campaign.yaml"))
+    glob.glob(str(ROOT / "examples/*/campaign.yaml"))
+    + glob.glob(str(ROOT / "examples/*/sweep.yaml"))
+    + glob.glob(str(ROOT / "agent/templates/*/campaign.yaml"))
 )
 POLICIES = sorted(
     glob.glob(str(ROOT / "policies/presets/*.yaml"))
@@ -69,6 +71,9 @@ def test_a_wrong_campaign_does_not_validate():
     # The shorthands signoff takes are valid for an editor too.
     shorthand = {**data["options"][0], "apply": "sh pgctl.sh set x 1", "check": "sh pgctl.sh is x 1"}
     assert not list(validator.iter_errors({**data, "options": [shorthand]}))
+    baseline = {**data["baseline"], "alive": "sh pgctl.sh alive"}
+    benchmark = {**data["benchmark"], "slo": "p99_e2e <= 900"}
+    assert not list(validator.iter_errors({**data, "baseline": baseline, "benchmark": benchmark}))
 
 
 def test_the_schema_command_prints_json_and_refuses_what_it_does_not_know():
