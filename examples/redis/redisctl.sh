@@ -12,6 +12,9 @@
 #   alive                 read-only: exit 0 while our redis-server process exists (answering or not)
 #   surge CLIENTS         stress: CLIENTS connections at once, 20000 SETs; a server at its maxclients
 #                         refuses the excess and redis-benchmark waits on them silently, for ever
+#   bighash FIELDS        stress: one hash grown to FIELDS fields by pipelined HSETs, a line whenever
+#                         the server's HLEN has grown (read every 0.2 s); then the hash is deleted and
+#                         the AOF rewritten (BGREWRITEAOF), so that no restart replays the test's writes
 #   set KEY VALUE         CONFIG SET + CONFIG REWRITE: a live change that redis.conf keeps
 #   reconf KEY VALUE      for settings Redis cannot change live (io-threads): edit redis.conf, restart
 #   is KEY VALUE          read-only: exit 0 when the running server (or, when it is down, redis.conf)
@@ -74,6 +77,7 @@ appendfsync always
 save ""
 io-threads 1
 latency-tracking yes
+hash-max-listpack-entries 512
 EOF
 }
 
@@ -177,6 +181,41 @@ crash() {
     start
 }
 
+bighash() {
+    fields=$1
+    ping || die "the server does not answer PING"
+    $CLI DEL stress:hash >/dev/null
+    # FIELDS inline HSETs down one connection (--pipe: no round trip per command; exit 1 on an error reply)
+    awk -v n="$fields" 'BEGIN { for (i = 0; i < n; i++) printf "HSET stress:hash field:%d %d\r\n", i, i }' |
+        $CLI --pipe >bighash.log 2>&1 &
+    load=$!
+    # A line each time the server's hash has grown (HLEN, read every 0.2 s): progress as Redis sees it.
+    seen=0
+    while kill -0 "$load" 2>/dev/null; do
+        sleep 0.2
+        n=$($CLI HLEN stress:hash 2>/dev/null)
+        case "$n" in '' | *[!0-9]*) continue ;; esac
+        [ "$n" -gt "$seen" ] || continue
+        seen=$n
+        echo "stress:hash: $n fields ($($CLI OBJECT ENCODING stress:hash 2>/dev/null))"
+    done
+    wait "$load" || { tail -n 3 bighash.log >&2; die "HSET stress:hash failed"; }
+    echo "stress:hash: $($CLI HLEN stress:hash) fields written"
+    $CLI DEL stress:hash >/dev/null
+    # The AOF holds every HSET: rewrite it, so that a restart (kill -9 test, reconf) replays none of them.
+    said=$($CLI BGREWRITEAOF 2>&1)
+    case "$said" in *started* | *scheduled*) ;; *) die "BGREWRITEAOF: $said" ;; esac
+    i=0
+    while [ $i -lt 200 ]; do
+        case "$($CLI INFO persistence 2>/dev/null | tr -d '\r')" in
+        *aof_rewrite_in_progress:0*aof_rewrite_scheduled:0*) echo "stress:hash deleted, AOF rewritten"; return 0 ;;
+        esac
+        sleep 0.05
+        i=$((i + 1))
+    done
+    die "the AOF rewrite did not finish within 10 s"
+}
+
 acked() {
     ping || die "the server does not answer PING"
     want=$(cat stress.acked 2>/dev/null) || die "no crash test has run here"
@@ -203,6 +242,7 @@ surge)
     [ $# -eq 1 ] || die "usage: surge CLIENTS"
     redis-benchmark -s $SOCK -t set -n 20000 -r 100000 -c "$1" -q </dev/null
     ;;
+bighash) [ $# -eq 1 ] || die "usage: bighash FIELDS"; bighash "$1" ;;
 set) [ $# -eq 2 ] || die "usage: set KEY VALUE"; set_live "$1" "$2" ;;
 reconf)
     [ $# -eq 2 ] || die "usage: reconf KEY VALUE"
@@ -213,5 +253,5 @@ is) [ $# -eq 2 ] || die "usage: is KEY VALUE"; is "$1" "$2" ;;
 version-at-least) [ $# -eq 1 ] || die "usage: version-at-least MAJOR"; version_at_least "$1" ;;
 crash) crash "${1:-200}" ;;
 acked) acked ;;
-*) die "usage: sh redisctl.sh init|start|stop|restart|health|alive|set K V|reconf K V|is K V|version-at-least N|crash N|acked|surge N" ;;
+*) die "usage: sh redisctl.sh init|start|stop|restart|health|alive|set K V|reconf K V|is K V|version-at-least N|crash N|acked|surge N|bighash N" ;;
 esac

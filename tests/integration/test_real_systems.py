@@ -3,10 +3,11 @@ their own policies, on this machine and over the real sshd.
 
 Real servers are noisy (fsync latency on a virtual disk varies by tens of percent from run to run), so
 these tests assert only what does not depend on the noise: the blocker option is a no-go with the
-blocker the machine implies, the hazardous option 2 is judged unsafe and rolled back, every rollback is
-verified, every host ends on its baseline for every option not kept (each option's own `check`, run in
-the host's directory, says "not in effect"), and the journal verifies. Where the cautious policy asks
-(an inconclusive A/B), the test answers as a person would: skip it, continue.
+blocker the machine implies, the hazardous option 2 is judged unsafe and rolled back, the Redis options
+a stress scenario defeats are told apart by how (#5 wedges, #6 saturates) and rolled back too, every
+rollback is verified, every host ends on its baseline for every option not kept (each option's own
+`check`, run in the host's directory, says "not in effect"), and the journal verifies. Where the
+cautious policy asks (an inconclusive A/B), the test answers as a person would: skip it, continue.
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ def _shorter_redis(text: str) -> str:
         ("-n 6000 -c 50", "-n 1500 -c 50"),  # ~0.1–0.2 s a run here
         ("  pairs: 6\n  max_pairs: 10\n  calibrate_pairs: 4\n", "  pairs: 3\n  max_pairs: 3\n  calibrate_pairs: 2\n"),
         ('run: "{{ctl}} crash 50"', 'run: "{{ctl}} crash 20"'),
+        (
+            '    run: "{{ctl}} surge 128"\n    on: cache-1\n    timeout: 5\n',
+            '    run: "{{ctl}} surge 128"\n    on: cache-1\n    timeout: 3\n',
+        ),
         ("    timeout: 30\n    runs: 2\n", "    timeout: 30\n    runs: 1\n"),
     )
 
@@ -159,12 +164,32 @@ def test_real_system_campaign_end_to_end(kind: str, transport: str, tmp_path: Pa
             capped = [e for e in surge if e["option"] == 5]
             assert [e["outcome"] for e in capped] == ["wedge"], capped
             assert "while its process is still there" in capped[0]["evidence"], capped[0]["evidence"]
-            assert all(e["outcome"] == "ok" for e in surge if e["option"] != 5), surge
+            assert all(e["outcome"] == "ok" for e in surge if e["option"] != 5), [
+                (e["option"], e["outcome"], e["evidence"]) for e in surge
+            ]
             (gate,) = [
                 e for e in events if e["kind"] == "gate.opened" and e.get("gate_kind") == "safety" and e["option"] == 5
             ]
             assert gate["facts"]["wedges"] == 1 and gate["facts"]["dead_runs"] == 0
             assert result.option(5)["verdict"] == "unsafe" and result.option(5)["outcome"] == "skipped"
+
+            # Option 6 keeps hashes of up to 100000 fields in one listpack, which every HSET scans: the big
+            # hash still grows at the deadline (its HLEN lines still come) while PING answers — saturated,
+            # progressing too slowly, not stuck. With the baseline's 512 the hash becomes a hash table and
+            # every other option writes its 80000 fields in about a second.
+            big = [e for e in events if e["kind"] == "stress.result" and e["scenario"] == "big-hash"]
+            packed = [e for e in big if e["option"] == 6]
+            assert [e["outcome"] for e in packed] == ["saturated"], packed
+            assert "still printing" in packed[0]["evidence"] and "(listpack)" in packed[0]["evidence"], packed
+            assert all(e["outcome"] == "ok" for e in big if e["option"] != 6), [
+                (e["option"], e["outcome"], e["evidence"]) for e in big
+            ]
+            (gate,) = [
+                e for e in events if e["kind"] == "gate.opened" and e.get("gate_kind") == "safety" and e["option"] == 6
+            ]
+            assert gate["facts"]["saturated_runs"] == 1, gate["facts"]
+            assert gate["facts"]["wedges"] == 0 and gate["facts"]["dead_runs"] == 0, gate["facts"]
+            assert result.option(6)["verdict"] == "unsafe" and result.option(6)["outcome"] == "skipped"
 
         # Every rollback verified (option 2's at least).
         rollbacks = [e for e in events if e["kind"] == "rollback"]
