@@ -10,7 +10,7 @@
 #   start | stop | restart
 #   health                PONG from the server (exit 0), else exit 1
 #   alive                 read-only: exit 0 while our redis-server process exists (answering or not)
-#   surge CLIENTS         stress: CLIENTS connections at once, 20000 SETs; a server at its maxclients
+#   surge CLIENTS         stress: CLIENTS connections at once, 5000 SETs; a server at its maxclients
 #                         refuses the excess and redis-benchmark waits on them silently, for ever
 #   bighash FIELDS        stress: one hash grown to FIELDS fields by pipelined HSETs, a line whenever
 #                         the server's HLEN has grown (read every 0.2 s); then the hash is deleted and
@@ -240,7 +240,7 @@ health) ping && echo PONG || die "no PONG on $SOCK" ;;
 alive) pid=$(our_pid) && echo "redis-server $pid is running" || die "no redis-server of ours is running" ;;
 surge)
     [ $# -eq 1 ] || die "usage: surge CLIENTS"
-    redis-benchmark -s $SOCK -t set -n 20000 -r 100000 -c "$1" -q </dev/null
+    redis-benchmark -s $SOCK -t set -n 5000 -r 100000 -c "$1" -q </dev/null
     ;;
 bighash) [ $# -eq 1 ] || die "usage: bighash FIELDS"; bighash "$1" ;;
 set) [ $# -eq 2 ] || die "usage: set KEY VALUE"; set_live "$1" "$2" ;;

@@ -164,7 +164,8 @@ def test_real_system_campaign_end_to_end(kind: str, transport: str, tmp_path: Pa
             capped = [e for e in surge if e["option"] == 5]
             assert [e["outcome"] for e in capped] == ["wedge"], capped
             assert "while its process is still there" in capped[0]["evidence"], capped[0]["evidence"]
-            assert all(e["outcome"] == "ok" for e in surge if e["option"] != 5), [
+            # (io-threads 2 on two busy cores can make the surge slow, even saturated; never a hung server)
+            assert all(e["outcome"] != "wedge" for e in surge if e["option"] != 5), [
                 (e["option"], e["outcome"], e["evidence"]) for e in surge
             ]
             (gate,) = [
