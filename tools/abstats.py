@@ -362,11 +362,7 @@ def analyse(
             )
     # A breach is a slowdown beyond the guardrail that the noise cannot explain (CI clear of zero); a CI
     # that only reaches past the guardrail is said, and does not by itself throw a gain away.
-    breached = [
-        f"{k} {e:+.1f}% (95% CI {lo:+.1f}%…{hi:+.1f}%)"
-        for k, (e, lo, hi) in guardrail_effects.items()
-        if lo > 0 and e > guardrail_pct
-    ]
+    breached = breaches(guardrail_effects, guardrail_pct)
     unclear = [
         f"{k} up to {hi:+.1f}%"
         for k, (e, lo, hi) in guardrail_effects.items()
@@ -422,6 +418,15 @@ def analyse(
 
 
 PAIRS_LIMIT = 200
+
+
+def breaches(guardrail_effects: dict[str, list[float]], guardrail_pct: float) -> list[str]:
+    """Guardrails measurably slower than their margin: the CI clear of zero and the effect beyond it."""
+    return [
+        f"{k} {e:+.1f}% (95% CI {lo:+.1f}%…{hi:+.1f}%)"
+        for k, (e, lo, hi) in guardrail_effects.items()
+        if lo > 0 and e > guardrail_pct
+    ]
 
 
 def pairs_to_tell(logs: Sequence[float], *, noise_pct: float, equivalence_pct: float) -> int | None:

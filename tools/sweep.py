@@ -239,15 +239,6 @@ def arm_at_level(values: Sequence[float], readings: Sequence[dict[str, float]], 
     return ArmAtLevel(runs=len(values), mean=mean, slo=judgement, checks=checks, goodput=goodput)
 
 
-def breaches(guardrail_effects: dict[str, list[float]], guardrail_pct: float) -> list[str]:
-    """Guardrails measurably slower than their margin (the same rule the A/B itself applies)."""
-    return [
-        f"{k} {e:+.1f}% (95% CI {lo:+.1f}%…{hi:+.1f}%)"
-        for k, (e, lo, hi) in guardrail_effects.items()
-        if lo > 0 and e > guardrail_pct
-    ]
-
-
 def capacity_gain_pct(base: float | None, option: float | None) -> float | None:
     """How much more load the option carries within the SLOs, in % (None unless both arms have a capacity)."""
     if base is None or option is None or base <= 0:

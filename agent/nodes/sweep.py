@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from agent.context import RunContext
 from agent.journal import events as ev
 from agent.models import SearchSpec
-from tools.abstats import ABResult, Arm, BenchRun, pair_order
+from tools.abstats import ABResult, Arm, BenchRun, breaches, pair_order
 from tools.sweep import (
     Bracket,
     LevelResult,
@@ -25,7 +25,6 @@ from tools.sweep import (
     SloJudgement,
     SweepSummary,
     arm_at_level,
-    breaches,
     capacity,
     capacity_gain_pct,
     combine,
