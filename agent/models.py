@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
 
+from policies.oneline import OneLine
 from policies.schema import NotifyTarget, env_refs
 from tools.benchparse import ParserName
 from tools.sweep import Slo
@@ -58,7 +59,7 @@ class Expectation(_Strict):
 class Probe(CommandSpec):
     """A read-only check. When its expectation fails it implies a blocker (no-go) or a hazard."""
 
-    name: str
+    name: OneLine
     """What the probe checks, as the report and gates name it."""
     expect: Expectation = Field(default_factory=Expectation)
     """What the probe's result must look like; anything else fails it."""
@@ -76,7 +77,7 @@ class Option(_Strict):
 
     id: StrictInt = Field(ge=1, le=999)
     """The option's number (1-999); people name it at gates as #N."""
-    title: str = Field(min_length=1)
+    title: OneLine = Field(min_length=1)
     """A short name for the option, shown everywhere it is."""
     hypothesis: str = ""
     """Why it should help: given to the language-model brain when it plans and investigates (the rules brain does not
@@ -112,7 +113,7 @@ class Option(_Strict):
 class Goal(_Strict):
     """What the campaign is for, judged on one metric."""
 
-    text: str
+    text: OneLine
     """The goal in words, e.g. `decode throughput at concurrency 90 up 20% on these hosts`."""
     metric: str = "output_tok_s"
     """The metric the goal is judged on; must equal `benchmark.metric`."""
@@ -341,7 +342,7 @@ def _compiles(pattern: str, where: str) -> None:
 class StressSpec(CommandSpec):
     """A stress scenario run on every option after its A/B; a hang, crash or failed check makes it unsafe."""
 
-    name: str
+    name: OneLine
     """The stress scenario's name, as reports and gates show it."""
     runs: StrictInt = Field(default=1, ge=1, le=100)
     """How many times it runs per option."""
@@ -462,14 +463,20 @@ class CampaignNotifyTarget(NotifyTarget):
         return self
 
 
+# The environment variables that are signoff's own credentials and settings (the model provider's key, the signing
+# key, the team store's URL): a campaign is the file someone hands you, and naming one under `secrets:` would send it
+# to that campaign's hosts.
+OWN_CREDENTIALS = ("ANTHROPIC_", "SIGNOFF_")
+
+
 class Campaign(_Strict):
     """A campaign: the goal, the hosts, the baseline, the benchmark, stress tests and numbered options."""
 
-    name: str
+    name: OneLine
     """The campaign's name, shown in sessions and reports."""
     goal: Goal
     """What the campaign is for, and the metric and target it is judged on."""
-    facts: list[str] = Field(default_factory=list)
+    facts: list[OneLine] = Field(default_factory=list)
     """What you know about the system, one statement each: given to the language-model brain with the campaign (the
     rules brain does not read them)."""
     hosts: list[Host] = Field(min_length=1)
@@ -480,7 +487,7 @@ class Campaign(_Strict):
     while its value is a literal rather than a reference such as `{{HF_TOKEN}}` (use `secrets:`)."""
     secrets: list[str] = Field(default_factory=list)
     """Names of environment variables a command may use as {{NAME}}: passed on stdin, never on a command line, redacted
-    everywhere; `run` refuses to start without them."""
+    everywhere; `run` refuses to start without them. signoff's own (ANTHROPIC_*, SIGNOFF_*) are never a host's."""
     baseline: Baseline = Field(default_factory=Baseline)
     """The known-good state: uploads, setup and health checks."""
     benchmark: BenchSpec
@@ -498,6 +505,30 @@ class Campaign(_Strict):
     `command:` target runs only when the policy's command rules allow it)."""
     options: list[Option] = Field(min_length=1)
     """The candidate optimizations, tried in order unless a person or the brain says otherwise."""
+
+    @field_validator("secrets")
+    @classmethod
+    def _not_signoffs_own(cls, names: list[str]) -> list[str]:
+        own = [n for n in names if n.upper().startswith(OWN_CREDENTIALS)]
+        if own:
+            raise ValueError(
+                f"{own[0]} is signoff's own credential, never a host's: a campaign cannot send it to its hosts"
+            )
+        return names
+
+    @field_validator("hosts")
+    @classmethod
+    def _hosts_inherit_none_of_signoffs_own(cls, hosts: list[Host]) -> list[Host]:
+        for host in hosts:
+            for name in host.inherit_env:
+                stem = name.upper().rstrip("*")
+                prefix = name.endswith("*")
+                if any(stem.startswith(own) or (prefix and own.startswith(stem)) for own in OWN_CREDENTIALS):
+                    raise ValueError(
+                        f"host {host.name}: inherit_env {name!r} would hand signoff's own credentials "
+                        "(ANTHROPIC_*, SIGNOFF_*) to the campaign's commands"
+                    )
+        return hosts
 
     @model_validator(mode="after")
     def _consistent(self) -> Campaign:

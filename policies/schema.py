@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from policies.expr import Condition, ExprError
 from policies.gates import ALLOWED, FACTS, Action, GateKind, Scope
+from policies.oneline import OneLine
 from policies.yamlsrc import SourceError, YamlSource
 
 PRESETS_DIR = Path(__file__).parent / "presets"
@@ -42,7 +43,7 @@ class RuleSpec(_Strict):
     """How the answer is recorded: `once` (the default) as given; `for_now` makes a safety gate's skip or rollback a
     deferral (the option is rolled back and revisited at the end). A rule answers every gate it matches anyway, so
     `standing` adds nothing here (it matters for a person's answer, which it turns into a session rule)."""
-    note: str | None = None
+    note: OneLine | None = None
     """Why, in words: shown with the decision and in explanations."""
 
 
@@ -277,7 +278,7 @@ class PolicyFile(_Strict):
     """A preset name (cautious, autonomous, ask-everything) or a path relative to this file that this policy builds on:
     its command lists are appended to the parent's, its per-gate rules come before the parent's, deny still beats ask
     beats allow."""
-    name: str
+    name: OneLine
     """The policy's name, shown with every decision it makes."""
     description: str = ""
     """What the policy does, in words."""

@@ -38,7 +38,7 @@ class Host(BaseModel):
     aliases, user, port, keys, ProxyJump)."""
     address: str | None = None
     """The SSH address or ssh_config alias (default: `name`)."""
-    port: int = 22
+    port: int = Field(default=22, ge=1, le=65535)
     """The SSH port (ssh_config's when left at 22)."""
     user: str | None = None
     """The SSH user (default: ssh_config's)."""
