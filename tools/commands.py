@@ -32,12 +32,27 @@ spaces and by expansions that run code without a literal `$(`. From the parse tr
   that does not parse in the pieces it is cut into (a cut inside a quote or a here-document makes the
   rest read as something else) or has 2 KB without a `;` or a line break to cut at.
 
-The grammar and bash do not read every text alike, so the classifier reads it as bash does where they
-differ: control characters bash keeps in a word are made plain letters before parsing (and asked
-about), a lone `$` is a plain `$`, an ANSI-C string ends at a NUL, a line continuation is read both
-joined and not (the stricter verdict stands), a here-document ends where bash ends it, and a word the
-grammar stretched over a blank is asked about. When the tree may not be bash's, deny patterns are also
-matched against the text cut at every separator.
+What runs is what was read, by construction: a host's bash is never given the text as written but its
+canonical form (tools/canonical.py), written back from the tree this module judged — every word with its
+quoting, the tree's own operators — in a part of bash the grammar and bash read alike; `classify` judges
+that form too, and the stricter verdict stands (`Verdict.runs` is what runs). Where the grammar misreads a
+text (`true \\ #; rm -rf ~` is `true` and a comment to it), bash runs the misreading, never the hidden
+command. What the renderer cannot write back faithfully is at most `ask`, and a person approves it as
+written. Every transport runs that text in the same bash, started clean (tools/transport.py: SHELL).
+tests/security/test_differential_shell.py runs thousands of generated commands in an instrumented bash
+to check it.
+
+The grammar and bash still do not read every text alike, and where a misreading would change what the
+author meant, it is asked about: control characters bash keeps in a word are made plain letters before
+parsing (and asked about), a lone `$` is a plain `$`, an ANSI-C string ends at a NUL, a line
+continuation is read both joined and not (the stricter verdict stands), a here-document ends where bash
+ends it, and a word the grammar stretched over a blank is asked about. When the tree may not be bash's,
+deny patterns are also matched against the text cut at every separator.
+
+An allow pattern's program word names a program (`program_matches`): a bare name is that name on the
+host's PATH (PATH's relative entries are dropped before any command runs), so it never allows a command
+word with a `/` (`cat *` is not `tools/cat`); a path is matched only by a pattern written with a path,
+segment by segment, with `**` for any number of directories.
 
 Deny and ask patterns also match by shape: a command with at least the pattern's flags and long options
 and its operands in order among others (`rm -rfv /`, `rm -rf build /`, `git push origin -f`). Where
@@ -55,14 +70,24 @@ from __future__ import annotations
 import fnmatch
 import functools
 import re
-import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-import tree_sitter_bash
 from pydantic import BaseModel
-from tree_sitter import Language, Node, Parser
+from tree_sitter import Node
+
+from tools.canonical import canonical
+from tools.shellwords import CHUNKED_ABOVE, MAX_RUN
+from tools.shellwords import as_bash_reads as _as_bash_reads
+from tools.shellwords import braces as _braces
+from tools.shellwords import chunks as _chunks
+from tools.shellwords import decode_ansi_c as _decode_ansi_c
+from tools.shellwords import dequote as _dequote
+from tools.shellwords import parser as _parser
+from tools.shellwords import text as _text
+from tools.shellwords import unescape_double as _unescape_double
+from tools.shellwords import unescape_unquoted as _unescape_unquoted
 
 CommandClass = Literal["allow", "ask", "deny"]
 
@@ -72,17 +97,7 @@ MAX_COMMAND_BYTES = 256 * 1024
 # Substitutions within substitutions, scripts given to `eval`/`sh -c`, expansions within expansions:
 # deeper than this is asked about rather than followed (the walk stays well inside Python's stack).
 MAX_DEPTH = 40
-# tree-sitter's error recovery is quadratic in the length of what it recovers over (a 400 KB line of
-# `cat <>x; ` takes a minute), so a long command is parsed in chunks cut after a `;` or a line break.
-# A cut inside a quote, a substitution, a compound command or a here-document leaves both sides
-# incomplete, which is a syntax error, which is `ask`: cutting can only make the verdict stricter.
-CHUNKED_ABOVE = 16 * 1024
-CHUNK = 512
-MAX_RUN = 2 * 1024  # a chunk that cannot be cut this short is not parsed at all
 
-_LANGUAGE = Language(tree_sitter_bash.language())
-# A tree-sitter Parser is not safe to share between threads; hosts are planned in parallel.
-_PARSERS = threading.local()
 
 # Writing to these never leaves the process: they are not files outside the working directory.
 _HARMLESS_TARGETS = {"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"}
@@ -183,6 +198,10 @@ class Verdict(BaseModel):
     part: str
     pattern: str | None
     reason: str = ""
+    # What a host's bash is given when the policy lets the command run: its canonical form (tools/canonical.py),
+    # which this verdict also judged. None when it cannot be written back faithfully: it is then never `allow`, and
+    # a person who approves it approves it as written.
+    runs: str | None = None
 
 
 @dataclass
@@ -227,148 +246,7 @@ class _Analysis:
     changes_directory: bool = False
 
 
-def _parser() -> Parser:
-    parser = getattr(_PARSERS, "parser", None)
-    if parser is None:
-        parser = _PARSERS.parser = Parser(_LANGUAGE)
-    return parser
-
-
-def _text(node: Node) -> str:
-    return (node.text or b"").decode("utf-8", "replace")
-
-
-def _unescape_unquoted(raw: str) -> tuple[str, str, bool]:
-    """An unquoted word's value, its skeleton (escaped characters are no longer special: `Q`), and
-    whether an unescaped glob character makes it a pattern."""
-    if "\\" not in raw:
-        return raw, raw, "*" in raw or "?" in raw or "[" in raw
-    out: list[str] = []
-    skel: list[str] = []
-    glob = False
-    i, n = 0, len(raw)
-    while i < n:
-        c = raw[i]
-        if c == "\\" and i + 1 < n:
-            if raw[i + 1] != "\n":  # a backslash-newline is a line continuation: nothing at all
-                out.append(raw[i + 1])
-                skel.append(raw[i + 1] if raw[i + 1] not in "{},." else "Q")
-            i += 2
-            continue
-        if c in "*?[":
-            glob = True
-        out.append(c)
-        skel.append(c)
-        i += 1
-    return "".join(out), "".join(skel), glob
-
-
-def _unescape_double(raw: str) -> str:
-    """Inside double quotes a backslash only escapes `$`, a backtick, `"`, a backslash or a newline."""
-    out: list[str] = []
-    i, n = 0, len(raw)
-    while i < n:
-        c = raw[i]
-        if c == "\\" and i + 1 < n and raw[i + 1] in '$`"\\\n':
-            if raw[i + 1] != "\n":
-                out.append(raw[i + 1])
-            i += 2
-            continue
-        out.append(c)
-        i += 1
-    return "".join(out)
-
-
-_C_ESCAPES = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
-_C_ESCAPES |= {"v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
-
-
-def _decode_ansi_c(body: str) -> str:
-    """The value of `$'…'` (bash's escapes), decoded so that `$'\\x24('` is seen to spell `$(`."""
-    out: list[str] = []
-    i, n = 0, len(body)
-    while i < n:
-        c = body[i]
-        if c != "\\" or i + 1 >= n:
-            out.append(c)
-            i += 1
-            continue
-        e = body[i + 1]
-        i += 2
-        if e in _C_ESCAPES:
-            out.append(_C_ESCAPES[e])
-        elif e in "01234567":
-            j = i - 1
-            while j < n and j < i + 2 and body[j] in "01234567":
-                j += 1
-            out.append(chr(int(body[i - 1 : j], 8) & 0xFF))
-            i = j
-        elif e in "xuU":
-            width = {"x": 2, "u": 4, "U": 8}[e]
-            j = i
-            while j < n and j < i + width and body[j] in "0123456789abcdefABCDEF":
-                j += 1
-            if j == i:
-                out.append("\\" + e)
-            else:
-                code = int(body[i:j], 16)
-                out.append(chr(code) if code <= 0x10FFFF else "\ufffd")
-                i = j
-        elif e == "c" and i < n:
-            out.append(chr(ord(body[i]) & 0x1F))
-            i += 1
-        else:
-            out.append("\\" + e)
-    # bash's value ends at a NUL (`$'rm\\0python'` runs `rm`): what follows is never seen by the command
-    return "".join(out).split("\0", 1)[0]
-
-
 _BLANK_INSIDE = re.compile(r"(?<!\\)[ \t\n]")
-
-
-def _dequote(word: str) -> str:
-    """A word's text after bash's quote removal, expansions left as written (here-document delimiters)."""
-    out: list[str] = []
-    i, n = 0, len(word)
-    while i < n:
-        c = word[i]
-        if c == "\\" and i + 1 < n:
-            out.append(word[i + 1])
-            i += 2
-        elif c == "'" or (c == "$" and word[i + 1 : i + 2] == "'"):
-            ansi = c == "$"
-            j = word.find("'", i + 1 + ansi)
-            j = n if j < 0 else j
-            body = word[i + 1 + ansi : j]
-            out.append(_decode_ansi_c(body) if ansi else body)
-            i = j + 1
-        elif c == '"':
-            j = i + 1
-            while j < n and word[j] != '"':
-                j += 2 if word[j] == "\\" else 1
-            out.append(_unescape_double(word[i + 1 : j]))
-            i = j + 1
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
-
-
-def _braces(skeleton: str) -> bool:
-    """Whether an unquoted word brace-expands (`-{r,f}` becomes `-r -f`). One linear scan."""
-    depth = 0
-    seen = False
-    for i, c in enumerate(skeleton):
-        if c == "{":
-            depth += 1
-            seen = False
-        elif c == "}" and depth:
-            if seen:
-                return True
-            depth -= 1
-        elif depth and (c == "," or (c == "." and skeleton[i + 1 : i + 2] == ".")):
-            seen = True
-    return False
 
 
 def _basename(word: str) -> str:
@@ -1079,58 +957,6 @@ class _Walker:
             todo.extend(child.children if child.type != "number" else [])
 
 
-# Bytes bash reads as part of a word but the grammar as a blank (CR, VT, FF) or not at all (NUL and the
-# other C0 controls, DEL). Replaced, one byte for one, by a letter before parsing, so the tree has
-# bash's words; their presence is asked about.
-_CONTROL = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]")
-# A `$` that starts nothing (before a blank or at the end) is a plain `$` to bash; the grammar can take
-# `$`, a newline and the next line's first word for one expansion.
-_LONE_DOLLAR = re.compile(rb"\$(?=[ \t\n]|$)")
-
-
-def _as_bash_reads(source: bytes) -> tuple[bytes, str]:
-    """`source` with the bytes the grammar reads differently from bash made plain (same length), and
-    why that must be asked about ("" when nothing was changed that matters)."""
-    odd = ""
-    if _CONTROL.search(source):
-        found = sorted({f"\\x{b[0]:02x}" for b in _CONTROL.findall(source)})[:4]
-        odd = f"it holds control characters ({', '.join(found)}) that bash reads as part of a word"
-        source = _CONTROL.sub(b"_", source)
-    if b"$" in source:
-        source = _LONE_DOLLAR.sub(b"_", source)
-    return source, odd
-
-
-def _chunks(source: bytes) -> list[bytes] | None:
-    """`source` cut after a `;` or line break (not an escaped one) about every CHUNK bytes, once it
-    is over CHUNKED_ABOVE; None when some stretch of it cannot be cut within MAX_RUN bytes."""
-    if len(source) <= CHUNKED_ABOVE:
-        return [source]
-    out: list[bytes] = []
-    start, n = 0, len(source)
-    while n - start > CHUNK:
-        cut = _separator_after(source, start + CHUNK)
-        if cut is None or cut + 1 - start > MAX_RUN:
-            return None
-        out.append(source[start : cut + 1])
-        start = cut + 1
-    if start < n:
-        out.append(source[start:])
-    return out
-
-
-def _separator_after(source: bytes, at: int) -> int | None:
-    limit = at + MAX_RUN  # no need to look further: a longer chunk is refused anyway
-    while True:
-        found = [i for i in (source.find(b";", at, limit), source.find(b"\n", at, limit)) if i >= 0]
-        if not found:
-            return None
-        i = min(found)
-        if source[i - 1 : i] != b"\\":
-            return i
-        at = i + 1
-
-
 # `${NAME}`, or `${NAME:-text}` and the other operators that only substitute, with plain text: what an
 # unquoted here-document may hold without running anything.
 _PLAIN_BRACED = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*(?:(?::?[-+?]|##?|%%?)[^$`{}\\]*)?\}|\$\{[0-9@*#?$!-]\}")
@@ -1438,19 +1264,48 @@ class _Slot:
         if self.kind == "arg" and self.text.startswith("-") and not pat.startswith("-") and pat != "*":
             # `*simserve.py` names a script, never `-c<code>#simserve.py`
             return False
-        if self.kind == "cmd" and "/" not in pat:
-            # A pattern for a program names the program: `*python*` must not match the directory in
-            # `/usr/lib/python3/../../bin/touch`.
-            return fnmatch.fnmatchcase(_basename(self.text), pat)
+        if self.kind == "cmd":
+            return program_matches(self.text, pat)
         return fnmatch.fnmatchcase(self.text, pat)
+
+
+def program_matches(word: str, pattern: str) -> bool:
+    """Whether an allow pattern's program word names the program `word` runs. A bare name (`cat`, `python*`) is
+    that name looked up on the host's PATH, so it matches only a command word without a `/`: `tools/cat` is a
+    file the campaign's repository may ship, never the `cat` a pattern allowed. A command word with a `/` is that
+    file: only a pattern written with a path matches it, segment by segment (`*` stays in its segment, `**` spans
+    any number of them, and a word that climbs with `..` matches nothing)."""
+    if "/" not in pattern:
+        return "/" not in word and fnmatch.fnmatchcase(word, pattern)
+    if "/" not in word or word.startswith("/") != pattern.startswith("/"):
+        return False
+    have = [s for s in word.split("/") if s not in ("", ".")]
+    want = [s for s in pattern.split("/") if s not in ("", ".")]
+    return ".." not in have and _segments_match(have, want)
+
+
+def _segments_match(have: list[str], want: list[str]) -> bool:
+    # reach[j]: the first j pattern segments can cover the word's segments read so far.
+    reach = [True] + [False] * len(want)
+    for j, w in enumerate(want, 1):
+        reach[j] = reach[j - 1] and w == "**"
+    for segment in have:
+        nxt = [False] * (len(want) + 1)
+        for j, w in enumerate(want, 1):
+            if w == "**":
+                nxt[j] = nxt[j - 1] or reach[j] or reach[j - 1]
+            else:
+                nxt[j] = reach[j - 1] and fnmatch.fnmatchcase(segment, w)
+        reach = nxt
+    return reach[-1]
 
 
 def _words_match(slots: list[_Slot], pats: list[str]) -> bool:
     """Allow patterns match word by word: a `*` stays inside its word, except in the last word, where
-    it also covers the rest of the command. So `*python* simserve.py *` allows `/usr/bin/python3
+    it also covers the rest of the command. So `/**/python* simserve.py *` allows `/usr/bin/python3
     simserve.py bench` but not `bash -c 'touch x' python simserve.py bench` (errs towards asking). A
     word that may become several (`$x`, a glob) is only covered by that final `*`; an assignment only
-    by a pattern word with `=` in it; the program word by its basename unless the pattern has a `/`."""
+    by a pattern word with `=` in it; the program word as `program_matches` says."""
     for i, pat in enumerate(pats):
         last = i == len(pats) - 1
         if last and pat == "*":
@@ -1461,8 +1316,11 @@ def _words_match(slots: list[_Slot], pats: list[str]) -> bool:
             first = slots[i]
             if first.kind == "assign" and "=" not in pat:
                 return False
-            head = _basename(first.text) if first.kind == "cmd" and "/" not in pat else first.text
-            return fnmatch.fnmatchcase(" ".join([head, *(x.text for x in slots[i + 1 :])]), pat)
+            if first.kind == "cmd" and ("/" in first.text) != ("/" in pat):
+                return False  # `nvidia-smi*` is the one on PATH; a path is only a pattern with a path
+            if first.kind == "cmd" and ".." in first.text.split("/"):
+                return False
+            return fnmatch.fnmatchcase(" ".join([first.text, *(x.text for x in slots[i + 1 :])]), pat)
         if slots[i].splits or not slots[i].matches(pat):
             return False
     return len(slots) == len(pats)
@@ -1521,8 +1379,30 @@ def split_compound(command: str) -> list[str]:
     return [" ".join(w.text for w in [*s.assigns, *s.argv]) for s in simples if not s.nested]
 
 
+_SEVERITY: dict[CommandClass, int] = {"allow": 0, "ask": 1, "deny": 2}
+
+
 def classify(command: str, *, allow: Sequence[str], ask: Sequence[str], deny: Sequence[str]) -> Verdict:
-    """The class of the whole command: the most restrictive class of any of its parts."""
+    """The class of the whole command — the most restrictive class of any of its parts — judged both as written
+    and in its canonical form, which is what runs (`Verdict.runs`): the stricter verdict stands, so whatever the
+    grammar made of the text, what bash is given is what was allowed."""
+    verdict = _judge(command, allow=allow, ask=ask, deny=deny)
+    if verdict.klass == "deny":
+        return verdict
+    form = canonical(command)
+    if form.text is None:
+        if verdict.klass == "ask":
+            return verdict
+        why = f"it can only be run as written, which a person must read: {form.why}"
+        return Verdict(klass="ask", part=command.strip()[:200], pattern=None, reason=why)
+    if form.text != command:
+        runs = _judge(form.text, allow=allow, ask=ask, deny=deny)
+        if _SEVERITY[runs.klass] > _SEVERITY[verdict.klass]:
+            verdict = runs
+    return verdict.model_copy(update={"runs": form.text})
+
+
+def _judge(command: str, *, allow: Sequence[str], ask: Sequence[str], deny: Sequence[str]) -> Verdict:
     whole = command.strip()
     if (pattern := _match(whole, deny)) is not None:
         return Verdict(klass="deny", part=whole, pattern=pattern, reason=f"matches deny pattern {pattern!r}")

@@ -32,7 +32,16 @@ from typing import Any
 
 from tools.artifacts import ArtifactStore
 from tools.output import LineCallback, StreamSink
-from tools.transport import CommandResult, Host, TransportError, backstop, finish, open_sinks
+from tools.transport import (
+    ABSOLUTE_PATH,
+    SHELL,
+    CommandResult,
+    Host,
+    TransportError,
+    backstop,
+    finish,
+    open_sinks,
+)
 
 log = logging.getLogger("signoff.ssh")
 logging.getLogger("paramiko").setLevel(logging.WARNING)
@@ -43,6 +52,7 @@ CONNECT_TIMEOUT = 10.0
 KILL_GRACE = 2.0
 IDLE_PROBE_AFTER = 60.0
 PGID_MARK = "__SIGNOFF_PGID="
+NO_BASH = "__SIGNOFF_NO_BASH"
 
 
 class HostKeyError(TransportError):
@@ -422,11 +432,15 @@ class SSHTransport:
         path = host.workdir or f"signoff/{self.session}/{host.name}"
         result = self._exec(
             host,
+            f"command -v bash >/dev/null 2>&1 || {{ echo {NO_BASH}; exit 127; }}; "
             f"mkdir -p {shlex.quote(path)} && cd {shlex.quote(path)} && pwd",
             timeout=20,
+            shell=False,
         )
         if result.error is not None:
             raise TransportError(result.error)
+        if result.exit_code == 127 and NO_BASH in result.stdout_tail:
+            raise TransportError(f"{host.name}: bash is not installed there; signoff runs every command with bash")
         if not result.ok:
             raise TransportError(
                 f"{host.name}: cannot create working directory {path}: {result.error or result.stderr_tail.strip()}"
@@ -504,7 +518,10 @@ class SSHTransport:
         env: Mapping[str, str] | None = None,
         stdin: bytes | None = None,
         on_timeout: Callable[[], None] | None = None,
+        shell: bool = True,
     ) -> CommandResult:
+        """`shell`: run with bash (every campaign command); False for signoff's own setup, which must also say
+        when a host has no bash."""
         started = time.monotonic()
         shown = self.redact(command)
         out, err = open_sinks(self.artifacts, on_line, self.redact)
@@ -546,6 +563,7 @@ class SSHTransport:
                     env=env,
                     diagnosed=on_timeout is not None,
                     stdin=stdin is not None,
+                    bash=shell,
                 )
             )
             if stdin is not None:
@@ -617,7 +635,7 @@ class SSHTransport:
         # `kill -0` would still see zombies that only wait to be reaped; count live members instead.
         alive = f"ps -A -o pgid=,stat= | awk -v g={pgid} '$1 == g && $2 !~ /^Z/ {{n++}} END {{exit n > 0 ? 0 : 1}}'"
         for sig in ("TERM", "KILL"):
-            probe = self._exec(host, f"kill -{sig} -{pgid} 2>/dev/null; sleep 0.3; {alive}", timeout=10)
+            probe = self._exec(host, f"kill -{sig} -{pgid} 2>/dev/null; sleep 0.3; {alive}", timeout=10, shell=False)
             if probe.exit_code == 1:
                 return True  # no live process left in the group
         return False
@@ -661,14 +679,17 @@ def wrap(
     env: Mapping[str, str] | None,
     diagnosed: bool = False,
     stdin: bool = True,
+    bash: bool = True,
 ) -> str:
     """Run `command` under `timeout` and print its process group id first, on stderr.
 
     sshd starts every session's shell with setsid(), so that shell's pid is the process group of
     everything the command spawns: `kill -TERM -PGID` reaches all of it. The remote `timeout` is the
-    backstop that holds even if signoff or the link dies; our own deadline fires first.
+    backstop that holds even if signoff or the link dies; our own deadline fires first. The login shell
+    only starts it: the command itself runs in bash (tools/transport.py: SHELL), with PATH's relative entries
+    dropped first; `bash=False` is for signoff's own setup commands, which run in `sh`.
     """
-    prefix = ""
+    prefix = ABSOLUTE_PATH if bash else ""
     if cwd:
         prefix += f"cd {shlex.quote(cwd)} || exit 126; "
     for key, value in (env or {}).items():
@@ -676,7 +697,9 @@ def wrap(
     term, kill = backstop(timeout, diagnosed=diagnosed)
     # Without stdin the command reads /dev/null, so the channel needs no EOF from us (see `_exec`).
     redirect = "" if stdin else " </dev/null"
-    return f"echo {PGID_MARK}$$ >&2; exec timeout -k {kill} {term} sh -c {shlex.quote(prefix + command)}{redirect}"
+    interpreter = " ".join(SHELL) if bash else "sh -c"
+    script = shlex.quote(prefix + command)
+    return f"echo {PGID_MARK}$$ >&2; exec timeout -k {kill} {term} {interpreter} {script}{redirect}"
 
 
 def _drain(chan: Any, out: StreamSink, err: StreamSink, deadline: float) -> bool:

@@ -79,11 +79,30 @@ LOCAL_ENV = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC
 
 
 def local_environment(host: Host, environ: Mapping[str, str]) -> dict[str, str]:
-    """The part of `environ` a local host's commands see: LOCAL_ENV and the host's own `inherit_env`."""
+    """The part of `environ` a local host's commands see: LOCAL_ENV and the host's own `inherit_env`, with PATH
+    cut to its absolute entries (see SHELL)."""
     names = [*LOCAL_ENV, *host.inherit_env]
     exact = {n for n in names if not n.endswith("*")}
     prefixes = tuple(n[:-1] for n in names if n.endswith("*"))
-    return {k: v for k, v in environ.items() if k in exact or (prefixes and k.startswith(prefixes))}
+    kept = {k: v for k, v in environ.items() if k in exact or (prefixes and k.startswith(prefixes))}
+    if "PATH" in kept:
+        kept["PATH"] = ":".join(d for d in kept["PATH"].split(":") if d.startswith("/"))
+    return kept
+
+
+# The one interpreter every command runs with, on every transport: the command policy reads commands as bash
+# (tools/commands.py) and the text it allowed is bash's to run (tools/canonical.py), never `sh` (dash on Debian reads
+# `$'…'` and more differently). Started without profiles or rc files, and privileged (`-p`): no functions imported
+# from the environment (an exported `BASH_FUNC_cat%%` would otherwise replace `cat`), no BASH_ENV, ENV, SHELLOPTS,
+# BASHOPTS, CDPATH or GLOBIGNORE taken from it. The host's bash is asked for by name, so a host without one fails at
+# once (`bash: not found`), never falls back to another shell.
+SHELL = ("bash", "--noprofile", "--norc", "-p", "-c")
+# A bare program name in an allow pattern means that name found on the host's PATH: a relative entry there (`.`,
+# an empty one, `bin`) would find it in whatever directory the command is in. Run first, inside that bash, on hosts
+# whose environment signoff does not build itself (SSH).
+ABSOLUTE_PATH = (
+    'PATH=$(IFS=:; set -f; p=; for d in $PATH; do case $d in /*) p=${p:+$p:}$d;; esac; done; printf %s "$p"); '
+)
 
 
 class CommandResult(BaseModel):
@@ -170,7 +189,7 @@ class Transport(Protocol):
 
 
 class LocalTransport:
-    """Runs commands with `bash -c` in a per-host working directory on this machine."""
+    """Runs commands with bash (`SHELL`) in a per-host working directory on this machine."""
 
     def __init__(self, hosts_root: Path, artifacts: ArtifactStore, redact: Callable[[str], str] = str) -> None:
         self.hosts_root = hosts_root
@@ -212,9 +231,11 @@ class LocalTransport:
         out, err = open_sinks(self.artifacts, on_line, self.redact)
         term, kill = backstop(timeout, diagnosed=on_timeout is not None)
         guard = ["timeout", "-k", str(kill), str(term)] if shutil.which("timeout") else []
+        if shutil.which("bash", path=full_env.get("PATH")) is None:
+            raise TransportError(f"{host.name}: bash is not on PATH there; signoff runs every command with bash")
         started = time.monotonic()
         proc = subprocess.Popen(
-            [*guard, "bash", "-c", command],
+            [*guard, *SHELL, command],
             cwd=workdir,
             env=full_env,
             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,

@@ -46,9 +46,12 @@ def setup(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         return {"route": "report", "stopping": True, "report": {"error": str(exc)}}
     if failures:
         f = failures[0]
-        why = "timed out" if f.timed_out else f"exit {f.exit_code}"
-        detail = (f.stderr_tail or f.stdout_tail).strip().splitlines()[-1:] or [""]
-        message = f"baseline setup failed on {f.host}: {f.command!r} {why} {detail[0]}".strip()
+        if f.error is not None:  # it could not be run at all (unreachable, no bash there): the transport says why
+            message = f"baseline setup failed: {f.error}"
+        else:
+            why = "timed out" if f.timed_out else f"exit {f.exit_code}"
+            detail = (f.stderr_tail or f.stdout_tail).strip().splitlines()[-1:] or [""]
+            message = f"baseline setup failed on {f.host}: {f.command!r} {why} {detail[0]}".strip()
         ctx.journal.append(ev.SetupFailed(error=message))
         return {"route": "report", "stopping": True, "report": {"error": message}}
     calibration = calibrate(ctx, state.get("approved", []))

@@ -14,7 +14,7 @@ from agent.context import RunContext
 from agent.journal import events as ev
 from agent.run.ledger import Effect
 from agent.run.live import Spool
-from agent.run.planning import Planned
+from agent.run.planning import Cleared, Planned
 from tools.artifacts import StorageFull
 from tools.output import LineCallback
 from tools.transport import CommandResult
@@ -22,7 +22,7 @@ from tools.transport import CommandResult
 
 def run_one(
     ctx: RunContext,
-    p: Planned,
+    c: Cleared,
     *,
     purpose: str,
     option: int | None,
@@ -32,16 +32,16 @@ def run_one(
     effect: Effect | None = None,
 ) -> CommandResult:
     # A diagnosis runs while its own command holds the host's turn.
-    turn = contextlib.nullcontext() if purpose.startswith("diagnose:") else ctx.fleet_slot(p.host)
+    turn = contextlib.nullcontext() if purpose.startswith("diagnose:") else ctx.fleet_slot(c.host)
     with turn:
         return _run_one(
-            ctx, p, purpose=purpose, option=option, timeout=timeout, on_timeout=on_timeout, key=key, effect=effect
+            ctx, c, purpose=purpose, option=option, timeout=timeout, on_timeout=on_timeout, key=key, effect=effect
         )
 
 
 def _run_one(
     ctx: RunContext,
-    p: Planned,
+    c: Cleared,
     *,
     purpose: str,
     option: int | None,
@@ -52,6 +52,9 @@ def _run_one(
 ) -> CommandResult:
     # A mutation's lines carry its idempotency key and are fsynced: after a crash they are the ledger.
     keyed = {"key": key, "effect": effect} if key else {}
+    p = c.planned
+    # What bash is given, when it is not the text as written (the canonical form of an allowed command).
+    runs = {"runs": ctx.redact(c.runs)} if c.runs != p.command else {}
     event = ctx.journal.append(
         ev.CommandStarted(
             host=p.host.name,
@@ -60,6 +63,7 @@ def _run_one(
             option=option,
             timeout_s=timeout,
             secrets=list(p.secrets),
+            **runs,
             **keyed,
         )
     )
@@ -70,7 +74,7 @@ def _run_one(
     try:
         result = ctx.transport.run(
             p.host,
-            p.script,
+            c.script,
             timeout=timeout,
             stdin=p.stdin,
             on_timeout=on_timeout,

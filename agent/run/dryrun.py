@@ -57,10 +57,14 @@ class CheckedCommand(BaseModel):
     where: str  # e.g. baseline.setup[0], options[1].apply[0], benchmark, stress[0].check
     line: int | None = None
     host: str
-    command: str  # as it will run; secrets shown as "$NAME"
+    command: str  # as written in the campaign, rendered for the host; secrets shown as "$NAME"
     klass: Literal["allow", "ask", "deny"]
     why: str  # the pattern or rule that decided
     readonly: bool | None = None  # probes and checks: whether an investigation subagent may run it unasked
+    # What the host's bash is given when the policy allows it: the canonical form the policy judged
+    # (tools/canonical.py), the same as `command` unless its spelling changed. None for `ask` and `deny`: an asked
+    # command runs as written once a person approves it.
+    runs: str | None = None
 
 
 class GateStop(BaseModel):
@@ -332,6 +336,7 @@ def _row(
         klass=cast(Any, klass),
         why=why,
         readonly=ro,
+        runs=getattr(verdict, "runs", None) if klass == "allow" else None,
     )
 
 
@@ -527,6 +532,8 @@ def render_text(report: CheckReport) -> list[str]:
     for r in report.commands:
         ro = "" if r.readonly is None else (", read-only" if r.readonly else ", not read-only")
         lines.append(f"  {r.klass:5} {r.where} on {r.host}: {r.command}  [{r.why}{ro}]")
+        if r.runs is not None and r.runs != r.command:
+            lines.append(f"        runs as: {r.runs}")
     lines.append("gates a person decides:")
     commands = [g for g in report.gates if g.gate == "command"]
     if commands:

@@ -22,7 +22,7 @@ from agent.journal.view import timestamp
 from agent.models import CommandSpec
 from agent.run.dispatch import run_one
 from agent.run.ledger import Effect
-from agent.run.planning import Planned, command_class, plan
+from agent.run.planning import Cleared, clear, command_class, plan
 from tools.transport import CommandResult, gone_after
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 def mutate(
     ctx: RunContext,
-    p: Planned,
+    c: Cleared,
     *,
     purpose: str,
     option: int | None,
@@ -41,6 +41,8 @@ def mutate(
     approved: tuple[str, ...] = (),
     last: bool = True,
 ) -> CommandResult:
+    p = c.planned
+
     def recovered(action: str, **extra: Any) -> None:
         ctx.journal.append(
             ev.MutationRecovered(key=key, host=p.host.name, effect=effect, option=option, action=action, **extra)
@@ -52,7 +54,7 @@ def mutate(
         return CommandResult.model_validate(done)
     started = ctx.ledger.started.get(key)
     if started is not None:
-        took = took_effect(ctx, p, started, option=option, effect=effect, key=key, approved=approved, last=last)
+        took = took_effect(ctx, c, started, option=option, effect=effect, key=key, approved=approved, last=last)
         if took:
             result = CommandResult(
                 host=p.host.name,
@@ -65,12 +67,12 @@ def mutate(
             ctx.ledger.finished[key] = result.model_dump(mode="json")
             return result
         recovered("run again: the check shows it did not take effect")
-    return run_one(ctx, p, purpose=purpose, option=option, timeout=timeout, key=key, effect=effect)
+    return run_one(ctx, c, purpose=purpose, option=option, timeout=timeout, key=key, effect=effect)
 
 
 def took_effect(
     ctx: RunContext,
-    p: Planned,
+    p: Cleared,
     started: dict[str, Any],
     *,
     option: int | None,
@@ -89,11 +91,12 @@ def took_effect(
     else:
         (checking,) = plan(ctx, CommandSpec(run=spec.run, on=p.host.name, timeout=spec.timeout))
         verdict = command_class(ctx, checking.command)
-        if verdict.klass == "deny" or (verdict.klass == "ask" and checking.command not in approved):
+        cleared = clear(checking, verdict, approved)
+        if cleared is None:
             why = f"its check {checking.command!r} is not allowed by the policy ({verdict.klass})"
         else:
             _outwait(ctx, p, started, key=key)
-            r = run_one(ctx, checking, purpose="check", option=option, timeout=spec.timeout)
+            r = run_one(ctx, cleared, purpose="check", option=option, timeout=spec.timeout)
             if r.error is None and not r.timed_out and r.exit_code is not None:
                 in_effect = r.exit_code == 0
                 return in_effect if effect == "apply" else not in_effect
@@ -103,7 +106,7 @@ def took_effect(
     raise MutationInDoubt(key, p.host.name, effect, option, why)
 
 
-def _outwait(ctx: RunContext, p: Planned, started: dict[str, Any], *, key: str) -> None:
+def _outwait(ctx: RunContext, p: Cleared, started: dict[str, Any], *, key: str) -> None:
     """The cut-short command may still be running (its backstop outlives a killed signoff): checking
     before it is gone could see a half-done change, and running it again would race it."""
     began = timestamp(started.get("ts")) or datetime.now(UTC)  # a start line without its time: wait in full

@@ -23,7 +23,7 @@ from agent.models import CommandSpec
 from agent.run.dispatch import run_one
 from agent.run.effects import mutate
 from agent.run.ledger import Effect, graph_task
-from agent.run.planning import Planned, command_class, plan
+from agent.run.planning import Cleared, clear, command_class, plan
 from tools.transport import CommandResult, Host, TransportError
 
 
@@ -51,11 +51,14 @@ def run_spec(
     one was cut short and cannot be settled. `diagnose(host)` runs on a host whose command overran,
     before the kill; what it returns is kept as the result's `diagnosis`. `only` narrows the spec's
     hosts (a keep with exceptions rolls back on those hosts alone); `levels` sets a sweep's variable."""
-    planned = plan(ctx, spec, only=only, levels=levels)
     allowed = set(approved)
-    for p in planned:
+    planned: list[Cleared] = []
+    for p in plan(ctx, spec, only=only, levels=levels):
         verdict = command_class(ctx, p.command)
-        if verdict.klass == "deny" or (verdict.klass == "ask" and p.command not in allowed):
+        cleared = clear(p, verdict, allowed)
+        if cleared is not None:
+            planned.append(cleared)
+        else:
             ctx.journal.append(
                 ev.CommandRefused(
                     purpose=purpose,
@@ -119,7 +122,7 @@ _in_command: ContextVar[bool] = ContextVar("signoff_in_command", default=False)
 @task(name="command", retry_policy=RetryPolicy(max_attempts=2, initial_interval=0.5, jitter=True, retry_on=LinkLost))
 def _command_task(
     ctx: RunContext,
-    p: Planned,
+    p: Cleared,
     *,
     purpose: str,
     option: int | None,
@@ -139,7 +142,7 @@ def _command_task(
 @task(name="mutation")
 def _mutation_task(
     ctx: RunContext,
-    p: Planned,
+    p: Cleared,
     *,
     purpose: str,
     option: int | None,
@@ -157,7 +160,7 @@ def _mutation_task(
 
 def _run_diagnosed(
     ctx: RunContext,
-    p: Planned,
+    p: Cleared,
     *,
     purpose: str,
     option: int | None,
@@ -174,14 +177,14 @@ def _run_diagnosed(
 
 def _direct(
     ctx: RunContext,
-    planned: list[Planned],
+    planned: list[Cleared],
     *,
     purpose: str,
     option: int | None,
     timeout: float,
     diagnose: Callable[[Host], str | None] | None,
 ) -> list[CommandResult]:
-    def one(p: Planned) -> CommandResult:
+    def one(p: Cleared) -> CommandResult:
         return _run_diagnosed(ctx, p, purpose=purpose, option=option, timeout=timeout, diagnose=diagnose)
 
     if len(planned) == 1:

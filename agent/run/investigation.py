@@ -20,8 +20,8 @@ from agent.journal import events as ev
 from agent.models import Option, Probe
 from agent.run.dispatch import run_one
 from agent.run.execute import run_spec
-from agent.run.planning import Planned, command_class, plan
-from tools.commands import allowed_words, classify
+from agent.run.planning import Planned, clear, command_class, plan
+from tools.commands import Verdict, classify
 from tools.transport import CommandResult
 
 MAX_RESULT_CHARS = 8_000
@@ -40,7 +40,54 @@ SECRET_EXCLUDES = (
     "--exclude=.git-credentials --exclude=.vault-token --exclude=.npmrc --exclude=.pypirc --exclude=token "
     "--exclude=ssh_host_*_key --exclude-dir=huggingface --exclude-dir=gcloud --exclude-dir=.azure"
 )
-RECURSIVE = re.compile(r"^-(-recursive|-dereference-recursive|[A-Za-z]*[rR][A-Za-z]*)$")
+# GNU grep's short options that take a value (the rest of their cluster, or the next word).
+_GREP_VALUED = set("efmABCdD")
+_GREP_LONG_VALUED = ("regexp", "file", "max-count", "after-context", "before-context", "context", "directories",
+                     "devices", "label", "include", "exclude", "exclude-from", "exclude-dir", "color", "colour",
+                     "binary-files", "group-separator")  # fmt: skip
+
+
+def recursive_grep(words: list[str]) -> bool:
+    """Whether this grep reads directories recursively, in any spelling: `rgrep`; `-r`/`-R`, alone or in a
+    cluster (`-nr`, `-inR`); `-d recurse`, `-drecurse`, `--directories=recurse` and the abbreviations getopt and
+    grep accept (`-d rec`, `--direc=rec`, `--recur`, `--dereference-rec`). A word that may be an option's value
+    errs towards recursive only when it spells one (`-e -r` searches for `-r`, and is still refused)."""
+    name = words[0].rsplit("/", 1)[-1] if words else ""
+    if name == "rgrep":
+        return True
+
+    def recurse(value: str) -> bool:
+        return bool(value) and "recurse".startswith(value)
+
+    i = 1
+    while i < len(words):
+        w = words[i]
+        i += 1
+        if w == "--":
+            break
+        if w.startswith("--"):
+            option, has_value, value = w[2:].partition("=")
+            if option and ("recursive".startswith(option) or "dereference-recursive".startswith(option)):
+                return True
+            if option and "directories".startswith(option):
+                if not has_value and i < len(words):
+                    value, i = words[i], i + 1
+                if recurse(value) or not value:
+                    return True
+            elif not has_value and any(long.startswith(option) for long in _GREP_LONG_VALUED) and option:
+                i += 1  # its value is the next word
+        elif w.startswith("-") and len(w) > 1:
+            for k, c in enumerate(w[1:], 1):
+                if c in "rR":
+                    return True
+                if c in _GREP_VALUED:
+                    value = w[k + 1 :]
+                    if not value and i < len(words):
+                        value, i = words[i], i + 1
+                    if c == "d" and (recurse(value) or not value):
+                        return True
+                    break
+    return False
 
 
 @dataclass
@@ -111,7 +158,8 @@ class Toolbox:
     def run_readonly(self, host: str, command: str) -> tuple[str, bool]:
         """Run one program with its arguments — never a shell line: the words are quoted one by one,
         so `;`, `|`, `>`, `$(…)`, globs and `#` are plain characters, and what runs is exactly what
-        the policy's read-only patterns were matched against."""
+        the policy's read-only patterns were matched against (their program word by program identity:
+        `cat *` is the `cat` on the host's PATH, never `tools/cat`)."""
         target = self._host(host)
         if target is None:
             return self._unknown_host(host), True
@@ -123,24 +171,32 @@ class Toolbox:
             return "empty command", True
         quoted = shlex.join(words)
         rules = self.ctx.policy.model.commands
-        verdict = command_class(self.ctx, command)
+        # Deny patterns are tried on the text the model wrote as well as on what would run.
+        written = command_class(self.ctx, command)
+        verdict = classify(quoted, allow=rules.readonly, ask=rules.ask, deny=rules.deny)
+        denied = written if written.klass == "deny" else verdict
         secret = next((w for w in words if SECRET_PATH.search(w)), None)
-        if verdict.klass == "deny" or secret is not None:
-            pattern = (verdict.pattern or verdict.reason) if verdict.klass == "deny" else "credential path"
-            self._refused(host, self.ctx.redact(command), pattern, verdict.part if secret is None else secret)
+        if denied.klass == "deny" or secret is not None:
+            pattern = (denied.pattern or denied.reason) if denied.klass == "deny" else "credential path"
+            self._refused(host, self.ctx.redact(command), pattern, denied.part if secret is None else secret)
             return f"REFUSED by the command policy (deny {pattern!r}); it was not run", True
-        if words[0].endswith("grep") and any(RECURSIVE.match(w) for w in words[1:]):
+        if words[0].rsplit("/", 1)[-1].endswith("grep") and recursive_grep(words):
             return "recursive grep is not run here (it would read credential files); use the grep tool", True
-        readonly = allowed_words(words, rules.readonly) is not None
-        if not readonly and command not in self.approved:
+        approved = command in self.approved
+        if verdict.klass != "allow" and not approved:
             self._request(host, command, why="not in the policy's read-only list")
             return (
                 "NOT RUN: this command is not on the policy's read-only list. A person has been asked to "
                 "approve it at a command gate; carry on without it, and say in your finding what it would show.",
                 True,
             )
+        operands = [w.split("=", 1)[1] if w.startswith("--") else w for w in words[1:] if not w.startswith("-")]
+        operands += [w.split("=", 1)[1] for w in words[1:] if w.startswith("--") and "=" in w]
+        linked = self._links_to_secret(target, host, operands, shown=command)
+        if linked is not None:
+            return linked, True
         self.calls.append(ToolCall("run_readonly", host, command=command))
-        return self._run(target, quoted, tool="run_readonly")
+        return self._run(target, quoted, tool="run_readonly", verdict=verdict, approved=approved)
 
     def _request(self, host: str, command: str, *, why: str) -> None:
         request = {"host": host, "command": command}
@@ -177,26 +233,54 @@ class Toolbox:
             return f"REFUSED: {path} looks like a credential file; its contents never leave the host", True
         rules = self.ctx.policy.model.commands
         verdict = classify(command, allow=["*"], ask=[], deny=rules.deny)
-        if verdict.klass == "deny":
-            return f"REFUSED by the command policy (deny {verdict.pattern or verdict.reason!r})", True
+        if verdict.klass != "allow":
+            return f"REFUSED by the command policy ({verdict.klass} {verdict.pattern or verdict.reason!r})", True
+        linked = self._links_to_secret(target, host, [path], shown=f"{tool} {path}")
+        if linked is not None:
+            return linked, True
         self.calls.append(ToolCall(tool, host, path=path))
-        text, failed = self._run(target, command, tool=tool)
+        text, failed = self._run(target, command, tool=tool, verdict=verdict)
         if tool == "grep":
             # What grep printed was read too: a finding may cite path:line from its output.
             for found in dict.fromkeys(re.findall(r"^([^\s:][^:\n]*):\d+:", text, re.M)):
                 self.calls.append(ToolCall("grep", host, path=found))
         return text, failed
 
-    def _run(self, host: Any, command: str, *, tool: str) -> tuple[str, bool]:
+    def _run(self, host: Any, command: str, *, tool: str, verdict: Verdict, approved: bool = False) -> tuple[str, bool]:
+        cleared = clear(Planned(host=host, command=command), verdict, {command} if approved else ())
+        if cleared is None:  # the callers checked the verdict; this is what makes that check the one that counts
+            return f"REFUSED by the command policy ({verdict.klass}); it was not run", True
         self.ctx.journal.append(ev.SubagentTool(option=self.option.id, tool=tool, host=host.name), actor=self.agent)
         result = run_one(
-            self.ctx,
-            Planned(host=host, command=command),
-            purpose=f"investigate:{tool}",
-            option=self.option.id,
-            timeout=TOOL_TIMEOUT_S,
+            self.ctx, cleared, purpose=f"investigate:{tool}", option=self.option.id, timeout=TOOL_TIMEOUT_S
         )
         return render_result(result, self.ctx.redact), not result.ok
+
+    def _links_to_secret(self, target: Any, host: str, paths: list[str], *, shown: str) -> str | None:
+        """Resolve `paths` on the host (symlinks followed, as the program would) and refuse when one lands on a
+        credential path: `notes -> ~/.ssh/id_rsa` is read as the key it is. None when all are clear."""
+        if not paths:
+            return None
+        if any("\n" in p for p in paths):
+            return f"REFUSED: a path in {shown!r} holds a line break"
+        each = " ".join(shlex.quote(p) for p in paths)
+        script = f'for a in {each}; do realpath -e -- "$a" 2>/dev/null || echo; done'
+        rules = self.ctx.policy.model.commands
+        verdict = classify(script, allow=["*"], ask=[], deny=rules.deny)
+        cleared = clear(Planned(host=target, command=script), verdict)
+        unresolved = f"REFUSED: the paths of {shown!r} could not be resolved on the host to check them"
+        if cleared is None:
+            return unresolved
+        purpose = "investigate:resolve"
+        result = run_one(self.ctx, cleared, purpose=purpose, option=self.option.id, timeout=TOOL_TIMEOUT_S)
+        resolved = result.stdout_tail.split("\n")[: len(paths)]
+        if not result.ok or result.stdout_truncated or len(resolved) < len(paths):
+            return unresolved
+        for given, real in zip(paths, resolved, strict=True):
+            if real and SECRET_PATH.search(real):
+                self._refused(host, self.ctx.redact(shown), "credential path", f"{given} -> {real}")
+                return f"REFUSED: {given} resolves to {real}, a credential file; its contents never leave the host"
+        return None
 
     def _refused(self, host: str, command: str, pattern: str | None, part: str) -> None:
         self.ctx.journal.append(

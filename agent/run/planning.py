@@ -5,8 +5,9 @@ named, and classed by the command policy (allow, ask or deny). Nothing here touc
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
 
 from agent.campaign import render, sweep_default
 from agent.context import RunContext
@@ -23,10 +24,44 @@ class Planned:
     stdin: bytes | None = None
     secrets: tuple[str, ...] = ()
 
+
+_CLEARING = object()
+
+
+@dataclass(frozen=True)
+class Cleared:
+    """A planned command that may run, and the exact text its host's bash is given (after the secrets are read):
+    the canonical form the command policy judged and allowed (`by="policy"`, tools/canonical.py), or the command
+    as written, which a person was shown and approved at a command gate (`by="person"`). Only `clear` makes one,
+    and the transport is reached with nothing else (agent/run/dispatch.py: run_one)."""
+
+    planned: Planned
+    runs: str
+    by: Literal["policy", "person"]
+    _made_by: object = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self._made_by is not _CLEARING:
+            raise TypeError("a Cleared command is made by agent.run.planning.clear, after the command policy")
+
+    @property
+    def host(self) -> Host:
+        return self.planned.host
+
     @property
     def script(self) -> str:
         """What runs: read the secrets from stdin first (one encoded line each, see `plan`), then the command."""
-        return delivery_script(self.secrets) + self.command
+        return delivery_script(self.planned.secrets) + self.runs
+
+
+def clear(p: Planned, verdict: Verdict, approved: Collection[str] = ()) -> Cleared | None:
+    """`p` cleared to run under `verdict` (the command policy's class of `p.command`), or None when it may not:
+    denied, or asked about and not among the commands a person `approved`."""
+    if verdict.klass == "allow" and verdict.runs is not None:
+        return Cleared(p, verdict.runs, "policy", _CLEARING)
+    if verdict.klass == "ask" and p.command in approved:
+        return Cleared(p, p.command, "person", _CLEARING)
+    return None
 
 
 def variables(ctx: RunContext, host: Host, levels: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -78,7 +78,9 @@ TWO = (
 )
 ASKING = (
     (ALLOW_ALL % "")
-    .replace('allow: ["*"]', 'allow: ["*python* *simserve.py *", "test *", "echo *", "rm -f *"]')
+    .replace(
+        'allow: ["*"]', 'allow: ["python* *simserve.py *", "/**/python* *simserve.py *", "test *", "echo *", "rm -f *"]'
+    )
     .replace(
         "decide: continue}\n  continue_or_ask",
         "decide: continue}\n      - {id: else-skip, decide: skip, then: rollback}\n  continue_or_ask",

@@ -86,7 +86,7 @@ def test_a_denied_command_never_runs(cli, variant, tmp_path):
 def test_unlisted_command_opens_a_command_gate(cli, variant, tmp_path):
     campaign = variant(MINI, name="ask")
     policy = tmp_path / "p.yaml"
-    allow = 'allow: ["*python* *simserve.py *", "test *", "echo *"]'
+    allow = 'allow: ["python* *simserve.py *", "/**/python* *simserve.py *", "test *", "echo *"]'
     policy.write_text((ALLOW_ALL % "").replace('allow: ["*"]', allow))
     r = cli("run", str(campaign), "--policy", str(policy), "--json")
     assert r.code == 3, r.stderr
@@ -160,7 +160,10 @@ def test_a_command_rule_approves_only_the_command_it_looked_at(cli, variant, tmp
     two = MINI.replace('apply: ["touch broken"]', 'apply: ["touch approved-one", "touch second-one"]')
     policy = tmp_path / "p.yaml"
     policy.write_text(
-        (ALLOW_ALL % "").replace('allow: ["*"]', 'allow: ["*python* *simserve.py *", "test *", "echo *", "rm -f *"]')
+        (ALLOW_ALL % "").replace(
+            'allow: ["*"]',
+            'allow: ["python* *simserve.py *", "/**/python* *simserve.py *", "test *", "echo *", "rm -f *"]',
+        )
         + "  command:\n    rules:\n"
         + "      - {id: approve-first, when: 'command.startsWith(\"touch approved-one\")', decide: approve}\n"
         + "      - {id: ask-rest, decide: ask}\n"

@@ -343,7 +343,7 @@ ASKED_PROBE = """\
 ASKING = """\
 version: 1
 name: asks-about-substitutions
-commands: {allow: ["*python* *simserve.py *", "grep *"]}
+commands: {allow: ["python* *simserve.py *", "/**/python* *simserve.py *", "grep *"]}
 gates:
   plan: {rules: [{id: plan-ok, decide: approve}]}
   triage: {rules: [{id: go, decide: continue}]}

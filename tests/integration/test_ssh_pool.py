@@ -18,13 +18,22 @@ from agent.context import RunContext
 from agent.errors import LinkLost
 from agent.journal.chain import Journal
 from agent.run.execute import _command_task
-from agent.run.planning import Planned
+from agent.run.planning import Cleared, Planned, clear
 from policies.engine import PolicyEngine
 from policies.load import load_policy
 from tests import sshd as harness
 from tests.conftest import journal_events
 from tools.artifacts import ArtifactStore
+from tools.commands import classify
 from tools.ssh import KnownHosts, SSHTransport
+
+
+def allowed(p: Planned) -> Cleared:
+    """`p` through the command policy under `allow: ["*"]`, as every command reaches a transport."""
+    cleared = clear(p, classify(p.command, allow=["*"], ask=[], deny=[]))
+    assert cleared is not None
+    return cleared
+
 
 READS = 16
 
@@ -88,7 +97,7 @@ def test_sixteen_reads_in_flight_when_the_pooled_connection_is_killed(tmp_path: 
         # A mutation among them: it writes a line, so a second run of it would show.
         mutation = _command_task(
             ctx,
-            Planned(host, "echo once >> mutation.log; sleep 1.5"),
+            allowed(Planned(host, "echo once >> mutation.log; sleep 1.5")),
             purpose="setup",
             option=None,
             timeout=20,
@@ -97,7 +106,7 @@ def test_sixteen_reads_in_flight_when_the_pooled_connection_is_killed(tmp_path: 
         reads = [
             _command_task(
                 ctx,
-                Planned(host, f"sleep 1.5; echo read-{i}"),
+                allowed(Planned(host, f"sleep 1.5; echo read-{i}")),
                 purpose=f"probe:{i}",
                 option=None,
                 timeout=20,

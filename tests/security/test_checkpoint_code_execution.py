@@ -64,7 +64,11 @@ def test_resuming_a_paused_session_from_a_tampered_checkpoint_is_refused_in_one_
     from tests.e2e.test_evidence import ALLOW_ALL, MINI
 
     policy = tmp_path / "p.yaml"
-    policy.write_text((ALLOW_ALL % "").replace('allow: ["*"]', 'allow: ["*python* *simserve.py *", "test *"]'))
+    policy.write_text(
+        (ALLOW_ALL % "").replace(
+            'allow: ["*"]', 'allow: ["python* *simserve.py *", "/**/python* *simserve.py *", "test *"]'
+        )
+    )
     r = cli("run", str(variant(MINI, name="tamper")), "--policy", str(policy), "--json")
     assert r.code == 3 and r.json()["pending_gate"]["kind"] == "command", r.stderr
     session, journal = r.json()["session"], Path(r.json()["journal"])

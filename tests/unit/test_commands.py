@@ -40,7 +40,11 @@ def test_redirection_outside_the_working_directory_needs_approval():
 
 def test_an_allow_pattern_star_stays_inside_its_word():
     rules = {"allow": ["*python* simserve.py probe *", "nvidia-smi -q *", "cat *"], "ask": [], "deny": []}
-    assert classify("/usr/bin/python3 simserve.py probe ep", **rules).klass == "allow"
+    assert classify("python3 simserve.py probe ep", **rules).klass == "allow"
+    # A bare pattern names the program on PATH; a path is a file, allowed only by a pattern with a path.
+    assert classify("/usr/bin/python3 simserve.py probe ep", **rules).klass == "ask"
+    with_path = {**rules, "allow": ["/**/python* simserve.py probe *"]}
+    assert classify("/usr/bin/python3 simserve.py probe ep", **with_path).klass == "allow"
     assert classify("nvidia-smi -q", **rules).klass == "allow"  # a final lone * also covers nothing
     # A leading * must not swallow an interpreter and its script.
     assert classify("bash -c 'touch PWNED' python simserve.py probe x", **rules).klass == "ask"

@@ -23,6 +23,9 @@ class CommandStarted(Event):
     secrets: list[str] = Field(default_factory=list)
     key: str | None = None
     effect: str | None = None
+    # What the host's bash was given when that is not `command` as written: the canonical form the command policy
+    # judged (tools/canonical.py). Absent when they are the same, and in sessions recorded before it existed.
+    runs: str | None = None
 
 
 class CommandFinished(Event):
