@@ -43,7 +43,7 @@ _RESERVED = {
 }  # fmt: skip
 _SAFE = re.compile(r"[A-Za-z0-9_@%+=:,./-]+")
 _BRACKET = re.compile(r"\[[!^]?\]?[A-Za-z0-9_.,:+@%=-]*(\[:[a-z]+:\][A-Za-z0-9_.,:+@%=-]*)*\]")
-_TILDE_PREFIX = re.compile(r"~([A-Za-z0-9._-]*|[+-][0-9]*)")
+_TILDE_PREFIX = re.compile(r"~([+-][0-9]*|[A-Za-z0-9._-]*)")
 _ARITH_NUMBERS = re.compile(r"[0-9 +\-*/%()]*")
 _NUMERIC_BRACES = re.compile(r"\{-?[0-9]+\.\.-?[0-9]+(\.\.-?[0-9]+)?\}")
 _PLAIN_OPS = {":-", "-", ":+", "+", ":?", "?", ":=", "=", "#", "##", "%", "%%"}
@@ -109,14 +109,16 @@ def _render(source: bytes) -> str:
 
 
 def quote(value: str) -> str:
-    """A literal word: bare when it holds only characters no shell treats specially, else single-quoted."""
-    return value if _SAFE.fullmatch(value) else shlex.quote(value)
+    """A literal word: bare when it holds only characters no shell treats specially, else single-quoted (a backslash
+    before a line break split from it by the quotes, so no reader takes them for a line continuation)."""
+    return value if _SAFE.fullmatch(value) else shlex.quote(value).replace("\\\n", "\\'\n'")
 
 
 def _dq_escape(value: str) -> str:
     """Literal text inside double quotes: `"`, `$` and a backquote escaped, and a backslash where it would escape
     what follows it (or ends the piece, before whatever comes next)."""
-    return re.sub(r'["$`]|\\(?=[\\"$`\n]|\Z)', lambda m: "\\" + m.group(0), value)
+    escaped = re.sub(r'["$`]|\\(?=[\\"$`\n]|\Z)', lambda m: "\\" + m.group(0), value)
+    return escaped.replace("\\\\\n", '\\\\""\n')  # `\\` then a line break: closed and reopened between
 
 
 # Where an expansion starts: text the grammar left literal that bash would expand is not written back as literal.
@@ -555,7 +557,7 @@ class _Writer:
             elif not value.endswith("\n"):
                 raise _Unfaithful("a here-document without its last line break")
             else:
-                stdin = "<<< " + shlex.quote(value[:-1])
+                stdin = "<<< " + quote(value[:-1])
         else:
             stdin = "<<< " + self.heredoc_body(body)
         more: list[str] = []
@@ -662,9 +664,10 @@ class _Writer:
         if kind == "$":
             return [_Piece("\\$" if quoted else "'$'")]
         if kind == "raw_string":
-            return [_Piece(shlex.quote(raw[1:-1]))]
+            return [_Piece(quote(raw[1:-1]) if raw[1:-1] else "''")]
         if kind == "ansi_c_string":
-            return [_Piece(shlex.quote(decode_ansi_c(raw[2:-1])))]
+            value = decode_ansi_c(raw[2:-1])
+            return [_Piece(quote(value) if value else "''")]
         if kind in ("string", "translated_string"):
             return self.string(node)
         if kind == "concatenation":
@@ -799,7 +802,9 @@ class _Writer:
             self.depth -= 1
         if not text:
             raise _Unfaithful("an empty substitution")
-        return ("$(" if opener == "`" else opener) + " " + text + " )"
+        # `$( (a) )` keeps its blanks: `$((` would open arithmetic.
+        opened = "$(" if opener == "`" else opener
+        return f"{opened} {text} )" if text.startswith("(") else f"{opened}{text})"
 
 
 def _between(node: Node, opener: str, closer: str | None) -> list[Node]:
