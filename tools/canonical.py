@@ -48,6 +48,15 @@ _ARITH_NUMBERS = re.compile(r"[0-9 +\-*/%()]*")
 _NUMERIC_BRACES = re.compile(r"\{-?[0-9]+\.\.-?[0-9]+(\.\.-?[0-9]+)?\}")
 _PLAIN_OPS = {":-", "-", ":+", "+", ":?", "?", ":=", "=", "#", "##", "%", "%%"}
 _PLAIN_OPERAND = re.compile(r"[A-Za-z0-9_./:@%+,=*?-]*")
+_ESCAPED = re.compile(r"\\.", re.S)
+_DQ_SPECIAL = re.compile(r'["$`]|\\(?=[\\"$`\n]|\Z)')
+_ASSIGNMENT_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
+_TILDE_AFTER = re.compile(r"[=:]~")
+_EXTGLOB = re.compile(r"[@!+*?]\(")
+_QUOTE_IN_WORD = re.compile(r"(?<!\\)['\"]")
+_HEREDOC_ESCAPE = re.compile(r"\\([$`\\\n])")
+_FUNCTION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_:.-]*")
+_TEST_FLAG = re.compile(r"-[A-Za-z]{1,2}")
 _REDIRECT_OPS = {">", ">>", "<", "&>", "&>>", ">&", "<&", ">|", ">&-", "<&-"}
 _LIST_OPS = {"&&", "||"}
 _PIPE_OPS = {"|", "|&"}
@@ -94,6 +103,7 @@ def _render(source: bytes) -> str:
         raise _Unfaithful(f"over {MAX_RUN:,} bytes without a `;` or a line break")
     out: list[str] = []
     background = False
+    cut = b""
     for piece in pieces:
         read, _ = as_bash_reads(piece)
         root = parser().parse(read).root_node
@@ -102,9 +112,10 @@ def _render(source: bytes) -> str:
         text, ends_in_background = _Writer(piece).body(root.children)
         if text:
             if out:
-                out.append(" " if background else "; ")
+                out.append(" " if background else "\n" if cut == b"\n" else "; ")
             out.append(text)
             background = ends_in_background
+        cut = piece[-1:]
     return "".join(out)
 
 
@@ -117,7 +128,7 @@ def quote(value: str) -> str:
 def _dq_escape(value: str) -> str:
     """Literal text inside double quotes: `"`, `$` and a backquote escaped, and a backslash where it would escape
     what follows it (or ends the piece, before whatever comes next)."""
-    escaped = re.sub(r'["$`]|\\(?=[\\"$`\n]|\Z)', lambda m: "\\" + m.group(0), value)
+    escaped = _DQ_SPECIAL.sub(lambda m: "\\" + m.group(0), value)
     return escaped.replace("\\\\\n", '\\\\""\n')  # `\\` then a line break: closed and reopened between
 
 
@@ -127,7 +138,7 @@ _EXPANDS = re.compile(r"\$[A-Za-z0-9_{(\[@*#?$!-]|`")
 
 def _literal_stretch(raw: str) -> str:
     """`raw` (text between the expansions the grammar found), refused if bash would find another in it."""
-    plain = re.sub(r"\\.", "", raw, flags=re.S)
+    plain = _ESCAPED.sub("", raw)
     if _EXPANDS.search(plain):
         raise _Unfaithful(
             f"an expansion the grammar did not read as one ({plain.strip()[:30]!r}) is only run as written"
@@ -147,6 +158,7 @@ class _Writer:
     def __init__(self, source: bytes) -> None:
         self.src = source  # node text is read from the original bytes (the parsed copy had some made plain)
         self.depth = 0
+        self.written: dict[tuple[str, bytes], str] = {}
 
     def raw(self, node: Node) -> str:
         return self.src[node.start_byte : node.end_byte].decode("utf-8", "surrogatepass")
@@ -159,24 +171,25 @@ class _Writer:
     # ------------------------------------------------------------------ statements
 
     def body(self, children: list[Node]) -> tuple[str, bool]:
-        """Statements among `children` joined by `;` (or `&` after a background one); whether the last is `&`."""
-        parts: list[list[str | bool]] = []
+        """Statements among `children`, each ended as it was (`;`, `&`, or a line break where none was written);
+        whether the last one runs in the background."""
+        parts: list[list[str]] = []  # [text, how it was ended]
         for child in children:
             if child.type == "comment":
                 continue
             if not child.is_named:
-                if child.type == "&" and parts:
-                    parts[-1][1] = True
+                if child.type in (";", "&") and parts and not parts[-1][1]:
+                    parts[-1][1] = child.type
                 elif child.type not in (";", "\n"):
                     raise _Unfaithful(f"unexpected {child.type!r} between statements")
                 continue
-            parts.append([self.statement(child), False])
+            parts.append([self.statement(child), ""])
         out: list[str] = []
-        for i, (text, background) in enumerate(parts):
-            out.append(str(text) + (" &" if background else ""))
+        for i, (text, ended) in enumerate(parts):
+            out.append(text + (" &" if ended == "&" else ""))
             if i + 1 < len(parts):
-                out.append(" " if background else "; ")
-        return "".join(out), bool(parts and parts[-1][1])
+                out.append({"&": " ", ";": "; "}.get(ended, "\n"))
+        return "".join(out), bool(parts and parts[-1][1] == "&")
 
     def block(self, children: list[Node], what: str) -> str:
         """A body that must hold a statement, terminated so a keyword may follow it."""
@@ -186,11 +199,25 @@ class _Writer:
         return text if background else text + ";"
 
     def statement(self, node: Node) -> str:
+        # A statement's form depends on its own text and what follows it: the next byte (how a `$` at its end was
+        # read) or, with a here-document in it, the rest of the line it ends on. A long command repeats itself, and
+        # each repeat is written once.
+        text = self.src[node.start_byte : node.end_byte]
+        after = node.end_byte + 1
+        if b"<<" in text:
+            line_end = self.src.find(b"\n", node.end_byte)
+            after = line_end if line_end >= 0 else len(self.src)
+        key = (node.type, self.src[node.start_byte : after])
+        known = self.written.get(key)
+        if known is not None:
+            return known
         self.nested()
         try:
-            return self._statement(node)
+            text = self._statement(node)
         finally:
             self.depth -= 1
+        self.written[key] = text
+        return text
 
     def _statement(self, node: Node) -> str:
         kind = node.type
@@ -341,7 +368,7 @@ class _Writer:
     def function(self, node: Node) -> str:
         name = next((c for c in node.named_children if c.type == "word"), None)
         body = node.child_by_field_name("body")
-        if name is None or body is None or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_:.-]*", self.raw(name)):
+        if name is None or body is None or not _FUNCTION_NAME.fullmatch(self.raw(name)):
             raise _Unfaithful("a function whose name the renderer does not write back")
         if self.raw(name) in _RESERVED:
             raise _Unfaithful("a function named like a reserved word")
@@ -457,7 +484,7 @@ class _Writer:
                 todo.extend(reversed(child.children))
             elif child.type == "test_operator" or not child.is_named:
                 op = self.raw(child).strip()
-                if re.fullmatch(r"-[A-Za-z]{1,2}", op):
+                if _TEST_FLAG.fullmatch(op):
                     out.append(op)
                 elif op in _TEST_OPS:
                     out.append(op if opener == "[[" else quote(op))
@@ -607,15 +634,19 @@ class _Writer:
 
     def word(self, nodes: list[Node], *, pattern: bool = False, assignment: bool = False) -> str:
         """One shell word from the nodes that make it, each piece keeping the quoting it had."""
+        if len(nodes) == 1 and nodes[0].type == "word":
+            raw = self.raw(nodes[0])
+            if _SAFE.fullmatch(raw):  # most words: nothing quoted, escaped, expanded or globbed
+                return raw
         pieces: list[_Piece] = []
         bare = [self.bare(node) for node in nodes]
         pieces = self.pieces(nodes, first=True, pattern=pattern)
         joined = "".join(bare)
         if braces(joined):
             raise _Unfaithful("brace expansion is only run as written")
-        if not assignment and re.match(r"[A-Za-z_][A-Za-z0-9_]*\+?=", joined) and re.search(r"[=:]~", joined):
+        if not assignment and _ASSIGNMENT_WORD.match(joined) and _TILDE_AFTER.search(joined):
             raise _Unfaithful("a tilde in an assignment-like word is only run as written")
-        if assignment and re.search(r":~", joined):
+        if assignment and ":~" in joined:
             raise _Unfaithful("a tilde after a colon in an assignment is only run as written")
         text = _join(pieces)
         return text if text else "''"
@@ -623,7 +654,7 @@ class _Writer:
     def bare(self, node: Node) -> str:
         """The unquoted literal text of a word's piece (anything else as `Q`): where braces and tildes act."""
         if node.type in ("word", "extglob_pattern"):
-            return re.sub(r"\\.", "QQ", self.raw(node), flags=re.S)
+            return _ESCAPED.sub("QQ", self.raw(node))
         if node.type == "concatenation":
             return "".join(self.bare(c) for c in node.children)
         return "Q" * len(self.raw(node))
@@ -656,7 +687,7 @@ class _Writer:
         kind = node.type
         raw = self.raw(node)
         if kind in ("word", "extglob_pattern"):
-            if kind == "extglob_pattern" and re.search(r"[@!+*?]\(", raw):
+            if kind == "extglob_pattern" and _EXTGLOB.search(raw):
                 raise _Unfaithful("an extended glob is only run as written")
             return self.unquoted(raw, first)
         if kind in ("number", "variable_name"):
@@ -703,7 +734,7 @@ class _Writer:
                 literal.clear()
 
         _literal_stretch(raw)
-        if re.search(r"(?<!\\)['\"]", re.sub(r"\\.", "", raw, flags=re.S)):
+        if _QUOTE_IN_WORD.search(_ESCAPED.sub("", raw)):
             raise _Unfaithful("a quote the grammar read as part of a word is only run as written")
         i, n = 0, len(raw)
         if first and raw.startswith("~"):
@@ -830,4 +861,4 @@ def _join(pieces: list[_Piece]) -> str:
 
 def _unescape_heredoc(raw: str) -> str:
     """An unquoted here-document's literal text: a backslash escapes only `$`, a backquote, itself and a newline."""
-    return re.sub(r"\\([$`\\\n])", lambda m: "" if m.group(1) == "\n" else m.group(1), raw)
+    return _HEREDOC_ESCAPE.sub(lambda m: "" if m.group(1) == "\n" else m.group(1), raw)
