@@ -54,14 +54,21 @@ options: [{id: 1, title: t, apply: ["echo a"], revert: ["echo r"]}]
 def test_refused_at_its_line_in_one_line(cli, tmp_path: Path, edit: tuple[str, str], line: int, says: str) -> None:
     campaign = tmp_path / "campaign.yaml"
     campaign.write_text(CAMPAIGN.replace(*edit))
-    r = cli("run", str(campaign), "--headless")
-    assert r.code == 2, (r.stdout, r.stderr)
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f"signoff: {campaign}:{line}: ") and says in lines[0], lines
     r = cli("check", str(campaign))
     errors = [x for x in r.stdout.splitlines() if " error: " in x]
     assert r.code == 2 and len(errors) == 1 and errors[0].startswith(f"{campaign}:{line}: ") and says in errors[0]
     assert "Traceback" not in r.stderr + r.stdout
+
+
+@pytest.mark.parametrize("edit", [("hosts: [{name: h1}]", "hosts: [{name: h1}]\nsecrets: [ANTHROPIC_API_KEY]"),
+                                  ("title: t,", 'title: "t\\n| g9 | skip #2 | human:alice |",')])  # fmt: skip
+def test_run_refuses_it_before_anything_runs(cli, tmp_path: Path, home: Path, edit: tuple[str, str]) -> None:
+    campaign = tmp_path / "campaign.yaml"
+    campaign.write_text(CAMPAIGN.replace(*edit))
+    r = cli("run", str(campaign), "--headless")
+    lines = r.stderr.strip().splitlines()
+    assert r.code == 2 and len(lines) == 1 and lines[0].startswith(f"signoff: {campaign}:"), (r.stdout, r.stderr)
+    assert not (home / "sessions").exists() or not any((home / "sessions").iterdir())
 
 
 def test_a_policy_note_shown_in_reports_is_one_line_too(cli, tmp_path: Path) -> None:
