@@ -33,6 +33,10 @@ from tools.shellwords import MAX_RUN, as_bash_reads, braces, chunks, decode_ansi
 MAX_RENDERED_BYTES = 256 * 1024
 # Compound commands and substitutions within each other, deeper than this, are not written back.
 MAX_NESTING = 60
+# A redirection's descriptor with more digits than this is not written back (bash reads one that does not fit an int
+# as a word), nor a numeric brace range of more words than this (`{1..999999999}` is gigabytes on the host).
+MAX_FD_DIGITS = 4
+MAX_BRACE_WORDS = 10_000
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SPECIAL = re.compile(r"[0-9@*#?$!_-]")
@@ -88,6 +92,8 @@ def canonical(command: str) -> Canonical:
             raise _Unfaithful("a line continuation that the grammar and bash may read differently")
         if _render(text.encode("utf-8", "surrogatepass")) != text:
             raise _Unfaithful("its written-back form does not read back as itself")
+        if (found := _outside_single_quotes(text)) is not None:
+            raise _Unfaithful(f"{found!r} outside single quotes, which a multibyte locale may read differently")
     except _Unfaithful as exc:
         return Canonical(None, str(exc))
     except RecursionError:
@@ -539,6 +545,9 @@ class _Writer:
                 targets.append(child)
         if (fd and not fd.isdigit()) or op not in _REDIRECT_OPS:
             raise _Unfaithful(f"a redirection {self.raw(node)!r} is only run as written")
+        if len(fd) > MAX_FD_DIGITS:
+            # bash takes digits that do not fit an int for a word (an argument, even a command), not a descriptor
+            raise _Unfaithful(f"a descriptor number {fd[:12]} that bash may read as a word")
         if op in (">&-", "<&-"):
             if targets:
                 raise _Unfaithful("a closed descriptor with a target")
@@ -609,26 +618,22 @@ class _Writer:
         return stdin, more, tail
 
     def heredoc_body(self, body: Node) -> str:
-        """An unquoted here-document's body as a double-quoted here-string (its last line break dropped)."""
-        pieces: list[_Piece] = []
+        """An unquoted here-document's body as a here-string (its last line break dropped)."""
+        parts: list[str | list[_Piece]] = []
         pos = body.start_byte
         for child in body.named_children:
             if child.type == "heredoc_content":
                 continue
             lead = len(self.raw(child)) - len(self.raw(child).lstrip())
             core = child.start_byte + lead
-            pieces.append(
-                _Piece(
-                    _dq_escape(_unescape_heredoc(_literal_stretch(self.src[pos:core].decode("utf-8", "surrogatepass"))))
-                )
-            )
-            pieces.extend(self.piece(child, quoted=True))
+            parts.append(_unescape_heredoc(_literal_stretch(self.src[pos:core].decode("utf-8", "surrogatepass"))))
+            parts.append(self.piece(child, quoted=True))
             pos = child.end_byte
         tail = _unescape_heredoc(_literal_stretch(self.src[pos : body.end_byte].decode("utf-8", "surrogatepass")))
         if not tail.endswith("\n"):
             raise _Unfaithful("a here-document without its last line break")
-        pieces.append(_Piece(_dq_escape(tail[:-1])))
-        return '"' + _join(pieces) + '"'
+        parts.append(tail[:-1])
+        return _double_quoted(parts)
 
     # ------------------------------------------------------------------ words
 
@@ -718,8 +723,13 @@ class _Writer:
                 raise _Unfaithful("arithmetic on variables is only run as written")
             return [_Piece(f"$(({inner}))")]
         if kind == "brace_expression":
-            if quoted or not _NUMERIC_BRACES.fullmatch(raw):
+            numeric = _NUMERIC_BRACES.fullmatch(raw)
+            if quoted or not numeric:
                 raise _Unfaithful("brace expansion is only run as written")
+            low, high = (int(n) for n in raw[1:-1].split("..")[:2])
+            step = abs(int(numeric.group(1)[2:])) if numeric.group(1) else 1
+            if abs(high - low) // max(step, 1) + 1 > MAX_BRACE_WORDS:
+                raise _Unfaithful(f"a brace range of more than {MAX_BRACE_WORDS:,} words")
             return [_Piece(raw)]
         raise _Unfaithful(f"a {kind.replace('_', ' ')} is only run as written")
 
@@ -778,26 +788,18 @@ class _Writer:
             start = children[0].end_byte
             children = children[1:]
         pos, end = start + 1, node.end_byte - 1
-        pieces: list[_Piece] = []
+        parts: list[str | list[_Piece]] = []
         for child in children:
             if child.type in ('"', "string_content"):
                 continue
             lead = len(self.raw(child)) - len(self.raw(child).lstrip())
             core = child.start_byte + lead
-            pieces.append(
-                _Piece(
-                    _dq_escape(unescape_double(_literal_stretch(self.src[pos:core].decode("utf-8", "surrogatepass"))))
-                )
-            )
-            pieces.extend(self.piece(child, quoted=True))
+            parts.append(unescape_double(_literal_stretch(self.src[pos:core].decode("utf-8", "surrogatepass"))))
+            parts.append(self.piece(child, quoted=True))
             pos = child.end_byte
         if end > pos:
-            pieces.append(
-                _Piece(
-                    _dq_escape(unescape_double(_literal_stretch(self.src[pos:end].decode("utf-8", "surrogatepass"))))
-                )
-            )
-        return [_Piece('"' + _join(pieces) + '"')]
+            parts.append(unescape_double(_literal_stretch(self.src[pos:end].decode("utf-8", "surrogatepass"))))
+        return [_Piece(_double_quoted(parts))]
 
     def expansion(self, node: Node) -> str:
         """`${NAME}`, `${#NAME}` and `${NAME<op>text}` with plain text; anything else is run only as written."""
@@ -836,6 +838,57 @@ class _Writer:
         # `$( (a) )` keeps its blanks: `$((` would open arithmetic.
         opened = "$(" if opener == "`" else opener
         return f"{opened} {text} )" if text.startswith("(") else f"{opened}{text})"
+
+
+def _double_quoted(parts: list[str | list[_Piece]]) -> str:
+    """Literal text (str) and expansions (pieces) as one double-quoted word — or, when a literal holds a non-ASCII
+    character, each literal single-quoted and each expansion double-quoted on its own: in a multibyte locale (GBK,
+    BIG5, Shift_JIS) a character's last byte may be a `\\` or a backquote, which inside double quotes escapes
+    or opens what follows; no such encoding has a `'` there, and inside single quotes nothing is special."""
+    if all(isinstance(p, list) or p.isascii() for p in parts):
+        return '"' + _join([q for p in parts for q in (p if isinstance(p, list) else [_Piece(_dq_escape(p))])]) + '"'
+    out = [quote(p) if isinstance(p, str) else '"' + _join(p) + '"' for p in parts if p]
+    return "".join(out) or "''"
+
+
+def _outside_single_quotes(text: str) -> str | None:
+    """The first non-ASCII character of `text` (a canonical form) that is not inside single quotes, if any. Quotes
+    are followed into `$(…)` within double quotes; where the scan loses count (a `case` pattern's `)`), it errs
+    towards finding one."""
+    frames: list[list[str | int]] = [["N", 0]]  # normal (with its open parentheses), "D"ouble, "S"ingle quotes
+    i = 0
+    while i < len(text):
+        c, top = text[i], frames[-1]
+        if top[0] == "S":
+            if c == "'":
+                frames.pop()
+        elif c == "\\":
+            i += 1
+            if i < len(text) and not text[i].isascii():
+                return text[i]
+        elif top[0] == "D":
+            if c == '"':
+                frames.pop()
+            elif text.startswith("$(", i):
+                frames.append(["N", 0])
+                i += 1
+            elif not c.isascii():
+                return c
+        elif c == "'":
+            frames.append(["S", 0])
+        elif c == '"':
+            frames.append(["D", 0])
+        elif c == "(":
+            top[1] = int(top[1]) + 1
+        elif c == ")":
+            if int(top[1]) == 0 and len(frames) > 1:
+                frames.pop()
+            else:
+                top[1] = int(top[1]) - 1
+        elif not c.isascii():
+            return c
+        i += 1
+    return None
 
 
 def _between(node: Node, opener: str, closer: str | None) -> list[Node]:

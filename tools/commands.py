@@ -1252,11 +1252,13 @@ def allowed_words(words: Sequence[str], patterns: Sequence[str]) -> str | None:
 
 @dataclass(frozen=True)
 class _Slot:
-    """One word as allow patterns see it: its text, what it is, and whether it may become several."""
+    """One word as allow patterns see it: its text, what it is, whether it may become several, and whether its
+    value is only known when bash runs it (`"$(…)"`, `"$x"`: its source text says nothing of what it will be)."""
 
     text: str
     kind: Literal["assign", "cmd", "arg"]
     splits: bool = False
+    dynamic: bool = False
 
     def matches(self, pat: str) -> bool:
         if self.kind == "assign" and "=" not in pat:
@@ -1304,13 +1306,16 @@ def _words_match(slots: list[_Slot], pats: list[str]) -> bool:
     """Allow patterns match word by word: a `*` stays inside its word, except in the last word, where
     it also covers the rest of the command. So `/**/python* simserve.py *` allows `/usr/bin/python3
     simserve.py bench` but not `bash -c 'touch x' python simserve.py bench` (errs towards asking). A
-    word that may become several (`$x`, a glob) is only covered by that final `*`; an assignment only
-    by a pattern word with `=` in it; the program word as `program_matches` says."""
+    word that may become several (`$x`, a glob) is only covered by that final `*`, and a word whose value is only
+    known when it runs (`"$(…)"simserve.py` may be `-c<code>#simserve.py`) only by a pattern word that is `*`
+    itself; an assignment only by a pattern word with `=` in it; the program word as `program_matches` says."""
     for i, pat in enumerate(pats):
         last = i == len(pats) - 1
         if last and pat == "*":
             return True
         if i >= len(slots):
+            return False
+        if slots[i].dynamic and pat != "*":
             return False
         if last and pat.endswith("*"):
             first = slots[i]
@@ -1348,8 +1353,8 @@ def _assigned_name(word: _Word) -> str:
 
 def _allowed_by(simple: _Simple, patterns: Sequence[str]) -> str | None:
     assigns = [w for w in simple.assigns if w.dynamic or _assigned_name(w) not in _INERT_ENV]
-    slots = [_Slot(w.text, "assign", w.splits) for w in assigns]
-    slots += [_Slot(w.text, "cmd" if i == 0 else "arg", w.splits) for i, w in enumerate(simple.argv)]
+    slots = [_Slot(w.text, "assign", w.splits, w.dynamic) for w in assigns]
+    slots += [_Slot(w.text, "cmd" if i == 0 else "arg", w.splits, w.dynamic) for i, w in enumerate(simple.argv)]
     for pattern in patterns:
         pats = pattern.split()
         if pats and _words_match(slots, pats):

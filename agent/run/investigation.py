@@ -26,19 +26,34 @@ from tools.transport import CommandResult
 
 MAX_RESULT_CHARS = 8_000
 TOOL_TIMEOUT_S = 30.0
-# Paths that hold credentials: their contents would leave for the model provider.
+# What holds credentials, by where it is: their contents would leave for the model provider. One table makes both the
+# credential-path check of every path a tool is given and the grep tool's exclusions, so the two cannot drift apart.
+_CREDENTIAL_DIRS = (".ssh", ".aws", ".gnupg", ".docker", ".kube", ".azure")  # any directory named so
+_CREDENTIAL_SUBDIRS = (".cache/huggingface", ".config/gcloud")  # grep excludes their last directory name
+_CREDENTIAL_NAMES = (".env", ".netrc", ".pgpass", "credentials", "shadow", "gshadow", "environ", "cmdline",
+                     ".git-credentials", ".vault-token", ".npmrc", ".pypirc", "token")  # fmt: skip
+_CREDENTIAL_PARTS = ("id_rsa", "id_dsa", "id_ecdsa", "id_ed25519")  # anywhere in a file's name
+_CREDENTIAL_SUFFIXES = (".pem", ".key", ".p12", ".pfx")
+_CREDENTIAL_GLOBS = ("ssh_host_*_key",)
+
+
+def _alternatives(names: tuple[str, ...]) -> str:
+    return "|".join(re.escape(n) for n in names)
+
+
 SECRET_PATH = re.compile(
-    r"(^|/)(\.ssh|\.aws|\.gnupg|\.docker|\.kube)(/|$)|id_(rsa|dsa|ecdsa|ed25519)|\.(pem|key|p12|pfx)$"
-    r"|(^|/)(\.env|\.netrc|\.pgpass|credentials|shadow|gshadow|environ|cmdline)$"
-    r"|(^|/)(\.git-credentials|\.vault-token|\.npmrc|\.pypirc|token)$|ssh_host_[A-Za-z0-9]+_key$"
-    r"|(^|/)(\.cache/huggingface|\.config/gcloud|\.azure)(/|$)"
+    rf"(^|/)({_alternatives(_CREDENTIAL_DIRS + _CREDENTIAL_SUBDIRS)})(/|$)"
+    rf"|({_alternatives(_CREDENTIAL_PARTS)})"
+    rf"|({_alternatives(_CREDENTIAL_SUFFIXES)})$"
+    rf"|(^|/)({_alternatives(_CREDENTIAL_NAMES)})$"
+    r"|(^|/)ssh_host_[A-Za-z0-9]+_key$"
 )
-SECRET_EXCLUDES = (
-    "--exclude-dir=.ssh --exclude-dir=.aws --exclude-dir=.gnupg --exclude-dir=.docker --exclude-dir=.kube "
-    "--exclude=id_rsa* --exclude=id_dsa* --exclude=id_ecdsa* --exclude=id_ed25519* --exclude=*.pem --exclude=*.key "
-    "--exclude=*.p12 --exclude=*.pfx --exclude=.env --exclude=.netrc --exclude=.pgpass --exclude=credentials "
-    "--exclude=.git-credentials --exclude=.vault-token --exclude=.npmrc --exclude=.pypirc --exclude=token "
-    "--exclude=ssh_host_*_key --exclude-dir=huggingface --exclude-dir=gcloud --exclude-dir=.azure"
+SECRET_EXCLUDES = shlex.join(
+    [f"--exclude-dir={d}" for d in _CREDENTIAL_DIRS]
+    + [f"--exclude-dir={d.rsplit('/', 1)[-1]}" for d in _CREDENTIAL_SUBDIRS]
+    + [f"--exclude=*{part}*" for part in _CREDENTIAL_PARTS]
+    + [f"--exclude=*{suffix}" for suffix in _CREDENTIAL_SUFFIXES]
+    + [f"--exclude={name}" for name in (*_CREDENTIAL_NAMES, *_CREDENTIAL_GLOBS)]
 )
 # GNU grep's short options that take a value (the rest of their cluster, or the next word).
 _GREP_VALUED = set("efmABCdD")
@@ -182,17 +197,17 @@ class Toolbox:
             return f"REFUSED by the command policy (deny {pattern!r}); it was not run", True
         if words[0].rsplit("/", 1)[-1].endswith("grep") and recursive_grep(words):
             return "recursive grep is not run here (it would read credential files); use the grep tool", True
-        approved = command in self.approved
+        # A person approves what will run — the model's words, each quoted — not the text it wrote (`ls README # -R /`
+        # runs `ls README '#' -R /`).
+        approved = quoted in self.approved or command in self.approved
         if verdict.klass != "allow" and not approved:
-            self._request(host, command, why="not in the policy's read-only list")
+            self._request(host, quoted, why="not in the policy's read-only list")
             return (
                 "NOT RUN: this command is not on the policy's read-only list. A person has been asked to "
                 "approve it at a command gate; carry on without it, and say in your finding what it would show.",
                 True,
             )
-        operands = [w.split("=", 1)[1] if w.startswith("--") else w for w in words[1:] if not w.startswith("-")]
-        operands += [w.split("=", 1)[1] for w in words[1:] if w.startswith("--") and "=" in w]
-        linked = self._links_to_secret(target, host, operands, shown=command)
+        linked = self._links_to_secret(target, host, _maybe_paths(words[1:]), shown=command)
         if linked is not None:
             return linked, True
         self.calls.append(ToolCall("run_readonly", host, command=command))
@@ -312,6 +327,19 @@ class Toolbox:
             if path is not None and c.path is not None and _same(c.path, path):
                 return True
         return False
+
+
+def _maybe_paths(words: list[str]) -> list[str]:
+    """Every word a program might open: each word itself (after `--` a `-notes` is a file, and a program's own
+    options are not known here), an option's `=value`, and what follows a short option's letter (`-fnotes`)."""
+    out: list[str] = []
+    for w in words:
+        out.append(w)
+        if w.startswith("--") and "=" in w:
+            out.append(w.split("=", 1)[1])
+        elif w.startswith("-") and not w.startswith("--") and len(w) > 2:
+            out.append(w[2:])
+    return list(dict.fromkeys(p for p in out if p))
 
 
 def _same(a: str, b: str) -> bool:

@@ -300,3 +300,12 @@ def test_a_plain_file_still_reads_through_the_same_check(toolbox: Any) -> None:
     tools, _, _ = toolbox
     assert "hello" in tools.read_file("gpu-a", "README")[0]
     assert "README" in tools.list_dir("gpu-a", ".")[0]
+
+
+def test_a_person_is_asked_about_what_will_run_not_what_the_model_wrote(toolbox: Any) -> None:
+    """run_readonly runs the model's words one by one: `#` is not a comment there, so the gate shows the words
+    quoted (`touch README '#' -r PWNED`), which is what an approval then runs, not a text that reads shorter."""
+    tools, _, _ = toolbox
+    text, failed = tools.run_readonly("gpu-a", "touch README # -r PWNED")
+    assert failed and text.startswith("NOT RUN")
+    assert tools.requests == [{"host": "gpu-a", "command": "touch README '#' -r PWNED"}]
