@@ -4,7 +4,8 @@ chain must also rewrite both copies — and, when signing is on, forge the signa
 
 Signing: set `SIGNOFF_SIGNING_KEY` to an Ed25519 private key (PEM or OpenSSH format). Verify with
 the matching public key (`signoff replay ID --verify --key KEY.pub`): a signature made by any other
-key is refused.
+key is refused. A runner with a key goes on only with a head signed by that key or by one named in
+`SIGNOFF_TRUSTED_KEYS` (public key files, separated like PATH): see `agent.journal.integrity`.
 """
 
 from __future__ import annotations
@@ -61,10 +62,15 @@ class Signer:
             raise ValueError(f"SIGNOFF_SIGNING_KEY={path}: not an Ed25519 private key")
         return cls(key)
 
-    def sign(self, session: str, events: int, head: str, *, final: bool = False) -> Head:
+    @property
+    def public(self) -> bytes:
+        """The raw Ed25519 public key (what a head records as `key`, in hex)."""
         from cryptography.hazmat.primitives import serialization
 
-        raw = self.key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+        return self.key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+
+    def sign(self, session: str, events: int, head: str, *, final: bool = False) -> Head:
+        raw = self.public
         signature = base64.b64encode(self.key.sign(message(session, events, head, final))).decode()
         return Head(events=events, head=head, signature=signature, key=raw.hex(), final=final or None)
 
@@ -157,3 +163,22 @@ def load_public_key(path: Path) -> bytes:
     if not isinstance(key, Ed25519PublicKey):
         raise ValueError(f"{path}: not an Ed25519 public key")
     return key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+
+
+class Trust(BaseModel):
+    """Whose signed heads a writer may go on from: its own signing key's and those it was told to trust."""
+
+    signer: bytes | None = None  # SIGNOFF_SIGNING_KEY's public key: what this writer signs with (None: unsigned)
+    keys: frozenset[bytes] = frozenset()  # the signer's and SIGNOFF_TRUSTED_KEYS' public keys
+
+    @classmethod
+    def from_environment(cls) -> Trust:
+        """ValueError (naming the variable) for a key that cannot be used."""
+        signer = Signer.from_environment()
+        keys = {signer.public} if signer is not None else set()
+        for name in filter(None, os.environ.get("SIGNOFF_TRUSTED_KEYS", "").split(os.pathsep)):
+            try:
+                keys.add(load_public_key(Path(name).expanduser()))
+            except (OSError, ValueError, TypeError) as exc:
+                raise ValueError(f"SIGNOFF_TRUSTED_KEYS: {name}: {exc}") from None
+        return cls(signer=signer.public if signer is not None else None, keys=frozenset(keys))
