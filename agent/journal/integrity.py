@@ -129,8 +129,8 @@ def check_rows(
         if (vouched.events, vouched.head) != (events, head):
             raise JournalUnverified(
                 session,
-                f"its {STORE_HEAD} is at event {events} but its signed record covers {vouched.events} "
-                "(the head was moved without its record)",
+                f"its {STORE_HEAD} (event {events}, {head[:12]}) is not the one its record names (event "
+                f"{vouched.events}, {vouched.head[:12]}): the head was moved without its record",
             )
         heads.append((STORE_HEAD, vouched))
     report = verify_lines(lines, heads)
