@@ -11,7 +11,6 @@ key is refused. A runner with a key goes on only with a head signed by that key 
 from __future__ import annotations
 
 import base64
-import json
 import os
 import sqlite3
 from pathlib import Path
@@ -22,6 +21,7 @@ from pydantic import BaseModel
 from agent.privatefiles import private_file, write_private
 
 DB_NAME = "checkpoints.sqlite"
+MAX_HEAD = 1 << 16  # a head record is a few hundred bytes; more is not one, and is never read whole
 
 
 class Head(BaseModel):
@@ -116,11 +116,17 @@ def _upsert(conn: sqlite3.Connection, events: int, head: str, record: Head) -> N
 
 
 def read_all(journal: Path) -> list[tuple[str, Head]]:
-    """Every copy of the head there is: ("head file", …), ("checkpoint DB", …)."""
+    """Every copy of the head there is: ("head file", …), ("checkpoint DB", …). ValueError, in words, for a
+    copy that is there but is not a head (a store's files are anyone's to edit)."""
     out: list[tuple[str, Head]] = []
     head_file = journal.with_name("head")
     if head_file.exists():
-        out.append(("head file", Head.model_validate(json.loads(head_file.read_text()))))
+        try:
+            with head_file.open("rb") as fh:
+                data = fh.read(MAX_HEAD + 1)
+        except OSError as exc:
+            raise ValueError(f"the head file cannot be read ({exc.strerror})") from None
+        out.append(("head file", parse("head file", data)))
     db = journal.with_name(DB_NAME)
     if db.exists():
         conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
@@ -131,8 +137,19 @@ def read_all(journal: Path) -> list[tuple[str, Head]]:
         finally:
             conn.close()
         if row is not None:
-            out.append(("checkpoint DB", Head.model_validate_json(row[0])))
+            out.append(("checkpoint DB", parse("checkpoint DB", row[0])))
     return out
+
+
+def parse(source: str, data: str | bytes | None) -> Head:
+    """A stored head record (ValueError, naming `source`, for anything else)."""
+    if data is None or len(data) > MAX_HEAD:
+        raise ValueError(f"the {source} is not a head ({'empty' if data is None else 'too large'})")
+    try:
+        return Head.model_validate_json(data)
+    except ValueError as exc:
+        why = str(exc).splitlines()[-1].strip() if str(exc).strip() else type(exc).__name__
+        raise ValueError(f"the {source} is not a head ({why[:120]})") from None
 
 
 def check_signature(head: Head, session: str, pinned: bytes | None) -> str | None:
@@ -142,8 +159,8 @@ def check_signature(head: Head, session: str, pinned: bytes | None) -> str | Non
 
     if head.signature is None:
         return "the head is not signed, but a key was given to check it with" if pinned is not None else None
-    raw = pinned if pinned is not None else bytes.fromhex(head.key or "")
     try:
+        raw = pinned if pinned is not None else bytes.fromhex(head.key or "")
         Ed25519PublicKey.from_public_bytes(raw).verify(
             base64.b64decode(head.signature), message(session, head.events, head.head, bool(head.final))
         )

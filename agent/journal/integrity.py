@@ -89,7 +89,10 @@ def check_file(path: Path, session: str, *, limit: int, trust: checkpoint.Trust 
     report = verify(path, limit=limit)
     if not report.ok:
         raise _failed(session, report)
-    problem = trust_problem(checkpoint.read_all(path), trust) if trust is not None else None
+    try:
+        problem = trust_problem(checkpoint.read_all(path), trust) if trust is not None else None
+    except ValueError as exc:  # a head copy changed under us since `verify` read it
+        raise JournalUnverified(session, f"its journal does not verify: {exc}") from None
     if problem is not None:
         raise JournalUnverified(session, problem)
     if report.events == report.head_events:
@@ -125,7 +128,10 @@ def check_rows(
     heads: list[tuple[str, checkpoint.Head]] = []
     if row is not None:
         events, head, record = row
-        vouched = checkpoint.Head.model_validate_json(record) if record else checkpoint.Head(events=events, head=head)
+        try:
+            vouched = checkpoint.parse(STORE_HEAD, record) if record else checkpoint.Head(events=events, head=head)
+        except ValueError as exc:
+            raise JournalUnverified(session, f"its journal does not verify: {exc}") from None
         if (vouched.events, vouched.head) != (events, head):
             raise JournalUnverified(
                 session,

@@ -237,7 +237,10 @@ def verify(path: Path, *, key: bytes | None = None, limit: int | None = None) ->
     The head is written at every durable event, so the journal may legitimately run a few events
     past it (after a crash); it may never be shorter, nor disagree at the head's position.
     """
-    heads = checkpoint.read_all(path)
+    try:
+        heads = checkpoint.read_all(path)
+    except ValueError as exc:
+        return VerifyReport(ok=False, events=0, head=GENESIS, failed_seq=0, error=str(exc))
     walk = _Walk({h.events for _, h in heads})
     # Unbuffered: each read lands straight in the chunk, which is never copied. A line cut by a chunk's
     # end is carried over in pieces and checked alone once its newline arrives (one line per chunk goes the

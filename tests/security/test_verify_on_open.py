@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import sqlite3
 from pathlib import Path
 from typing import NamedTuple
@@ -107,6 +108,21 @@ def test_a_rewritten_history_is_refused_by_every_writer_and_nothing_is_signed(cl
     assert not paused.marker.exists()
     v = cli("replay", paused.session, "--verify", "--json")
     assert v.code == 1 and "history rewritten" in v.json()["error"]  # still caught: nothing signed it
+    # Carried elsewhere, it is not taken in either.
+    export = tmp_path / "export"
+    assert cli("export", paused.session, str(export)).code == 0  # reading it is fine
+    shutil.rmtree(paused.journal.parent)
+    r = cli("import", str(export))
+    assert r.code == 2 and "history rewritten" in r.stderr and "nothing imported" in r.stderr, r.stderr
+    assert not paused.journal.parent.exists()
+
+
+def test_a_head_copy_that_is_not_a_head_is_one_line(cli, paused):
+    (paused.journal.parent / "head").write_text('{"events": "many", "head": 7}\n')
+    r = cli("decide", paused.session, "continue", "--by", "alice")
+    assert refused(r, "the head file is not a head"), r.stderr
+    v = cli("replay", paused.session, "--verify")
+    assert v.code == 1 and "the head file is not a head" in v.stdout and "Traceback" not in v.stderr
 
 
 def test_a_policy_change_chained_on_behind_the_runners_back_runs_nothing(cli, paused):
@@ -208,6 +224,7 @@ def test_lines_a_killed_run_left_past_its_head_are_adopted_and_said_so(cli, vari
         and adopted["last"] == hashlib.sha256(journal.read_bytes().splitlines()[len(left) - 1]).hexdigest()
     )
     assert cli("replay", root.name, "--verify").code == 0
+    assert f"adopted {adopted['events']} event(s) from seq {covered}" in cli("replay", root.name).stdout
 
 
 def test_forged_lines_that_steer_nothing_are_adopted_only_in_the_open(cli, signed, keys):
