@@ -196,6 +196,13 @@ def test_a_signed_session_goes_on_only_under_a_key_it_trusts(cli, variant, keys,
     r = cli("decide", session, "continue", "--by", "bob")
     assert refused(r, "is signed", "SIGNOFF_SIGNING_KEY is not set"), r.stderr  # it would go on unsigned
     assert state(journal) == before
+    for name, value in (("SIGNOFF_SIGNING_KEY", "/nowhere/key.pem"), ("SIGNOFF_TRUSTED_KEYS", "/nowhere/key.pub")):
+        monkeypatch.setenv(name, value)  # a key that cannot be used: one line, before anything is read
+        r = cli("decide", session, "continue", "--by", "bob")
+        lines = r.stderr.strip().splitlines()
+        assert r.code == 2 and len(lines) == 1 and f"{name}" in lines[0] and "Traceback" not in r.stderr, r.stderr
+        monkeypatch.delenv(name)
+    assert state(journal) == before
     monkeypatch.setenv("SIGNOFF_SIGNING_KEY", str(colleague[0]))
     monkeypatch.setenv("SIGNOFF_TRUSTED_KEYS", str(ours[1]))
     r = cli("decide", session, "continue", "--by", "bob", "--json")
