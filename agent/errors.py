@@ -19,6 +19,7 @@ FAILED = 1  # the run failed, or a check (verify, a replay diff) failed
 BAD_INPUT = 2  # nothing was done: a file, an argument or a session that cannot be used as asked
 PAUSED = 3  # the session waits at a gate for a person
 FAIL_ON_MATCHED = 4  # --fail-on (or --fail-on-diff) found what it was told to fail on
+UNVERIFIED = 5  # the journal failed verification when opened to go on: nothing ran, nothing was signed
 INTERRUPTED = 130  # Ctrl-C
 
 
@@ -43,6 +44,21 @@ class DocumentsChanged(SessionError):
         self.problem = problem
         super().__init__(
             f"session {session}: {problem}; nothing ran (restore the file, or start a new session from it)"
+        )
+
+
+class JournalUnverified(SignoffError, RuntimeError):
+    """A session's journal failed verification when a command opened it to go on (resume, decide, attach,
+    a team store's runner): nothing was run, appended or signed. Not a SessionError: no caller may take it
+    for a busy or missing session."""
+
+    exit_code: ClassVar[int] = UNVERIFIED
+
+    def __init__(self, session: str, problem: str) -> None:
+        self.session, self.problem = session, problem
+        super().__init__(
+            f"session {session}: {problem}; nothing ran and nothing was signed "
+            f"(`signoff replay {session} --verify` checks its journal)"
         )
 
 

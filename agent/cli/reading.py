@@ -99,7 +99,9 @@ def _replay(
             pinned = load_public_key(key) if key is not None else None
         except (OSError, ValueError) as exc:
             raise fail(f"--key {key}: {exc}", BAD_INPUT) from None
-        documents = {name: d.read(name) for name in ("campaign.yaml", "policy.yaml")}
+        from agent.journal.documents import DOCUMENTS
+
+        documents = {name: d.read(name) for name in DOCUMENTS}
         verdict = verify_session(journal, key=pinned, documents=documents, meta=d.meta())
         typer.echo(verdict.model_dump_json() if as_json else verdict.line())
         raise typer.Exit(0 if verdict.ok else FAILED)

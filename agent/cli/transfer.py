@@ -44,13 +44,21 @@ def import_cmd(
     directory: Annotated[Path, typer.Argument(help="A directory written by `signoff export`.")],
     store: StoreOpt = None,
     as_json: JsonOpt = False,
+    accept_ssh_config: Annotated[
+        bool,
+        typer.Option(
+            "--accept-ssh-config",
+            help="Import a session whose ssh_config runs commands on this machine (Match exec, ProxyCommand, "
+            "LocalCommand, Include, …): you have read it, and resumes here will run it as you.",
+        ),
+    ] = False,
 ) -> None:
     """Load an exported session into a store (verified first; refused if the store has it already)."""
     from agent.store.bundle import import_session
 
     target = store_at(store)
     try:
-        d, summary = import_session(target, directory)
+        d, summary = import_session(target, directory, accept_ssh_config=accept_ssh_config)
     except (OSError, ValueError) as exc:
         raise fail(str(exc), BAD_INPUT) from None
     d.close()

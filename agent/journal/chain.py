@@ -31,8 +31,9 @@ from tools.artifacts import StorageFull
 
 FORMAT_VERSION = 1
 GENESIS = "0" * 64
-# fsync these at once and commit the head after them: they are what an auditor asks about first.
-DURABLE_KINDS = ("session.", "gate.", "decision", "rule.", "rollback", "report")
+# fsync these at once and commit the head after them: they are what an auditor asks about first, and (policy
+# changes, proposed options, lines adopted after a crash) what a head must vouch for before a resume acts on it.
+DURABLE_KINDS = ("session.", "gate.", "decision", "rule.", "rollback", "report", "policy.", "plan", "log.")
 # fsync these too (a mutation's started/finished lines carry an `effect`): after a crash they decide
 # whether it may run again. The head follows at the next line above, or at close.
 LEDGER_KINDS = ("mutation.",)
@@ -53,6 +54,9 @@ class Record(BaseModel):
 
 
 Listener = Callable[[Record], None]
+# A writer's check of the journal's first N bytes (its whole lines) before it appends: raises when they must
+# not be gone on from; else the `log.adopted` fields for lines past the head (None: there are none).
+Check = Callable[[int], dict[str, Any] | None]
 
 
 def _plain(value: Any) -> Any:
@@ -93,22 +97,34 @@ class Journal:
     exclusive `flock` on the file and, when another process wrote since, first picks up its chain.
     (The runner is the main writer; a `decide` from elsewhere may add its lines while a runner waits.)"""
 
-    def __init__(self, path: Path, session: str) -> None:
+    def __init__(self, path: Path, session: str, *, check: Check | None = None, adopt: bool = False) -> None:
+        """`check`: verify the journal before anything is appended, here and whenever another process has
+        appended since (agent/journal/integrity.py); `adopt`: this writer holds the session's lease, so
+        lines past the head are a dead run's, and it journals that it goes on from them (`log.adopted`)."""
         self.path = path
         self.session = session
         self.head_path = path.with_name("head")
         self._lock = threading.Lock()
         self._listeners: list[Listener] = []
         self._signer = checkpoint.Signer.from_environment()
+        self._check = check
         self._seq, self._prev, self._size = 0, GENESIS, 0
         self._final = False  # the last line ended the session
         # 0600: the journal holds command output; a new one is its owner's alone.
         self._fh = os.fdopen(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab")
         fcntl.flock(self._fh, fcntl.LOCK_EX)
         try:
-            recovered = self._recover()
+            raw = self.path.read_bytes()
+            past = self._checked(raw)
+            recovered = self._recover(raw)
+        except BaseException:
+            self._fh.close()  # nothing was written: a journal that fails its check is left as it was
+            raise
         finally:
-            fcntl.flock(self._fh, fcntl.LOCK_UN)
+            if not self._fh.closed:
+                fcntl.flock(self._fh, fcntl.LOCK_UN)
+        if past is not None and adopt:
+            self.append(events.LogAdopted(**past))
         if recovered is not None:
             self.append(events.LogRecovered(**recovered))
 
@@ -117,15 +133,20 @@ class Journal:
         fcntl.flock(self._fh, fcntl.LOCK_EX)
         try:
             if os.fstat(self._fh.fileno()).st_size != self._size:
-                self._recover()  # another process appended since our last line
+                raw = self.path.read_bytes()
+                self._checked(raw)  # another process appended since our last line: what it wrote is checked too
+                self._recover(raw)
             yield
         finally:
             fcntl.flock(self._fh, fcntl.LOCK_UN)
 
-    def _recover(self) -> dict[str, Any] | None:
-        """Continue the journal as the file holds it; cut a torn last line (a crash mid-write: every
-        writer holds the lock for a whole line) and say so."""
-        raw = self.path.read_bytes()
+    def _checked(self, raw: bytes) -> dict[str, Any] | None:
+        """The writer's check of the whole lines in `raw` (a torn last line is cut by `_recover`)."""
+        return self._check(raw.rfind(b"\n") + 1) if self._check is not None else None
+
+    def _recover(self, raw: bytes) -> dict[str, Any] | None:
+        """Continue the journal as the file holds it (`raw`, read under the lock); cut a torn last line (a
+        crash mid-write: every writer holds the lock for a whole line) and say so."""
         lines = raw.split(b"\n")
         tail = lines.pop()  # b"" when the file ends with a newline
         seq, prev = 0, GENESIS

@@ -4,13 +4,13 @@ chain must also rewrite both copies — and, when signing is on, forge the signa
 
 Signing: set `SIGNOFF_SIGNING_KEY` to an Ed25519 private key (PEM or OpenSSH format). Verify with
 the matching public key (`signoff replay ID --verify --key KEY.pub`): a signature made by any other
-key is refused.
+key is refused. A runner with a key goes on only with a head signed by that key or by one named in
+`SIGNOFF_TRUSTED_KEYS` (public key files, separated like PATH): see `agent.journal.integrity`.
 """
 
 from __future__ import annotations
 
 import base64
-import json
 import os
 import sqlite3
 from pathlib import Path
@@ -21,6 +21,7 @@ from pydantic import BaseModel
 from agent.privatefiles import private_file, write_private
 
 DB_NAME = "checkpoints.sqlite"
+MAX_HEAD = 1 << 16  # a head record is a few hundred bytes; more is not one, and is never read whole
 
 
 class Head(BaseModel):
@@ -61,10 +62,15 @@ class Signer:
             raise ValueError(f"SIGNOFF_SIGNING_KEY={path}: not an Ed25519 private key")
         return cls(key)
 
-    def sign(self, session: str, events: int, head: str, *, final: bool = False) -> Head:
+    @property
+    def public(self) -> bytes:
+        """The raw Ed25519 public key (what a head records as `key`, in hex)."""
         from cryptography.hazmat.primitives import serialization
 
-        raw = self.key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+        return self.key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+
+    def sign(self, session: str, events: int, head: str, *, final: bool = False) -> Head:
+        raw = self.public
         signature = base64.b64encode(self.key.sign(message(session, events, head, final))).decode()
         return Head(events=events, head=head, signature=signature, key=raw.hex(), final=final or None)
 
@@ -110,11 +116,17 @@ def _upsert(conn: sqlite3.Connection, events: int, head: str, record: Head) -> N
 
 
 def read_all(journal: Path) -> list[tuple[str, Head]]:
-    """Every copy of the head there is: ("head file", …), ("checkpoint DB", …)."""
+    """Every copy of the head there is: ("head file", …), ("checkpoint DB", …). ValueError, in words, for a
+    copy that is there but is not a head (a store's files are anyone's to edit)."""
     out: list[tuple[str, Head]] = []
     head_file = journal.with_name("head")
     if head_file.exists():
-        out.append(("head file", Head.model_validate(json.loads(head_file.read_text()))))
+        try:
+            with head_file.open("rb") as fh:
+                data = fh.read(MAX_HEAD + 1)
+        except OSError as exc:
+            raise ValueError(f"the head file cannot be read ({exc.strerror})") from None
+        out.append(("head file", parse("head file", data)))
     db = journal.with_name(DB_NAME)
     if db.exists():
         conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
@@ -125,8 +137,19 @@ def read_all(journal: Path) -> list[tuple[str, Head]]:
         finally:
             conn.close()
         if row is not None:
-            out.append(("checkpoint DB", Head.model_validate_json(row[0])))
+            out.append(("checkpoint DB", parse("checkpoint DB", row[0])))
     return out
+
+
+def parse(source: str, data: str | bytes | None) -> Head:
+    """A stored head record (ValueError, naming `source`, for anything else)."""
+    if data is None or len(data) > MAX_HEAD:
+        raise ValueError(f"the {source} is not a head ({'empty' if data is None else 'too large'})")
+    try:
+        return Head.model_validate_json(data)
+    except ValueError as exc:
+        why = str(exc).splitlines()[-1].strip() if str(exc).strip() else type(exc).__name__
+        raise ValueError(f"the {source} is not a head ({why[:120]})") from None
 
 
 def check_signature(head: Head, session: str, pinned: bytes | None) -> str | None:
@@ -136,8 +159,8 @@ def check_signature(head: Head, session: str, pinned: bytes | None) -> str | Non
 
     if head.signature is None:
         return "the head is not signed, but a key was given to check it with" if pinned is not None else None
-    raw = pinned if pinned is not None else bytes.fromhex(head.key or "")
     try:
+        raw = pinned if pinned is not None else bytes.fromhex(head.key or "")
         Ed25519PublicKey.from_public_bytes(raw).verify(
             base64.b64decode(head.signature), message(session, head.events, head.head, bool(head.final))
         )
@@ -157,3 +180,22 @@ def load_public_key(path: Path) -> bytes:
     if not isinstance(key, Ed25519PublicKey):
         raise ValueError(f"{path}: not an Ed25519 public key")
     return key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+
+
+class Trust(BaseModel):
+    """Whose signed heads a writer may go on from: its own signing key's and those it was told to trust."""
+
+    signer: bytes | None = None  # SIGNOFF_SIGNING_KEY's public key: what this writer signs with (None: unsigned)
+    keys: frozenset[bytes] = frozenset()  # the signer's and SIGNOFF_TRUSTED_KEYS' public keys
+
+    @classmethod
+    def from_environment(cls) -> Trust:
+        """ValueError (naming the variable) for a key that cannot be used."""
+        signer = Signer.from_environment()
+        keys = {signer.public} if signer is not None else set()
+        for name in filter(None, os.environ.get("SIGNOFF_TRUSTED_KEYS", "").split(os.pathsep)):
+            try:
+                keys.add(load_public_key(Path(name).expanduser()))
+            except (OSError, ValueError, TypeError) as exc:
+                raise ValueError(f"SIGNOFF_TRUSTED_KEYS: {name}: {exc}") from None
+        return cls(signer=signer.public if signer is not None else None, keys=frozenset(keys))

@@ -70,6 +70,57 @@ CREATE TABLE IF NOT EXISTS signoff_artifacts (
     data bytea NOT NULL,
     PRIMARY KEY (session, name)
 );
+CREATE OR REPLACE FUNCTION signoff_journal_chain() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    at bigint;
+    last text;
+    body json;
+BEGIN
+    SELECT events, head INTO at, last FROM signoff_journal_head WHERE session = NEW.session FOR UPDATE;
+    IF NOT FOUND THEN
+        INSERT INTO signoff_journal_head (session, events, head) VALUES (NEW.session, 0, repeat('0', 64));
+        at := 0;
+        last := repeat('0', 64);
+    END IF;
+    body := convert_from(NEW.line, 'UTF8')::json;  -- json, not jsonb: a line may escape a NUL
+    IF NEW.seq IS DISTINCT FROM at OR body->>'seq' IS DISTINCT FROM at::text
+            OR body->>'prev' IS DISTINCT FROM last OR body->>'session' IS DISTINCT FROM NEW.session
+            OR NEW.hash IS DISTINCT FROM encode(sha256(NEW.line), 'hex') THEN
+        RAISE EXCEPTION 'signoff_journal: this line does not extend session %''s chain (it must be seq % with prev %)',
+            NEW.session, at, last;
+    END IF;
+    UPDATE signoff_journal_head SET events = at + 1, head = NEW.hash, record = NULL WHERE session = NEW.session;
+    RETURN NEW;
+END $$;
+DROP TRIGGER IF EXISTS signoff_journal_extends_the_chain ON signoff_journal;
+CREATE TRIGGER signoff_journal_extends_the_chain BEFORE INSERT ON signoff_journal
+    FOR EACH ROW EXECUTE FUNCTION signoff_journal_chain();
+CREATE OR REPLACE FUNCTION signoff_journal_head_guard() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        RAISE EXCEPTION 'signoff_journal_head: DELETE refused';
+    END IF;
+    IF TG_OP = 'INSERT' THEN
+        IF NEW.events <> 0 OR NEW.head <> repeat('0', 64) OR NEW.record IS NOT NULL THEN
+            RAISE EXCEPTION 'signoff_journal_head: a head starts at the chain''s beginning';
+        END IF;
+        RETURN NEW;
+    END IF;
+    -- Only a line appended through signoff_journal_chain moves the head (one trigger deep); anyone may
+    -- (re)sign it, but a record must name the very head it sits beside.
+    IF NEW.session IS DISTINCT FROM OLD.session OR ((NEW.events, NEW.head) IS DISTINCT FROM (OLD.events, OLD.head)
+            AND pg_trigger_depth() < 2) THEN
+        RAISE EXCEPTION 'signoff_journal_head: the head moves only with a line appended to the chain';
+    END IF;
+    IF NEW.record IS NOT NULL AND ((NEW.record::jsonb->>'events') IS DISTINCT FROM NEW.events::text
+            OR NEW.record::jsonb->>'head' IS DISTINCT FROM NEW.head) THEN
+        RAISE EXCEPTION 'signoff_journal_head: a head record must name the head it sits beside';
+    END IF;
+    RETURN NEW;
+END $$;
+DROP TRIGGER IF EXISTS signoff_journal_head_moves_with_the_chain ON signoff_journal_head;
+CREATE TRIGGER signoff_journal_head_moves_with_the_chain BEFORE INSERT OR UPDATE OR DELETE ON signoff_journal_head
+    FOR EACH ROW EXECUTE FUNCTION signoff_journal_head_guard();
 """
 
 
@@ -97,7 +148,11 @@ def setup(url: str) -> None:
 class PgJournal:
     """`Journal`'s append and listeners, on PostgreSQL; safe with writers in other processes."""
 
-    def __init__(self, url: str, session: str, *, artifacts: Path | None = None) -> None:
+    def __init__(
+        self, url: str, session: str, *, artifacts: Path | None = None, trust: checkpoint.Trust | None = None
+    ) -> None:
+        """`trust`: this is a writer's journal (`PgSession.open_journal`): the session's rows are verified
+        first, and again whenever another writer has appended since (agent/journal/integrity.py)."""
         import psycopg
 
         self.session = session
@@ -109,6 +164,29 @@ class PgJournal:
         self._signer = checkpoint.Signer.from_environment()
         self._artifacts = artifacts
         self._stored: set[str] = set()  # artifacts this writer knows the store has
+        self._trust = trust
+        self._known: tuple[int, str] | None = None  # the head as this writer last verified or wrote it
+        if trust is not None:
+            try:
+                with self._conn.transaction():
+                    self._conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")  # lines and head alike
+                    self._known = self._verified(trust)
+            except BaseException:
+                self._conn.close()
+                raise
+
+    def _verified(self, trust: checkpoint.Trust) -> tuple[int, str]:
+        """The session's rows checked for a writer (inside the caller's transaction): (events, head)."""
+        from agent.journal import integrity
+
+        rows = self._conn.execute(
+            "SELECT line FROM signoff_journal WHERE session = %s ORDER BY seq", (self.session,)
+        ).fetchall()
+        head = self._conn.execute(
+            "SELECT events, head, record FROM signoff_journal_head WHERE session = %s", (self.session,)
+        ).fetchone()
+        row = (int(head[0]), str(head[1]), head[2]) if head is not None else None
+        return integrity.check_rows(self.session, [bytes(r[0]) for r in rows], row, trust=trust)
 
     def subscribe(self, listener: Listener) -> None:
         self._listeners.append(listener)
@@ -125,6 +203,8 @@ class PgJournal:
                     "SELECT events, head FROM signoff_journal_head WHERE session = %s FOR UPDATE", (self.session,)
                 ).fetchone()
             )
+            if self._trust is not None and (count, head) != self._known:
+                self._known = self._verified(self._trust)  # another writer appended since: check what it wrote
             line, event = encode(seq=count, prev=head, session=self.session, event=new, actor=actor)
             self._store_artifacts(event.data)
             self._conn.execute(
@@ -138,6 +218,7 @@ class PgJournal:
                 (count + 1, event.hash, record.model_dump_json(exclude_none=True), self.session),
             )
             self._conn.execute("SELECT pg_notify(%s, %s)", (channel(self.session), str(count)))
+        self._known = (count + 1, event.hash)
         data = event.data
         points = (kind, f"{kind}/{data['purpose']}") if data.get("purpose") else (kind,)
         crashpoints.reached(*(f"journal:{p}" for p in points))  # the crash tests' kill points, after the commit
@@ -148,7 +229,9 @@ class PgJournal:
     def adopt(self, lines: list[bytes], record: checkpoint.Head | None) -> None:
         """Write an imported journal's lines (verified, byte for byte) and its head record, with the
         artifacts they cite, in one transaction: all of it or none. Adopting the same journal again is
-        a no-op; a session that has another journal already is refused."""
+        a no-op; a session that has another journal already is refused. Each line goes through the
+        chain like any append (the store's trigger checks it and moves the head); the record is kept
+        when it names that head (an export cut short past its head keeps none)."""
         last = hashlib.sha256(lines[-1]).hexdigest() if lines else GENESIS
         with self._lock, self._conn.transaction():
             row = self._conn.execute(
@@ -157,7 +240,13 @@ class PgJournal:
             if row is not None:
                 if (int(row[0]), row[1]) == (len(lines), last):
                     return
-                raise ValueError(f"session {self.session} already has a journal in this store ({row[0]} events)")
+                if int(row[0]) != 0:
+                    raise ValueError(f"session {self.session} already has a journal in this store ({row[0]} events)")
+            else:
+                self._conn.execute(
+                    "INSERT INTO signoff_journal_head (session, events, head) VALUES (%s, 0, %s)",
+                    (self.session, GENESIS),
+                )
             with self._conn.cursor() as cur:
                 cur.executemany(
                     "INSERT INTO signoff_journal (session, seq, line, hash, kind, ts) VALUES (%s, %s, %s, %s, %s, %s)",
@@ -168,10 +257,12 @@ class PgJournal:
                 )
             for line in lines:
                 self._store_artifacts(json.loads(line))
+            vouched = record is not None and (record.events, record.head) == (len(lines), last)
             self._conn.execute(
-                "INSERT INTO signoff_journal_head (session, events, head, record) VALUES (%s, %s, %s, %s)",
-                (self.session, len(lines), last, record and record.model_dump_json(exclude_none=True)),
-            )
+                "UPDATE signoff_journal_head SET events = %s, head = %s, record = %s WHERE session = %s",
+                (len(lines), last, record.model_dump_json(exclude_none=True) if record and vouched else None,
+                 self.session),
+            )  # fmt: skip
 
     def _store_artifacts(self, data: dict[str, Any]) -> None:
         for name in (data.get(k) for k in ARTIFACT_FIELDS):

@@ -17,6 +17,7 @@ import hashlib
 import json
 import re
 from binascii import hexlify
+from collections.abc import Iterable
 from itertools import accumulate, compress, repeat
 from operator import eq, ne
 from pathlib import Path
@@ -227,22 +228,28 @@ class _Walk:
         return True
 
 
-def verify(path: Path, *, key: bytes | None = None) -> VerifyReport:
+def verify(path: Path, *, key: bytes | None = None, limit: int | None = None) -> VerifyReport:
     """Check the chain, gapless seq and every copy of the head (the head file and the checkpoint
     DB; their signatures when signed, against `key` when one is pinned). Raw bytes only: no
-    re-canonicalisation.
+    re-canonicalisation. `limit`: read only the first `limit` bytes (a writer holding the journal's lock
+    checks its whole lines and leaves a torn last one to be cut).
 
     The head is written at every durable event, so the journal may legitimately run a few events
     past it (after a crash); it may never be shorter, nor disagree at the head's position.
     """
-    heads = checkpoint.read_all(path)
+    try:
+        heads = checkpoint.read_all(path)
+    except ValueError as exc:
+        return VerifyReport(ok=False, events=0, head=GENESIS, failed_seq=0, error=str(exc))
     walk = _Walk({h.events for _, h in heads})
     # Unbuffered: each read lands straight in the chunk, which is never copied. A line cut by a chunk's
     # end is carried over in pieces and checked alone once its newline arrives (one line per chunk goes the
     # slow way, which is nothing); a huge line thus costs linear time, not a re-join per chunk.
+    left = -1 if limit is None else limit
     with path.open("rb", buffering=0) as fh:
         pending: list[bytes] = []
-        while chunk := fh.read(CHUNK_BYTES):
+        while left and (chunk := fh.read(CHUNK_BYTES if left < 0 else min(CHUNK_BYTES, left))):
+            left -= len(chunk) if left > 0 else 0
             lines = chunk.split(b"\n")
             tail = lines.pop()  # after the last newline: the start of the next line, or b"" at its end
             if not lines:  # no newline in this chunk: all of it belongs to the line being carried
@@ -263,6 +270,24 @@ def verify(path: Path, *, key: bytes | None = None) -> VerifyReport:
             report = walk.line(b"".join(pending))
             if report is not None:
                 return report
+    return _judge(walk, heads, key)
+
+
+def verify_lines(
+    lines: Iterable[bytes], heads: list[tuple[str, checkpoint.Head]], *, key: bytes | None = None
+) -> VerifyReport:
+    """The same verdict for a journal held elsewhere (the team store's rows): its lines, without their
+    newlines, in order, and the copies of its head as (where, head)."""
+    walk = _Walk({h.events for _, h in heads})
+    for body in lines:
+        report = walk.line(body)
+        if report is not None:
+            return report
+    return _judge(walk, heads, key)
+
+
+def _judge(walk: _Walk, heads: list[tuple[str, checkpoint.Head]], key: bytes | None) -> VerifyReport:
+    """The verdict on a chain walked whole: every copy of the head against it."""
     count, prev, at, session, ended = walk.count, walk.prev, walk.at, walk.session, walk.ended
     if key is not None and not heads:
         return VerifyReport(ok=False, events=count, head=prev, failed_seq=count, error="no signed head to check")

@@ -163,8 +163,10 @@ class SessionView:
     decided: set[str] = field(default_factory=set)  # every gate a decision was journaled for
     opened_interrupts: set[str] = field(default_factory=set)
     # The sha256 each session document must have now: the campaign's at the start, the policy's at the
-    # start or at its last accepted change. Empty before `session.started`.
+    # start or at its last accepted change, the ssh_config's and the kept campaign files' at the start ("-":
+    # the session has none; not there: a journal from before they were recorded). Empty before `session.started`.
     digests: dict[str, str] = field(default_factory=dict)
+    policy_path: str = ""  # the policy file the session goes by: the one it started with, or the last accepted
 
     # ------------------------------------------------------------------ what readers ask
 
@@ -233,6 +235,7 @@ class SessionView:
             case ev.PolicyChanged():
                 if self.digests:
                     self.digests["policy.yaml"] = e.policy_sha256 or ""
+                self.policy_path = e.policy or self.policy_path
             case ev.SessionPaused():
                 self.status = "paused"
                 self.ended = None
@@ -333,6 +336,10 @@ class SessionView:
     def _started(self, e: ev.SessionStarted, entry: ev.Entry) -> None:
         self.started_event, self.started_ts, self.ended = e, entry.ts, None
         self.digests = {"campaign.yaml": e.campaign_sha256 or "", "policy.yaml": e.policy_sha256 or ""}
+        for name, digest in (("ssh_config", "ssh_config_sha256"), ("campaign-files.json", "campaign_files_sha256")):
+            if digest in e.model_fields_set:
+                self.digests[name] = e.get(digest) or "-"
+        self.policy_path = e.policy or ""
         self.session = entry.session or self.session
         self.campaign, self.policy, self.brain = e.campaign_name or "", e.policy_name or "", e.brain or ""
         self.user = e.user or ""

@@ -262,6 +262,12 @@ def describe(e: dict[str, Any], view: SessionView | None = None) -> str | None:
         return f"gate {e['gate']}: {d.get('action', 'ask')} by {e.get('by')}{policy}{waited}{raw}"
     if k == "notify.sent":
         return notify_line(e)
+    if k == "log.adopted":
+        kinds = ", ".join(f"{n} {kind}" for kind, n in sorted((e.get("kinds") or {}).items()))
+        return (
+            f"adopted {e.get('events')} event(s) from seq {e.get('from_seq')} that no head covered (a run killed "
+            f"before its next head, or lines appended behind it): {kinds}"
+        )[:300]
     if k in ("rollback", "kept", "rule.added", "report") or k.startswith("session."):
         detail = {
             x: v

@@ -17,7 +17,7 @@ from agent.campaign import load_campaign, refuse_literal_secrets
 from agent.errors import SessionError
 from agent.journal.head import Signer
 from agent.models import BrainSpec
-from agent.run.documents import CAMPAIGN_FILES, campaign_files
+from agent.run.documents import CAMPAIGN_FILES, SSH_CONFIG, campaign_files
 from agent.store import open_store
 from agent.store.base import Session, Store, owner
 from policies.load import load_policy
@@ -41,6 +41,9 @@ class RunOptions:
     as_json: bool = False  # print one JSON summary object on stdout
     fail_on: tuple[str, ...] = ()  # ask, default, deadline (as given, comma lists too): exit 4 if a gate was decided so
     wait: bool = False  # at a gate that needs a person, wait for the answer instead of exiting 3
+
+
+MAX_SSH_CONFIG = 1 << 20  # an ssh_config is a few KB; the session keeps a copy, so a bound on what it reads
 
 
 def new_session_id() -> str:
@@ -74,6 +77,7 @@ def create(campaign_path: Path, options: RunOptions | str | Path, *, store: Stor
         Signer.from_environment()  # a signing key that cannot be used is refused before anything starts
     except ValueError as exc:
         raise SourceError("SIGNOFF_SIGNING_KEY", None, str(exc)) from None
+    ssh_config = _ssh_config_text(options.ssh_config)
     chosen = choose_brain(loaded.campaign.brain, policy, options.brain, options.model)
     if chosen["kind"] == "claude" and not os.environ.get("ANTHROPIC_API_KEY"):
         raise SourceError(
@@ -85,6 +89,8 @@ def create(campaign_path: Path, options: RunOptions | str | Path, *, store: Stor
     files = campaign_files(loaded)
     if files:
         d.write(CAMPAIGN_FILES, json.dumps(files, indent=1, sort_keys=True))
+    if ssh_config is not None:
+        d.write(SSH_CONFIG, ssh_config)  # resumes resolve hosts with this copy, which the journal vouches for
     d.write_meta(
         {
             "id": d.id,
@@ -106,6 +112,25 @@ def create(campaign_path: Path, options: RunOptions | str | Path, *, store: Stor
         }
     )
     return d
+
+
+def _ssh_config_text(name: str | None) -> str | None:
+    """The text of `--ssh-config FILE`, which the session keeps (SourceError for one it cannot use)."""
+    if not name:
+        return None
+    path = Path(name).expanduser()
+    try:
+        if not path.is_file():
+            raise SourceError("--ssh-config", None, f"{name}: not a file")
+        with path.open("rb") as fh:
+            data = fh.read(MAX_SSH_CONFIG + 1)
+        if len(data) > MAX_SSH_CONFIG:
+            raise SourceError("--ssh-config", None, f"{name}: larger than {MAX_SSH_CONFIG >> 20} MiB")
+        return data.decode()
+    except OSError as exc:
+        raise SourceError("--ssh-config", None, f"{name}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise SourceError("--ssh-config", None, f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
 
 
 def choose_brain(spec: BrainSpec, policy: Policy, kind: str | None, model: str | None) -> dict[str, str]:

@@ -16,13 +16,16 @@ from agent.campaign import LoadedCampaign
 from agent.errors import DocumentsChanged, SessionError
 from agent.journal import events as ev
 from agent.journal.chain import ENDING_KINDS
-from agent.journal.documents import DOCUMENTS, mismatch
+from agent.journal.documents import DOCUMENTS, mismatch, pointer_problem
 from agent.journal.view import fold
+from agent.privatefiles import write_private
 from agent.store.base import JournalWriter, Session
+from agent.store.local import private_dir
 from policies.load import load_policy, load_policy_text
 from policies.yamlsrc import SourceError
 
 CAMPAIGN_FILES = "campaign-files.json"
+SSH_CONFIG = "ssh_config"  # the session's copy of the ssh_config it was started with (`--ssh-config`)
 MAX_KEPT_FILE = 8 << 20  # larger upload sources are read from the campaign directory only
 
 
@@ -84,9 +87,23 @@ def policy_drift(d: Session) -> tuple[Path, str] | None:
     return path, text
 
 
+def ssh_config_file(d: Session) -> str | None:
+    """The ssh_config this runner resolves SSH hosts with: the session's own copy (checked against the
+    journal by `check_documents`), as a file on this machine; None when the session was started without."""
+    text = d.read(SSH_CONFIG)
+    if text is None:
+        return None
+    path = d.work / SSH_CONFIG
+    if not path.is_file() or path.read_text() != text:  # a team store's copy, brought to this machine
+        private_dir(d.work)
+        write_private(path, text)
+    return str(path)
+
+
 def check_documents(d: Session, journal: JournalWriter | None = None) -> None:
-    """Raise DocumentsChanged unless each of the session's own campaign.yaml and policy.yaml has the
-    sha256 the journal recorded (before the session started, the digests meta.json took at creation).
+    """Raise DocumentsChanged unless each of the session's own documents (campaign.yaml, policy.yaml,
+    ssh_config, the kept campaign files) has the sha256 the journal recorded (before the session
+    started, the digests meta.json took at creation), and meta.json points where the journal says.
     A refusal is journaled (on `journal`, the caller's open one, else briefly opened: the caller holds
     the session lock), except in a journal that has ended, which takes no more lines."""
     if journal is None:
@@ -98,7 +115,7 @@ def check_documents(d: Session, journal: JournalWriter | None = None) -> None:
         "campaign.yaml": meta.get("campaign_sha256", ""),
         "policy.yaml": meta.get("policy_sha256", ""),
     }
-    problem = mismatch({name: d.read(name) for name in DOCUMENTS}, expected)
+    problem = mismatch({name: d.read(name) for name in DOCUMENTS}, expected) or pointer_problem(meta, view)
     if problem is None:
         return
     if view.last_kind not in ENDING_KINDS:

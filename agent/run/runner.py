@@ -24,10 +24,11 @@ from agent.campaign import with_proposals
 from agent.errors import RunFailed, SessionError
 from agent.journal import events as ev
 from agent.journal.chain import Record
+from agent.journal.documents import digest
 from agent.journal.view import SessionView, fold
 from agent.run import deciding, live, notify
 from agent.run.checkpoints import run_config, session_graph
-from agent.run.documents import campaign_dir, check_documents
+from agent.run.documents import CAMPAIGN_FILES, SSH_CONFIG, campaign_dir, check_documents
 from agent.run.ledger import Ledger
 from agent.run.outcome import Outcome, Status, ended_as, opened_at, outcome_of
 from agent.run.planning import command_class
@@ -61,10 +62,12 @@ class Runner:
         self.dir = d
         self.meta = d.meta()
         self.headless = headless
-        self.campaign_dir = campaign_dir(d, self.meta)
-        self.journal = d.open_journal()  # first: opening it recovers a torn last line
+        # First: the store verifies the journal before handing it over (agent/journal/integrity.py), and
+        # opening it recovers a torn last line. Nothing the session holds is read or written before.
+        self.journal = d.open_journal()
         try:
             check_documents(d, self.journal)
+            self.campaign_dir = campaign_dir(d, self.meta)
             self.loaded, self.policy = session_documents(d, self.meta, self.campaign_dir)
         except BaseException:
             self.journal.close()
@@ -152,6 +155,11 @@ class Runner:
                 brain=self.ctx.brain.name,
                 headless=self.headless,
                 user=getpass.getuser(),
+                campaign_dir=self.meta["campaign_dir"],
+                ssh_config=self.meta.get("ssh_config"),
+                ssh_config_sha256=digest(self.dir.read(SSH_CONFIG)),
+                campaign_files_sha256=digest(self.dir.read(CAMPAIGN_FILES)),
+                accept_new_host_keys=bool(self.meta.get("accept_new_host_keys")),
             )
         )
         return self._drive({})

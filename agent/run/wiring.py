@@ -17,6 +17,7 @@ from agent.campaign import LoadedCampaign, load_campaign
 from agent.context import RunContext
 from agent.models import Campaign
 from agent.run.connect import HostRouter, ssh_factory
+from agent.run.documents import ssh_config_file
 from agent.store.base import JournalWriter, Session
 from policies.engine import PolicyEngine
 from policies.load import load_policy_text
@@ -65,7 +66,7 @@ def run_context(
             on_pin=on_pin,
             redact=redact,
             session=d.id,
-            ssh_config=meta.get("ssh_config"),
+            ssh_config=ssh_config_file(d),
         ),
     )
     ctx = RunContext(

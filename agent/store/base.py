@@ -12,12 +12,16 @@ import re
 import socket
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agent.errors import SessionError
 from agent.journal import events
 from agent.journal.chain import Listener, Record
+from agent.journal.head import Trust
 
 # What a session id may be: what `new_session_id` makes (`20261204-113247-74d9`) and names people
 # choose, never a path (no `/`, no `..`, no leading dot or dash), so an id from meta.json, a URL or
@@ -30,6 +34,46 @@ def check_session_id(session_id: object) -> str:
         shown = repr(session_id)[:80]
         raise SessionError(f"{shown} is not a session id (1-64 letters, digits, '-' or '_'; a letter or digit first)")
     return session_id
+
+
+class BrainChoice(BaseModel):
+    kind: str
+    model: str | None = None
+
+
+class SessionMeta(BaseModel):
+    """meta.json as a runner reads it: what the session was made with. Checked wherever it is read (a
+    store's files and an export are someone's to edit); each field a run depends on must be there and of
+    its type, and the journal then vouches for the ones that change what runs (agent/journal/documents.py)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    campaign: str
+    campaign_name: str
+    campaign_sha256: str
+    campaign_dir: str
+    policy: str
+    created: datetime
+    ssh_config: str | None = None
+    accept_new_host_keys: bool = False
+    brain: BrainChoice | None = None
+    status: str | None = None
+
+
+def meta_problem(data: object) -> str | None:
+    """What is wrong with a meta.json's parsed JSON, in words (None: nothing)."""
+    if not isinstance(data, dict):
+        return "is not a JSON object"
+    try:
+        SessionMeta.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or "(the whole)"
+        if first["type"] == "missing":
+            return f"lacks {field!r}"
+        return f"has an unusable {field!r} ({first['msg']})"
+    return None
 
 
 class JournalWriter(Protocol):
@@ -52,6 +96,14 @@ class Tail(Protocol):
     def close(self) -> None: ...
 
 
+def writer_trust() -> Trust:
+    """Whose signed heads this process may go on from (SessionError for a key that cannot be used)."""
+    try:
+        return Trust.from_environment()
+    except ValueError as exc:
+        raise SessionError(str(exc)) from None
+
+
 def owner() -> str:
     """Who started a session, as a team sees it: user@host."""
     return f"{getpass.getuser()}@{socket.gethostname()}"
@@ -62,6 +114,7 @@ class Session(ABC):
 
     id: str
     work: Path  # the runner's local working directory
+    leased: bool = False  # this handle holds the single-runner lease now (inside `locked()`)
 
     @property
     def hosts(self) -> Path:
@@ -89,10 +142,18 @@ class Session(ABC):
     def write(self, name: str, text: str) -> None: ...
 
     def meta(self) -> dict[str, Any]:
+        """meta.json, checked (`SessionMeta`): SessionError, one line, for one that cannot be used."""
         text = self.read("meta.json")
         if text is None:
             raise SessionError(f"session {self.id} has no meta.json")
-        return json.loads(text)
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SessionError(f"session {self.id}: meta.json:{exc.lineno}: not JSON ({exc.msg})") from None
+        problem = meta_problem(data)
+        if problem is not None:
+            raise SessionError(f"session {self.id}: its meta.json {problem}; nothing ran")
+        return data
 
     def write_meta(self, meta: dict[str, Any]) -> None:
         self.write("meta.json", json.dumps(meta, indent=2, sort_keys=True) + "\n")
@@ -113,7 +174,9 @@ class Session(ABC):
     # -- the journal
 
     @abstractmethod
-    def open_journal(self) -> JournalWriter: ...
+    def open_journal(self) -> JournalWriter:
+        """The journal, to append to: only once it verifies for a writer (`agent.journal.integrity`;
+        JournalUnverified, with nothing written, when it does not). Every writer opens it here."""
 
     @abstractmethod
     def events(self) -> Iterator[dict[str, Any]]: ...

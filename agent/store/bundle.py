@@ -22,13 +22,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from agent.errors import SessionError
+from agent.errors import JournalUnverified, SessionError
+from agent.journal.documents import DOCUMENTS
 from agent.journal.head import Head
-from agent.store.base import Session, Store, check_session_id
+from agent.store.base import Session, Store, check_session_id, meta_problem, writer_trust
 from agent.store.local import SessionDir
 from agent.store.serde import blocked_types, serializer
 
-DOCS = ("campaign.yaml", "policy.yaml", "parses.json", "known_hosts.pinned", "campaign-files.json")
+DOCS = ("campaign.yaml", "policy.yaml", "parses.json", "known_hosts.pinned", "campaign-files.json", "ssh_config")
+# ssh_config keywords that run a command or load code on the machine that resolves a host (`ssh -G` runs
+# `Match exec` itself); an imported session's ssh_config with one needs the importer's own approval.
+RUNS_CODE = ("proxycommand", "localcommand", "include", "knownhostscommand", "pkcs11provider", "securitykeyprovider")
 MANIFEST = "export.json"
 
 
@@ -103,12 +107,14 @@ def _head_into_db(root: Path) -> None:
     checkpoint.write_record(root / "journal.jsonl", Head.model_validate_json((root / "head").read_text()))
 
 
-def import_session(store: Store, src: Path) -> tuple[Session, dict[str, Any]]:
+def import_session(store: Store, src: Path, *, accept_ssh_config: bool = False) -> tuple[Session, dict[str, Any]]:
     """Bring an exported session into `store`: checked and verified first, refused if the store has it
     already. An export is someone else's files: every entry must be a regular file or directory (no
-    links, no FIFOs), the session id must be one (never a path) and the journal's own, and anything that
-    cannot be read refuses the import in one line and leaves nothing behind in the embedded store. The
-    meta document goes in last, so a session half imported (a crash) is not listed."""
+    links, no FIFOs), the session id must be one (never a path) and the journal's own, meta.json must
+    be usable and point where the journal says, an ssh_config that runs commands must be approved by
+    the importer (`accept_ssh_config`), and anything that cannot be read refuses the import in one line
+    and leaves nothing behind in the embedded store. The meta document goes in last, so a session half
+    imported (a crash) is not listed."""
     from agent.report.replay import verify_session
 
     meta_path, journal = src / "meta.json", src / "journal.jsonl"
@@ -122,10 +128,15 @@ def import_session(store: Store, src: Path) -> tuple[Session, dict[str, Any]]:
         raise SessionError(
             f"{meta_path} names session {session_id!r} but its journal belongs to {journaled!r}; nothing imported"
         )
-    documents = {name: _text(src / name) for name in ("campaign.yaml", "policy.yaml")}
+    problem = meta_problem(meta)
+    if problem is not None:
+        raise SessionError(f"{meta_path} {problem}; nothing imported")
+    documents = {name: _text(src / name) for name in DOCUMENTS}
     verdict = verify_session(journal, documents=documents, meta=meta)
     if not verdict.ok:
         raise SessionError(f"{src} does not verify ({verdict.line()}); nothing imported")
+    _check_for_writers(src, journal, session_id, meta)
+    _check_ssh_config(src, documents["ssh_config"], accept=accept_ssh_config)
     existing = store.session(session_id)
     if existing.read("meta.json") is not None:
         existing.close()
@@ -165,6 +176,52 @@ def import_session(store: Store, src: Path) -> tuple[Session, dict[str, Any]]:
             f"{src}: could not be imported safely ({type(exc).__name__}: {str(exc)[:200]}); nothing imported"
         ) from None
     return d, {"session": session_id, "events": verdict.events, "checkpoints": checkpoints}
+
+
+def _check_for_writers(src: Path, journal: Path, session_id: str, meta: dict[str, Any]) -> None:
+    """What a runner will ask before it goes on from the imported session, asked before anything is
+    imported: nothing that changes what runs lies past its head; with a key configured, its head is
+    signed by a trusted key; meta.json points where its journal says."""
+    from agent.journal import integrity
+    from agent.journal.chain import read_events
+    from agent.journal.documents import pointer_problem
+    from agent.journal.head import read_all
+    from agent.journal.view import fold
+
+    try:
+        integrity.check_file(journal, session_id, limit=journal.stat().st_size, trust=None)
+    except JournalUnverified as exc:
+        raise SessionError(f"{src}: {exc.problem}; nothing imported") from None
+    trust = writer_trust()
+    if trust.keys and (why := integrity.untrusted(read_all(journal), trust.keys, "a signing key is configured")):
+        raise SessionError(f"{src}: {why}; nothing imported")
+    if (why := pointer_problem(meta, fold(read_events(journal)))) is not None:
+        raise SessionError(f"{src}: {why}; nothing imported")
+
+
+def _check_ssh_config(src: Path, text: str | None, *, accept: bool) -> None:
+    """An ssh_config that runs commands on the machine that resolves a host is the exporter's to write
+    and the importer's to run: refused unless the importer approves it, having read it."""
+    found = runs_code(text or "")
+    if found and not accept:
+        raise SessionError(
+            f"{src / 'ssh_config'}:{found[0][0]}: {found[0][1]} runs commands on this machine when a host is "
+            "resolved; read it, then import with --accept-ssh-config to run it as yours; nothing imported"
+        )
+
+
+def runs_code(text: str) -> list[tuple[int, str]]:
+    """(line, keyword) of every ssh_config line that runs a command or loads code (`Match exec`,
+    `ProxyCommand`, `LocalCommand`, `Include`, …), as OpenSSH reads keywords: any case, `=` or blanks."""
+    found = []
+    for n, raw in enumerate(text.splitlines(), 1):
+        words = raw.replace("=", " ", 1).split()
+        if not words or words[0].startswith("#"):
+            continue
+        keyword = words[0].lower()
+        if keyword in RUNS_CODE or (keyword == "match" and any(w.lower().lstrip("!") == "exec" for w in words[1:])):
+            found.append((n, words[0] + (" exec" if keyword == "match" else "")))
+    return found
 
 
 def _refuse_links(src: Path) -> None:

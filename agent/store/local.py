@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from agent.errors import CheckpointUnreadable, SessionBusy, SessionError
+from agent.journal import integrity
 from agent.journal.chain import Journal, read_events
 from agent.privatefiles import private_file, write_private
-from agent.store.base import Session, Store, check_session_id
+from agent.store.base import Session, Store, check_session_id, writer_trust
 from agent.store.listing import list_sessions, sessions_root
 from agent.store.serde import serializer
 
@@ -168,7 +169,13 @@ class SessionDir(Session):
             time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
 
     def open_journal(self) -> Journal:
-        return Journal(self.journal, self.id)
+        trust = writer_trust()
+
+        def check(limit: int) -> dict[str, Any] | None:
+            return integrity.check_file(self.journal, self.id, limit=limit, trust=trust)
+
+        # Under the lease no other runner is alive, so lines past the head are a dead run's: adopted, and said so.
+        return Journal(self.journal, self.id, check=check, adopt=self.leased)
 
     def events(self) -> Iterator[dict[str, Any]]:
         return read_events(self.journal) if self.journal.exists() else iter(())
@@ -230,9 +237,11 @@ class SessionDir(Session):
         fh.truncate()
         fh.write(f"pid {os.getpid()} ({getpass.getuser()})\n")
         fh.flush()
+        self.leased = True
         try:
             yield
         finally:
+            self.leased = False
             fh.seek(0)
             fh.truncate()
             fcntl.flock(fh, fcntl.LOCK_UN)

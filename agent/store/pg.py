@@ -24,7 +24,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from agent.errors import CheckpointUnreadable, SessionBusy, SessionError
 from agent.journal import pg as pgjournal
-from agent.store.base import Session, Store, check_session_id
+from agent.store.base import Session, Store, check_session_id, writer_trust
 from agent.store.listing import home, summarize
 from agent.store.local import private_dir, scratch_dir
 from agent.store.serde import serializer
@@ -234,7 +234,7 @@ class PgSession(Session):
     # -- the journal
 
     def open_journal(self) -> pgjournal.PgJournal:
-        return pgjournal.PgJournal(self.url, self.id, artifacts=self.artifacts)
+        return pgjournal.PgJournal(self.url, self.id, artifacts=self.artifacts, trust=writer_trust())
 
     def events(self) -> Iterator[dict[str, Any]]:
         rows = self.conn.execute(
@@ -306,9 +306,11 @@ class PgSession(Session):
         holder = lease.acquire()
         if holder is not None:
             raise SessionBusy(f"session {self.id} is in use by {holder}; try again when it is done")
+        self.leased = True
         try:
             yield
         finally:
+            self.leased = False
             lease.release()
 
     def prepare(self) -> None:

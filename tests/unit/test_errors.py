@@ -8,7 +8,7 @@ import inspect
 import pytest
 
 from agent import errors
-from agent.errors import BAD_INPUT, FAILED, FOREIGN, INTERRUPTED, SessionError, SignoffError, exit_code
+from agent.errors import BAD_INPUT, FAILED, FOREIGN, INTERRUPTED, UNVERIFIED, SessionError, SignoffError, exit_code
 
 OURS = [c for _, c in inspect.getmembers(errors, inspect.isclass) if issubclass(c, BaseException)]
 
@@ -17,7 +17,7 @@ OURS = [c for _, c in inspect.getmembers(errors, inspect.isclass) if issubclass(
 def test_every_error_is_a_signoff_error_with_a_sentence_and_an_exit_code(cls: type[BaseException]) -> None:
     assert issubclass(cls, SignoffError)
     assert cls.__doc__ and cls.__doc__.strip().endswith(".")
-    assert cls.exit_code in (BAD_INPUT, FAILED)  # type: ignore[attr-defined]
+    assert cls.exit_code in (BAD_INPUT, FAILED, UNVERIFIED)  # type: ignore[attr-defined]
     assert exit_code(cls.__new__(cls)) == cls.exit_code  # type: ignore[attr-defined]  (no constructor: any instance)
 
 
@@ -34,6 +34,7 @@ def test_exit_codes_come_from_the_one_table() -> None:
 
     assert exit_code(SessionError("no such session")) == BAD_INPUT
     assert exit_code(errors.RunFailed("boom")) == FAILED
+    assert exit_code(errors.JournalUnverified("s", "history rewritten")) == UNVERIFIED  # a code of its own
     assert exit_code(NotUnderstood("huh")) == BAD_INPUT  # a subclass of a class the table names
     assert exit_code(StorageFull(28, "disk full")) == FAILED
     assert exit_code(KeyboardInterrupt()) == INTERRUPTED

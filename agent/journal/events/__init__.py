@@ -70,6 +70,7 @@ from agent.journal.events.session import (
     CheckpointUnreadable,
     DocumentsMismatch,
     HostkeyPinned,
+    LogAdopted,
     LogRecovered,
     Phase,
     PolicyChanged,
@@ -119,6 +120,7 @@ __all__ = [
     "LlmFailed",
     "LlmInvalid",
     "LlmRetry",
+    "LogAdopted",
     "LogRecovered",
     "MutationInDoubt",
     "MutationRecovered",
@@ -169,6 +171,7 @@ KnownEvent = Annotated[
     | PolicyChanged
     | CheckpointUnreadable
     | LogRecovered
+    | LogAdopted
     | HostkeyPinned
     | Phase
     | SetupFailed

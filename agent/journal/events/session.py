@@ -29,6 +29,14 @@ class SessionStarted(Event):
     engine: str | None = None
     headless: bool | None = None
     user: str | None = None
+    # What else a resume runs with, so that meta.json cannot change it (journals from before these have none):
+    # where the campaign's files are, the ssh_config it resolves hosts with (the session keeps a copy; its
+    # sha256, or "-" for none), the kept copies of the campaign's files, and trust-on-first-use.
+    campaign_dir: str | None = None
+    ssh_config: str | None = None
+    ssh_config_sha256: str | None = None
+    campaign_files_sha256: str | None = None
+    accept_new_host_keys: bool | None = None
 
 
 class SessionResumed(Event):
@@ -104,6 +112,17 @@ class LogRecovered(Event):
     kind: Literal["log.recovered"] = "log.recovered"
     torn_bytes: int
     torn_digest: str
+
+
+class LogAdopted(Event):
+    """Lines a runner found past every copy of the head when it took the session (a run killed before it
+    wrote its head again) and went on from: written, and signed over, with the range it did not see written."""
+
+    kind: Literal["log.adopted"] = "log.adopted"
+    from_seq: int
+    events: int
+    kinds: dict[str, int] = Field(default_factory=dict)
+    last: str | None = None  # the hash of the last line adopted
 
 
 class HostkeyPinned(Event):
