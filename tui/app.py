@@ -96,6 +96,9 @@ class SignoffApp(App[str | None]):
         self.prefill_gate = prefill_gate  # the gate that line was given for: shown at no other
         self.dialog: GateScreen | None = None  # the gate dialog on screen
         self.elsewhere: dict[str, str] = {}  # gate → why its dialog closed: decided by someone else
+        # After a dialog closed under the person's hands, the next gate opens only when asked for (g): keys
+        # typed for the gate that went must not land in the dialog of the gate that came.
+        self.held = False
         self.answered: dict[str, int] = {}  # gate → how many rules were journaled when it was answered
         self.note: str | None = None
         self._plan_rows: dict[int, list[str]] = {}
@@ -351,9 +354,12 @@ class SignoffApp(App[str | None]):
     def _open_gate(self, *, manual: bool = False) -> None:
         if self.mode == "replay" or self.gate_open or self.source.busy():
             return
+        if self.held and not manual:
+            return
         pending = self.source.pending()
         if pending is None or (not manual and pending.gate["id"] == self.later):
             return
+        self.held = False
         gate_id = pending.gate["id"]
         notice = None
         if gate_id in self.answered and self.view.rules_added > self.answered[gate_id]:
@@ -383,6 +389,7 @@ class SignoffApp(App[str | None]):
 
         how = how_decided(self.view, gate_id) or "by someone else"
         self.elsewhere[gate_id] = f"gate {gate_id} was decided elsewhere, {how}; its dialog closed, nothing recorded"
+        self.held = True  # before the dialog's callback runs: this same tick may find the next gate waiting
         while self.screen is not dialog and len(self.screen_stack) > 1:
             self.pop_screen()  # help, opened over the dialog
         dialog.dismiss(None)
@@ -391,7 +398,8 @@ class SignoffApp(App[str | None]):
         self.gate_open = False
         self.dialog = None
         if gate_id in self.elsewhere:
-            self.note = self.elsewhere.pop(gate_id)
+            self.note = f"{self.elsewhere.pop(gate_id)} — g opens the gate that waits now"
+            self.held = True
             self.notify(self.note, severity="warning", timeout=10, markup=False)
         elif answered is None:
             # "Ask later": leave it paused; `g` reopens it, `q` quits and the session waits for `signoff attach`.

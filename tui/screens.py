@@ -172,7 +172,8 @@ class GateScreen(ModalScreen[str | None]):
             yield Static(self._keys_text(), id="gate-keys")
             yield Static(self._keys_line(), id="gate-keys-line")
             yield Static("", id="gate-countdown")
-            yield Input(placeholder=f"one line, e.g. {EXAMPLES[3]!r}", id="gate-input")
+            # Focus keeps the line as it is (no select-all): after `/` or "skip #", typing goes on from its end.
+            yield Input(placeholder=f"one line, e.g. {EXAMPLES[3]!r}", id="gate-input", select_on_focus=False)
             yield Static("", id="gate-echo")
 
     def _keys_text(self) -> Text:
@@ -208,12 +209,14 @@ class GateScreen(ModalScreen[str | None]):
         return isinstance(self.focused, Input)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        # While the line has focus its keys are typed (Textual drops printable keys' bindings there itself);
-        # Enter submits the line. Out of it, only the keys this gate offers answer.
+        # While the line has focus its keys are typed (`/` too) and Enter submits it. Out of it, only the keys
+        # this gate offers answer, and Enter confirms an echoed answer.
         if action == "key":
             return not self.typing and (parameters[0] in self.keys or parameters[0] == "q")
         if action == "confirm":
             return not self.typing and self.typed is not None
+        if action == "focus_input":
+            return not self.typing
         return True
 
     def on_mount(self) -> None:
