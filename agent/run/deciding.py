@@ -55,6 +55,12 @@ class AtGate:
     next_rule: int  # the number a session rule this answer adds gets
 
 
+def named(for_gate: str | None) -> dict[str, str]:
+    """`for_gate` as a journal field: written only when the answer named its gate (only the fields given
+    are written, so a line without it reads exactly as before)."""
+    return {} if for_gate is None else {"for_gate": for_gate}
+
+
 def journaled(text: str) -> str:
     """What the journal keeps of a refused line: all of a one-liner, the start of anything longer."""
     return text if len(text) <= MAX_CHARS else text[:MAX_CHARS] + "…"
@@ -160,11 +166,8 @@ def _answered_first(at: AtGate, text: str, *, by: str, for_gate: str | None, app
             f"`signoff resume {at.d.id}` applies that answer"
         )
     gate = at.gate
-    at.journal.append(
-        ev.DecisionRejected(
-            gate=gate.id, gate_kind=gate.kind, raw=journaled(text), by=by, error=message, for_gate=for_gate
-        )
-    )
+    rejected = {"gate": gate.id, "gate_kind": gate.kind, "raw": journaled(text), "by": by, "error": message}
+    at.journal.append(ev.DecisionRejected.model_validate({**rejected, **named(for_gate)}))
     raise GateNotWaiting(message)
 
 
@@ -197,20 +200,18 @@ def decide(at: AtGate, text: str, *, by: str, confirmed: bool, for_gate: str | N
             _answered_first(at, text, by=by, for_gate=for_gate, applied=not answered)
         for rule in result.rules:
             journal.append(ev.RuleAdded(rule=rule.model_dump(mode="json"), gate=gate.id, by=by, raw=text))
-        journal.append(
-            ev.Decision(
-                gate=gate.id,
-                gate_kind=gate.kind,
-                option=gate.option,
-                raw=text,
-                by=by,
-                parsed=decision.model_dump(mode="json", exclude_none=True),
-                decision=result.decision.model_dump(mode="json", exclude_none=True) if result.decision else None,
-                echo=result.echo,
-                interrupt=at.interrupt,
-                for_gate=for_gate,
-            )
-        )
+        decided = {
+            "gate": gate.id,
+            "gate_kind": gate.kind,
+            "option": gate.option,
+            "raw": text,
+            "by": by,
+            "parsed": decision.model_dump(mode="json", exclude_none=True),
+            "decision": result.decision.model_dump(mode="json", exclude_none=True) if result.decision else None,
+            "echo": result.echo,
+            "interrupt": at.interrupt,
+        }
+        journal.append(ev.Decision.model_validate({**decided, **named(for_gate)}))
         mine = {**result.payload(), "echo": result.echo, "answer_id": secrets.token_hex(8)}
         standing = d.claim_answer(at.interrupt, mine)
     if standing.get("answer_id") != mine["answer_id"]:  # pragma: no cover - every decider holds `deciding()`
