@@ -90,7 +90,7 @@ def not_waiting(view: SessionView, gate_id: str, waiting: Gate | None) -> str:
     """The one line that refuses an answer given for `gate_id` when `waiting` is the gate that waits."""
     how = how_decided(view, gate_id)
     said = f"gate {gate_id} was decided {how}" if how else f"gate {gate_id} is not the gate waiting"
-    now = f"the session waits at gate {where(waiting)} now" if waiting else "the session waits at no gate now"
+    now = f"the session waits at gate {where(waiting)} now" if waiting else "no gate waits now"
     return f"{said}; {now}; nothing recorded (answer the gate you are shown)"
 
 
@@ -162,8 +162,8 @@ def _answered_first(at: AtGate, text: str, *, by: str, for_gate: str | None, app
         message = f"gate {at.gate.id} was decided {how} meanwhile; nothing recorded (answer the gate you are shown)"
     else:
         message = (
-            f"gate {at.gate.id} already has a recorded answer, {how}; nothing recorded; "
-            f"`signoff resume {at.d.id}` applies that answer"
+            f"gate {at.gate.id} already has a recorded answer, {how}, which stands; nothing recorded "
+            f"(`signoff resume {at.d.id}` applies it if no runner does)"
         )
     gate = at.gate
     rejected = {"gate": gate.id, "gate_kind": gate.kind, "raw": journaled(text), "by": by, "error": message}
