@@ -100,3 +100,25 @@ async def test_a_dialog_whose_gate_is_decided_elsewhere_closes_and_says_who_deci
         await wait_for(pilot, lambda: app.return_value == "paused", what="the app to quit")
     assert [(x["gate"], x["by"]) for x in decisions(d) if x["gate"] in ("g2", "g3")] == [("g2", "human:bob")]
     assert not any(x["by"] == ME for x in decisions(d))
+
+
+async def test_a_line_given_with_decide_is_offered_only_at_the_gate_it_was_given_for(home: Path) -> None:
+    """`signoff decide S "stop"` in a terminal opens the screen with the line echoed at its gate; if that
+    gate was decided before the screen is up, the line is not offered at the next one."""
+    from tests.tui.test_tui_snapshots import EVENTS, FrozenSource, frozen_app, index_of
+    from tui.source import PendingGate
+
+    opened = index_of("gate.opened", gate="g3")
+    e = EVENTS[opened]
+    paused = {**e, "kind": "session.paused", "seq": e["seq"] + 1}
+    gate = {"id": "g3", "kind": "safety", "option": 2, "question": e["question"], "facts": e["facts"]}
+    source = FrozenSource([*EVENTS[: opened + 1], paused], PendingGate(gate={**gate, "allowed": ["skip", "stop"]}))
+    app = frozen_app(source)
+    app.prefill, app.prefill_gate = "stop", "g2"
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: gate_open(app), what="g3's dialog")
+        await wait_for(pilot, lambda: app.note is not None, what="the note")
+        assert "was for gate g2, which no longer waits" in app.note  # type: ignore[operator]
+        assert line(app).value == "" and echo(app) == ""  # nothing offered for confirmation at g3
+        await pilot.press("q")
+        await wait_for(pilot, lambda: app.return_value is not None, what="the app to quit")
