@@ -37,6 +37,11 @@ class SessionBusy(SessionError):
     """Another process holds the session's lease (it is running the session)."""
 
 
+class GateNotWaiting(SessionError):
+    """An answer given for a gate the session no longer waits at (decided elsewhere, or moved on): refused,
+    and the message says who decided that gate and how."""
+
+
 class DocumentsChanged(SessionError):
     """The session's own campaign.yaml or policy.yaml is not what its journal recorded: nothing runs."""
 

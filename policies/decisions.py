@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from policies.expr import Condition, ExprError
 from policies.gates import ALLOWED, FACTS, Action, Decision, GateKind, Scope
@@ -37,6 +38,20 @@ class DecisionError(ValueError):
 class NotUnderstood(DecisionError):
     """The grammar could not read the text at all (as opposed to reading a decision it must refuse):
     the one case a language-model interpreter may be asked to try."""
+
+
+# A one-liner is a line. Longer text is refused before anything reads it (typo correction, filler, the
+# grammar, a model): a pasted log or a held-down key is not an answer, and reading it costs time.
+MAX_CHARS = 1_000
+
+
+def check_length(text: str) -> None:
+    """Refuse text longer than a one-liner may be, quoting only its start (DecisionError)."""
+    if len(text) > MAX_CHARS:
+        raise DecisionError(
+            f"a one-line decision is at most {MAX_CHARS:,} characters; this one has {len(text):,} "
+            f"(starting {text[:40]!r}); say it in one short line"
+        )
 
 
 # Longest phrases first within the table; the first action whose phrase starts the clause wins.
@@ -211,9 +226,60 @@ def _verb_in(words: str) -> Action | None:
     return None
 
 
+@dataclass
+class _Read:
+    """A clause read as far as its verb, targets, count, scope and condition, with words left over."""
+
+    text: str
+    action: Action
+    rest: str
+    targets: list[int]
+    runs: int | None
+    scope: Scope
+    condition: str | None
+    said: str  # the leftover words
+
+    def decision(self, targets: list[int] | None = None) -> Decision:
+        return Decision(
+            action=self.action,
+            targets=self.targets if targets is None else targets,
+            runs=self.runs,
+            scope=self.scope,
+            condition=self.condition,
+        )
+
+
 def _clause(
     text: str, gate_option: int | None, known: Sequence[int], titles: Mapping[int, str] | None = None
 ) -> Decision:
+    """One clause as a decision. "lgtm, ship it" says one decision twice: the words after the first verb
+    are read again as a clause of their own, in a loop (never a recursion as deep as the line is long)."""
+    said_again: list[tuple[_Read, Action]] = []  # each clause whose leftover words are read again
+    while True:
+        read = _read_clause(text, gate_option, known)
+        if isinstance(read, Decision):
+            result = read
+            break
+        other = _verb_in(read.rest.lstrip(", "))
+        go_ahead = {"approve", "continue"}
+        if other is not None and other != read.action and not {other, read.action} <= go_ahead:
+            raise DecisionError(f"{read.text!r} says both {read.action} and {other}; say one decision at a time")
+        if other is not None and (other == read.action or {other, read.action} <= go_ahead) and not read.targets:
+            # "lgtm, ship it", "sounds good, keep going": the same decision said twice.
+            said_again.append((read, other))
+            text = read.rest.lstrip(", ")
+            continue
+        result = _named_by_title(read, titles)
+        break
+    for read, other in reversed(said_again):
+        # "looks good to me, approve it": the explicit word wins when it is the same decision, unconditional.
+        if result.action != other or result.condition is not None:
+            result = _named_by_title(read, titles)
+    return result
+
+
+def _read_clause(text: str, gate_option: int | None, known: Sequence[int]) -> Decision | _Read:
+    """A whole decision, or how far the clause reads before words are left over."""
     m = re.match(
         r"^#?(\d+) (?:is|looks like|seems) (?:a |the )?(bigger|better|safer|larger|clearer|best|biggest)"
         r"(?: (?:win|one|option|choice|bet|idea|pick|gain))?(?: (?:anyways?|then|i think|probably|here))?$",
@@ -254,45 +320,41 @@ def _clause(
         rest = re.sub(r"\s*\bnext$", "", rest)  # "do two-batch overlap next"
     leftover = [w for w in re.split(r"[ ,]+", rest) if w and w not in _FILLER]
     if leftover and not (action == "ask" and set(leftover) <= {"me", "first"}):
-        said = " ".join(leftover)
-        other = _verb_in(rest.lstrip(", "))
-        go_ahead = {"approve", "continue"}
-        if other is not None and other != action and not {other, action} <= go_ahead:
-            raise DecisionError(f"{text!r} says both {action} and {other}; say one decision at a time")
-        if other is not None and (other == action or {other, action} <= go_ahead) and not targets:
-            # "lgtm, ship it", "sounds good, keep going": the same decision said twice.
-            again = _clause(rest.lstrip(", "), gate_option, known, titles)
-            if again.action == other and again.condition is None:
-                return again  # "looks good to me, approve it": the explicit word wins
-        title_read = None
-        if not targets and titles:
-            if re.search(r"\b(?:not|no|never|instead|except|but|without|rather|besides|minus|isn't|other)\b", rest):
-                raise DecisionError(f"{text!r} names an option with a negation; name the ones you mean by number")
-            names = [n for n in re.split(r"\s*(?:,|\band\b|&)\s*", said) if n]
-            chosen_all: list[int] = []
-            for name in names:
-                if name.strip() in _NUMBER_WORDS:
-                    raise DecisionError(f"{name!r}: name options by number (#2), not in words")
-                chosen, close = title_match(name, titles)
-                if close:
-                    raise DecisionError(
-                        f"{name!r} could be " + " or ".join(f"#{k} {titles[k]}" for k in close) + "; name it by number"
-                    )
-                if chosen is None:
-                    chosen_all = []
-                    break
-                chosen_all.append(chosen)
-            if chosen_all:
-                targets = list(dict.fromkeys(chosen_all))
-                if action in ("skip", "defer"):
-                    targets.sort()
-                title_read = f"{said!r} → " + ", ".join(f"#{t}" for t in targets)
-        if title_read is None:
-            raise NotUnderstood(f"didn't understand {said!r} in {text!r}; try: {', '.join(EXAMPLES)}")
-        decision = Decision(action=action, targets=targets, runs=runs, scope=scope, condition=condition)
-        decision.read_as.append(title_read)
-        return decision
+        return _Read(text, action, rest, targets, runs, scope, condition, " ".join(leftover))
     return Decision(action=action, targets=targets, runs=runs, scope=scope, condition=condition)
+
+
+def _named_by_title(read: _Read, titles: Mapping[int, str] | None) -> Decision:
+    """A clause whose leftover words name options by title ("skip the overlap scheduler"), or NotUnderstood."""
+    text, rest, said, targets = read.text, read.rest, read.said, read.targets
+    title_read = None
+    if not targets and titles:
+        if re.search(r"\b(?:not|no|never|instead|except|but|without|rather|besides|minus|isn't|other)\b", rest):
+            raise DecisionError(f"{text!r} names an option with a negation; name the ones you mean by number")
+        names = [n for n in re.split(r"\s*(?:,|\band\b|&)\s*", said) if n]
+        chosen_all: list[int] = []
+        for name in names:
+            if name.strip() in _NUMBER_WORDS:
+                raise DecisionError(f"{name!r}: name options by number (#2), not in words")
+            chosen, close = title_match(name, titles)
+            if close:
+                raise DecisionError(
+                    f"{name!r} could be " + " or ".join(f"#{k} {titles[k]}" for k in close) + "; name it by number"
+                )
+            if chosen is None:
+                chosen_all = []
+                break
+            chosen_all.append(chosen)
+        if chosen_all:
+            targets = list(dict.fromkeys(chosen_all))
+            if read.action in ("skip", "defer"):
+                targets.sort()
+            title_read = f"{said!r} → " + ", ".join(f"#{t}" for t in targets)
+    if title_read is None:
+        raise NotUnderstood(f"didn't understand {said!r} in {text!r}; try: {', '.join(EXAMPLES)}")
+    decision = read.decision(targets)
+    decision.read_as.append(title_read)
+    return decision
 
 
 _EXCEPT = re.compile(
@@ -320,6 +382,7 @@ def _except_hosts(text: str, hosts: Sequence[str]) -> tuple[list[str], str]:
     return chosen, (text[: m.start()] + text[m.end() :]).strip()
 
 
+_REPEATED = re.compile(r"\b(\w+)(?:[ ,]+\1\b){2,}")
 _NUMBER_WORDS = {"one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "the two", "these two"}
 _REMARKS = [
     re.compile(
@@ -414,7 +477,11 @@ def parse_decision(
     runs on `hosts`, which "on all except gpu-7" may name; `titles` name options in words; at a command
     gate, numbers name the listed `commands`, 1-based)."""
     raw = text
+    check_length(text)
     text = _normalise(text)
+    # "yes yes yes …", "continue continue …": a held-down key or a paste, not how anyone answers. It is
+    # read (filler and the grammar make one answer of it) but echoed and confirmed, never taken as said.
+    repeated = _REPEATED.search(text)
     if not text:
         raise DecisionError(f"empty decision; try: {', '.join(EXAMPLES)}")
     if raw.strip().endswith("?"):
@@ -522,6 +589,9 @@ def parse_decision(
         decision.except_hosts = excepted
     decision.hedged = hedged
     decision.read_as = [*reading.notes, *decision.read_as]
+    if repeated is not None:
+        times = len(re.findall(r"\w+", repeated.group(0)))
+        decision.read_as.append(f"{repeated.group(1)!r} said {times} times in a row, read once")
     decision.confirm = (
         hedged
         or decision.action in ("rollback", "stop")

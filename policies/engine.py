@@ -81,14 +81,14 @@ class PolicyEngine:
             steps.append(Step(rule=rule.id, outcome=matched, detail=detail))
             if matched == "matched":
                 decision = rule.decision.model_copy(update={"by": rule.id, "rule": rule.id})
-                return Explanation(decision=decision, steps=steps)
+                return Explanation(decision=_unsafe_kept_asks(kind, facts, decision, option), steps=steps)
             other = rule.decision.otherwise
             if matched == "no match" and other and other != "fall_through" and other in ALLOWED[kind]:
                 # "skip #2 if it's unsafe, otherwise continue": the person said what to do either way.
                 decision = rule.decision.model_copy(
                     update={"action": other, "condition": None, "by": rule.id, "rule": rule.id, "scope": "once"}
                 )
-                return Explanation(decision=decision, steps=steps)
+                return Explanation(decision=_unsafe_kept_asks(kind, facts, decision, option), steps=steps)
         gate_policy = self.policy.gate(kind)
         for compiled in self.policy.rules.get(kind, []):
             spec = compiled.spec
@@ -141,6 +141,19 @@ def _try(
         return ("matched" if compiled.evaluate(facts) else "no match"), source
     except EvalError as exc:
         return "error", str(exc)
+
+
+def _unsafe_kept_asks(kind: GateKind, facts: Mapping[str, Any], decision: Decision, option: int | None) -> Decision:
+    """A person's session rule never keeps an option the assessment calls unsafe by itself: said at the
+    gate, that keep needs a confirmation, so a rule given earlier, which nobody confirms, asks instead."""
+    if kind != "safety" or facts.get("verdict") != "unsafe" or decision.action not in ("continue", "approve"):
+        return decision
+    return Decision(
+        action="ask",
+        by=decision.by,
+        rule=decision.rule,
+        rationale=f"{decision.rule} would keep #{option}, which the assessment calls unsafe; a person confirms that",
+    )
 
 
 def kinds_for_condition(condition: str | None) -> list[GateKind]:

@@ -11,11 +11,13 @@ if TYPE_CHECKING:
     from tui.source import EventSource
 
 
-def run_app(source: EventSource, *, mode: str, prefill: str | None = None) -> str | None:
+def run_app(
+    source: EventSource, *, mode: str, prefill: str | None = None, prefill_gate: str | None = None
+) -> str | None:
     """Run the TUI on `source` until the person quits; returns the session status it last saw."""
     from tui.app import SignoffApp
 
-    app = SignoffApp(source, mode=mode, prefill=prefill)
+    app = SignoffApp(source, mode=mode, prefill=prefill, prefill_gate=prefill_gate)
     try:
         return app.run()
     finally:

@@ -78,7 +78,9 @@ class SignoffApp(App[str | None]):
     mode: reactive[str] = reactive("live", bindings=True)
     follow: reactive[bool] = reactive(True)
 
-    def __init__(self, source: EventSource, *, mode: str = "live", prefill: str | None = None) -> None:
+    def __init__(
+        self, source: EventSource, *, mode: str = "live", prefill: str | None = None, prefill_gate: str | None = None
+    ) -> None:
         super().__init__()
         self.source: EventSource = source if isinstance(source, SanitizedSource) else SanitizedSource(source)
         self.set_reactive(SignoffApp.mode, mode)
@@ -91,6 +93,12 @@ class SignoffApp(App[str | None]):
         self.gate_open = False
         self.later: str | None = None  # a gate the person chose to answer later (not reopened by itself)
         self.prefill = prefill  # a line typed on the command line (`signoff decide`), shown at the first gate
+        self.prefill_gate = prefill_gate  # the gate that line was given for: shown at no other
+        self.dialog: GateScreen | None = None  # the gate dialog on screen
+        self.elsewhere: dict[str, str] = {}  # gate → why its dialog closed: decided by someone else
+        # After a dialog closed under the person's hands, the next gate opens only when asked for (g): keys
+        # typed for the gate that went must not land in the dialog of the gate that came.
+        self.held = False
         self.answered: dict[str, int] = {}  # gate → how many rules were journaled when it was answered
         self.note: str | None = None
         self._plan_rows: dict[int, list[str]] = {}
@@ -171,6 +179,7 @@ class SignoffApp(App[str | None]):
                     self.view.apply(e)
                 self.query_one("#events", EventList).extend(batch, start, follow=self.follow)
                 self._redraw()
+                self._close_if_decided(batch)
         if self.mode == "replay":
             return
         if self.query_one("#right", TabbedContent).active == "tab-output":  # no reading for a hidden pane
@@ -345,9 +354,12 @@ class SignoffApp(App[str | None]):
     def _open_gate(self, *, manual: bool = False) -> None:
         if self.mode == "replay" or self.gate_open or self.source.busy():
             return
+        if self.held and not manual:
+            return
         pending = self.source.pending()
         if pending is None or (not manual and pending.gate["id"] == self.later):
             return
+        self.held = False
         gate_id = pending.gate["id"]
         notice = None
         if gate_id in self.answered and self.view.rules_added > self.answered[gate_id]:
@@ -357,13 +369,39 @@ class SignoffApp(App[str | None]):
         if not manual:
             self.bell()  # a person is needed: the one sound this app makes by itself
         prefill, self.prefill = self.prefill, None
-        self.push_screen(
-            GateScreen(self.source, pending, notice=notice, prefill=prefill), partial(self._gate_closed, gate_id)
-        )
+        if prefill is not None and self.prefill_gate not in (None, gate_id):
+            # The line was given for a gate decided meanwhile: it answers no other.
+            self.note = f"the line given with `signoff decide` was for gate {self.prefill_gate}, which no longer waits"
+            prefill = None
+        self.dialog = GateScreen(self.source, pending, notice=notice, prefill=prefill)
+        self.push_screen(self.dialog, partial(self._gate_closed, gate_id))
+
+    def _close_if_decided(self, batch: list[dict[str, Any]]) -> None:
+        """A dialog whose gate someone else decided (`signoff decide` in another shell, another screen)
+        closes and says who and how: nothing typed into it can be recorded for that gate any more."""
+        dialog = self.dialog
+        if dialog is None or dialog.closing:
+            return
+        gate_id = str(dialog.gate["id"])
+        if not any(e["kind"] == "decision" and e.get("gate") == gate_id for e in batch):
+            return
+        from agent.run.deciding import how_decided
+
+        how = how_decided(self.view, gate_id) or "by someone else"
+        self.elsewhere[gate_id] = f"gate {gate_id} was decided elsewhere, {how}; its dialog closed, nothing recorded"
+        self.held = True  # before the dialog's callback runs: this same tick may find the next gate waiting
+        while self.screen is not dialog and len(self.screen_stack) > 1:
+            self.pop_screen()  # help, opened over the dialog
+        dialog.dismiss(None)
 
     def _gate_closed(self, gate_id: str, answered: str | None) -> None:
         self.gate_open = False
-        if answered is None:
+        self.dialog = None
+        if gate_id in self.elsewhere:
+            self.note = f"{self.elsewhere.pop(gate_id)} — g opens the gate that waits now"
+            self.held = True
+            self.notify(self.note, severity="warning", timeout=10, markup=False)
+        elif answered is None:
             # "Ask later": leave it paused; `g` reopens it, `q` quits and the session waits for `signoff attach`.
             self.later = gate_id
             self.note = f"gate {gate_id} waits — g to answer, q to quit (it stays paused for `signoff attach`)"

@@ -27,12 +27,12 @@ class TerminalScreens:
 
         run_app(ReplaySource(d), mode="replay")
 
-    def attach(self, d: Any, prefill: str | None = None, by: str | None = None) -> bool:
+    def attach(self, d: Any, prefill: str | None = None, by: str | None = None, gate: str | None = None) -> bool:
         from tui import run_app
         from tui.source import SessionSource
 
         source = SessionSource(d, user=by)
-        run_app(source, mode="attach", prefill=prefill)
+        run_app(source, mode="attach", prefill=prefill, prefill_gate=gate)
         return source.busy()
 
 

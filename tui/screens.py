@@ -98,15 +98,26 @@ class GateScreen(ModalScreen[str | None]):
 
     Keys answer while the input does not have focus; `/` gives it focus and Esc takes it away again,
     so after typing and Esc the next key answers.
+
+    Every key that switches between answering and typing (`/`, Esc, the answer keys, Enter on an echo) is
+    a priority binding: the app runs it as it takes the key from the terminal, before it hands on the
+    next, and focus moves there and then. So however fast keys arrive, each one goes where the key
+    before it left the focus — after `/`, into the line. (A plain handler runs later, on the screen's
+    own queue, when the keys typed after `/` have already been handed to the screen as answers.)
+
+    The answer names its gate (`source.answer(text, gate=…)`): if the gate was decided elsewhere
+    meanwhile, the answer is refused, never recorded at the gate that waits by then.
     """
 
     # Short terminals (an 80×24 one): the keys on one wrapped line and a shorter question, so that the
     # input and the echo below them stay on screen.
     VERTICAL_BREAKPOINTS = [(0, "-short"), (34, "-tall")]
     BINDINGS = [
-        Binding("escape", "escape", "Keys / edit", show=True),
-        Binding("slash", "focus_input", "Type", show=True),
+        Binding("escape", "escape", "Keys / edit", show=True, priority=True),
+        Binding("slash", "focus_input", "Type", show=True, priority=True),
         Binding("question_mark", "app.help", "Help", show=True),
+        Binding("enter", "confirm", "Confirm", show=False, priority=True),
+        *(Binding(k, f"key({k!r})", show=False, priority=True) for k in [*(k for k, _ in KEYS.values()), "q"]),
     ]
     DEFAULT_CSS = """
     GateScreen { align: center middle; }
@@ -139,6 +150,7 @@ class GateScreen(ModalScreen[str | None]):
         self.notice = notice  # e.g. the session rule the last line added, when the gate still waits
         self.prefill = prefill  # a line given on the command line: previewed at once, Enter confirms it
         self.typed: str | None = None  # the text whose echo is shown, awaiting Enter
+        self.closing = False  # dismissed (answered, asked later, quit, expired or decided elsewhere)
         self.answers = answer_keys(self.gate)
         self.keys = {k: a for k, a, _ in self.answers}
         hidden = alias(self.gate)
@@ -160,7 +172,8 @@ class GateScreen(ModalScreen[str | None]):
             yield Static(self._keys_text(), id="gate-keys")
             yield Static(self._keys_line(), id="gate-keys-line")
             yield Static("", id="gate-countdown")
-            yield Input(placeholder=f"one line, e.g. {EXAMPLES[3]!r}", id="gate-input")
+            # Focus keeps the line as it is (no select-all): after `/` or "skip #", typing goes on from its end.
+            yield Input(placeholder=f"one line, e.g. {EXAMPLES[3]!r}", id="gate-input", select_on_focus=False)
             yield Static("", id="gate-echo")
 
     def _keys_text(self) -> Text:
@@ -187,6 +200,25 @@ class GateScreen(ModalScreen[str | None]):
         text.append(" · [/] type · [q] quit", style="dim")
         return text
 
+    def dismiss(self, result: str | None = None) -> Any:
+        self.closing = True
+        return super().dismiss(result)
+
+    @property
+    def typing(self) -> bool:
+        return isinstance(self.focused, Input)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # While the line has focus its keys are typed (`/` too) and Enter submits it. Out of it, only the keys
+        # this gate offers answer, and Enter confirms an echoed answer.
+        if action == "key":
+            return not self.typing and (parameters[0] in self.keys or parameters[0] == "q")
+        if action == "confirm":
+            return not self.typing and self.typed is not None
+        if action == "focus_input":
+            return not self.typing
+        return True
+
     def on_mount(self) -> None:
         # Keys answer first; the input takes focus when asked (/) so typing never fires a key.
         self.set_focus(None)
@@ -209,21 +241,12 @@ class GateScreen(ModalScreen[str | None]):
 
     # -- keys and text
 
-    def on_key(self, event: Any) -> None:
-        if isinstance(self.focused, Input):
+    def action_key(self, key: str) -> None:
+        action = self.keys.get(key)
+        if action is None:  # q: quit; the session stays paused
+            self.dismiss(None)
+            self.app.exit(getattr(self.app, "view").status)  # noqa: B009 - the app's picture of the run
             return
-        if event.key == "enter" and self.typed is not None:
-            event.stop()
-            self._confirm()
-            return
-        action = self.keys.get(event.character or "")
-        if action is None:
-            if event.character == "q":
-                event.stop()
-                self.dismiss(None)
-                self.app.exit(getattr(self.app, "view").status)  # noqa: B009 - the app's picture of the run
-            return
-        event.stop()
         if action == "ask":
             self.dismiss(None)
             return
@@ -231,23 +254,31 @@ class GateScreen(ModalScreen[str | None]):
             # Which option? Finish the line: "skip #".
             field = self.query_one("#gate-input", Input)
             field.value = f"{action} #"
-            field.focus()
+            self._type_into(field)
             return
         self._preview(action)
 
+    def action_confirm(self) -> None:
+        self._confirm()
+
+    def _type_into(self, field: Input) -> None:
+        # Now, not on the next message (Widget.focus): the key after this one must find the line focused.
+        self.set_focus(field)
+        field.cursor_position = len(field.value)
+
     def action_focus_input(self) -> None:
-        self.query_one("#gate-input", Input).focus()
+        self._type_into(self.query_one("#gate-input", Input))
 
     def action_escape(self) -> None:
         """In the input: leave it (the text stays), so the next key answers. Outside it, with a decision
         echoed: take it back and edit the line."""
-        if isinstance(self.focused, Input):
+        if self.typing:
             self.set_focus(None)
             return
         if self.typed is not None:
             self.typed = None
             self._echo(Text(""))
-            self.query_one("#gate-input", Input).focus()
+            self._type_into(self.query_one("#gate-input", Input))
 
     @on(Input.Submitted, "#gate-input")
     def submitted(self, event: Input.Submitted) -> None:
@@ -261,10 +292,12 @@ class GateScreen(ModalScreen[str | None]):
 
     @work(thread=True, exclusive=True, group="gate-preview")
     def _preview(self, text: str) -> None:
-        result = self.source.preview(text)
+        result = self.source.preview(text, gate=self.gate["id"])
         self.app.call_from_thread(self._show, text, result)
 
     def _show(self, text: str, p: Preview) -> None:
+        if self.app.screen is not self:
+            return  # closed while the line was read (answered elsewhere, quit)
         if p.error:
             self.typed = None
             self._echo(Text(f"✗ {p.error}", style="bold red"))
@@ -272,7 +305,7 @@ class GateScreen(ModalScreen[str | None]):
         self.typed = text
         need = " (needs your confirmation)" if p.confirm else ""
         echo = Text(f"{p.echo}{need}", style="bold")
-        echo.append(" — Enter to confirm, Esc to edit", style="dim")
+        echo.append(f" — at gate {self.gate['id']}; Enter to confirm, Esc to edit", style="dim")
         self._echo(echo)
         self.set_focus(None)
 
@@ -282,7 +315,7 @@ class GateScreen(ModalScreen[str | None]):
     def _confirm(self) -> None:
         if self.typed is None:
             return
-        self.source.answer(self.typed)
+        self.source.answer(self.typed, gate=self.gate["id"])
         self.dismiss(self.typed)
 
 

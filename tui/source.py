@@ -49,9 +49,11 @@ class EventSource(Protocol):
 
     def pending(self) -> PendingGate | None: ...
 
-    def preview(self, text: str) -> Preview: ...
+    # `gate`: the gate the person was shown. An answer for a gate that no longer waits is refused (the
+    # preview's error, the source's `error`), never recorded at whichever gate waits by then.
+    def preview(self, text: str, *, gate: str | None = None) -> Preview: ...
 
-    def answer(self, text: str) -> None: ...
+    def answer(self, text: str, *, gate: str | None = None) -> None: ...
 
     def expire(self) -> None: ...
 
@@ -107,17 +109,17 @@ class SessionSource:
 
     # -- answering
 
-    def preview(self, text: str) -> Preview:
+    def preview(self, text: str, *, gate: str | None = None) -> Preview:
         try:
             with self.dir.locked(), Runner(self.dir, headless=False) as runner:
-                echo, confirm = runner.preview(text, by=self._by)
+                echo, confirm = runner.preview(text, by=self._by, gate=gate)
         except (DecisionError, SessionError) as exc:
             return Preview(error=str(exc))
         return Preview(echo=echo, confirm=confirm)
 
-    def answer(self, text: str) -> None:
+    def answer(self, text: str, *, gate: str | None = None) -> None:
         def work(runner: Runner) -> None:
-            runner.decide(text, by=self._by, confirmed=True)
+            runner.decide(text, by=self._by, confirmed=True, gate=gate)
             Runner(self.dir, headless=False).resume()
 
         self._run(work)
@@ -185,10 +187,10 @@ class ReplaySource:
     def pending(self) -> PendingGate | None:
         return None
 
-    def preview(self, text: str) -> Preview:
+    def preview(self, text: str, *, gate: str | None = None) -> Preview:
         return Preview(error="replay is read-only: no gate can be answered")
 
-    def answer(self, text: str) -> None:
+    def answer(self, text: str, *, gate: str | None = None) -> None:
         raise SessionError("replay is read-only: no gate can be answered")
 
     def expire(self) -> None:
@@ -241,12 +243,12 @@ class SanitizedSource:
         p = self.inner.pending()
         return None if p is None else replace(p, gate=shown(p.gate), on_deadline=shown(p.on_deadline))
 
-    def preview(self, text: str) -> Preview:
-        p = self.inner.preview(text)
+    def preview(self, text: str, *, gate: str | None = None) -> Preview:
+        p = self.inner.preview(text, gate=gate)
         return replace(p, echo=shown(p.echo), error=shown(p.error))
 
-    def answer(self, text: str) -> None:
-        self.inner.answer(text)
+    def answer(self, text: str, *, gate: str | None = None) -> None:
+        self.inner.answer(text, gate=gate)
 
     def expire(self) -> None:
         self.inner.expire()

@@ -47,15 +47,17 @@ STOPS = (
 )  # fmt: skip
 
 
-def _live_tui(d: Any, how: str = "start", *, prefill: str | None = None, by: str | None = None) -> Any:
-    """Run a session under the TUI — new, resumed, or attached with a line to confirm at its gate; the
-    outcome once the person quits (paused, finished, …)."""
+def _live_tui(
+    d: Any, how: str = "start", *, prefill: str | None = None, by: str | None = None, gate: str | None = None
+) -> Any:
+    """Run a session under the TUI — new, resumed, or attached with a line to confirm at its gate (`gate`,
+    the one it was given for); the outcome once the person quits (paused, finished, …)."""
     from agent.errors import SessionError
     from agent.run.runner import Runner
 
     ui = screens()
     assert ui is not None
-    if ui.attach(d, prefill=prefill, by=by) if prefill is not None else ui.live(d, how, by=by):
+    if ui.attach(d, prefill=prefill, by=by, gate=gate) if prefill is not None else ui.live(d, how, by=by):
         raise fail(f"quit while the run was still going; `signoff resume {d.id}` continues it", INTERRUPTED)
     try:
         with d.locked(), Runner(d, headless=True) as runner:
@@ -192,6 +194,14 @@ def decide(
     fail_on: FailOnOpt = None,
     accept_policy_change: AcceptPolicyOpt = False,
     store: StoreOpt = None,
+    gate: Annotated[
+        str | None,
+        typer.Option(
+            "--gate",
+            help="The gate this answer is for (gN, as the pause message names it): refused, saying who decided "
+            "it, if the session waits at another gate by now.",
+        ),
+    ] = None,
 ) -> None:
     """Answer the gate a paused session is waiting at, then resume it (or, when a runner on any machine
     holds the session waiting for this answer, hand the answer to it and report where it got to)."""
@@ -205,28 +215,30 @@ def decide(
         # A name is shown in reports and the journal as who decided: no escapes, colons or prefixes that
         # could dress a person's decision up as a policy's ("policy:…", "\x1b[2K…").
         raise fail(f"--by {by[:40]!r}: a name is 1-64 letters, digits, spaces and . @ + - _", BAD_INPUT)
+    if gate is not None and not re.fullmatch(r"g[1-9][0-9]{0,8}", gate):
+        raise fail(f"--gate {gate[:40]!r}: a gate is named g and its number, e.g. --gate g4", BAD_INPUT)
     who = f"human:{by or getpass.getuser()}"
     d = find(session, store)
     if not (yes or as_json or no_resume) and screens() is not None and terminal():
-        _decide_on_screen(d, text, by=by, accept_policy_change=accept_policy_change, checks=checks)
+        _decide_on_screen(d, text, by=by, accept_policy_change=accept_policy_change, checks=checks, gate=gate)
     try:
         with d.locked():
             check_policy_drift(d, accept_policy_change)
             with Runner(d, headless=True, listeners=[Progress(plain=True if as_json else None)]) as runner:
                 try:
-                    _, echo = runner.decide(text, by=who, confirmed=yes)
+                    _, echo, at = runner.decide(text, by=who, confirmed=yes, gate=gate)
                 except DecisionError as exc:
                     raise fail(f"{exc} (nothing changed)", BAD_INPUT) from None
-            typer.echo(f"decided: {echo}", err=True)
+            typer.echo(f"decided: {echo} — at gate {at}", err=True)
             if no_resume:
                 with Runner(d, headless=True) as runner:
                     out = runner.outcome()
-                out.echo = f"recorded: {echo}; run `signoff resume {session}` to continue"
+                out.echo = f"recorded: {echo} — at gate {at}; run `signoff resume {session}` to continue"
             else:
                 with Runner(d, headless=True, listeners=[Progress(plain=True if as_json else None)]) as runner:
                     out = runner.resume()
     except SessionBusy as busy:
-        out = _hand_over(d, busy, text, who=who, yes=yes, no_resume=no_resume)
+        out = _hand_over(d, busy, text, who=who, yes=yes, no_resume=no_resume, gate=gate)
     except RunFailed as exc:
         raise fail(f"session {session} failed: {exc}", FAILED) from None
     finally:
@@ -234,7 +246,9 @@ def decide(
     finish(out, as_json, checks)
 
 
-def _decide_on_screen(d: Any, text: str, *, by: str | None, accept_policy_change: bool, checks: Any) -> None:
+def _decide_on_screen(
+    d: Any, text: str, *, by: str | None, accept_policy_change: bool, checks: Any, gate: str | None
+) -> None:
     """`decide` in a terminal: a line that needs no confirmation is recorded and the run goes on in the
     TUI; one that does (hedged, standing, a rollback or a stop) opens the TUI at the gate with the line
     echoed, and Enter confirms it there. Returns only when a runner holds the session (the caller then
@@ -249,20 +263,23 @@ def _decide_on_screen(d: Any, text: str, *, by: str | None, accept_policy_change
             check_policy_drift(d, accept_policy_change)
             with Runner(d, headless=True) as runner:
                 try:
-                    echo, confirm = runner.preview(text, by=who)
+                    found = runner.pending()
+                    shown = gate or (found[1].id if found else None)  # the screen offers the line at no later gate
+                    echo, confirm = runner.preview(text, by=who, gate=gate)
                     if not confirm:
-                        _, echo = runner.decide(text, by=who, confirmed=False)
+                        _, echo, at = runner.decide(text, by=who, confirmed=False, gate=gate)
+                        echo = f"{echo} — at gate {at}"
                 except DecisionError as exc:
                     raise fail(f"{exc} (nothing changed)", BAD_INPUT) from None
     except SessionBusy:
         return
-    out = _live_tui(d, prefill=text, by=by) if confirm else _live_tui(d, "resume", by=by)
+    out = _live_tui(d, prefill=text, by=by, gate=shown) if confirm else _live_tui(d, "resume", by=by)
     if not confirm:
         typer.echo(f"decided: {echo}", err=True)
     finish(out, False, checks)
 
 
-def _hand_over(d: Any, busy: Exception, text: str, *, who: str, yes: bool, no_resume: bool) -> Any:
+def _hand_over(d: Any, busy: Exception, text: str, *, who: str, yes: bool, no_resume: bool, gate: str | None) -> Any:
     """The session is held by a runner (`--wait`) that waits for exactly this: record the answer where
     it looks (it wakes at once), then follow the journal until the session stands still again. If that
     runner dies instead, take the session over and resume it here."""
@@ -283,16 +300,16 @@ def _hand_over(d: Any, busy: Exception, text: str, *, who: str, yes: bool, no_re
         tail.read()  # what is journaled already: the stop we wait for comes after our answer
         with Runner(d, headless=True) as runner:
             try:
-                _, echo = runner.decide(text, by=who, confirmed=yes)
+                _, echo, at = runner.decide(text, by=who, confirmed=yes, gate=gate)
             except DecisionError as exc:
                 raise fail(f"{exc} (nothing changed)", BAD_INPUT) from None
         if no_resume:
-            typer.echo(f"decided: {echo}; the runner waiting on {waiting} goes on with it", err=True)
+            typer.echo(f"decided: {echo} — at gate {at}; the runner waiting on {waiting} goes on with it", err=True)
             with Runner(d, headless=True) as runner:
                 out = runner.outcome()
-            out.echo = f"recorded: {echo}; the runner waiting on {waiting} goes on"
+            out.echo = f"recorded: {echo} — at gate {at}; the runner waiting on {waiting} goes on"
             return out
-        typer.echo(f"decided: {echo}; handed to the runner waiting on {waiting}", err=True)
+        typer.echo(f"decided: {echo} — at gate {at}; handed to the runner waiting on {waiting}", err=True)
         while True:
             if any(e["kind"] in STOPS and e["kind"] != "session.waiting" for e in tail.read()):
                 with Runner(d, headless=True) as runner:

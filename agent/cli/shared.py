@@ -141,8 +141,9 @@ class Screens(Protocol):
 
     def replay(self, d: Any) -> None: ...
 
-    # Follow a session; `prefill` is a one-liner to show, previewed, at its gate (Enter confirms it).
-    def attach(self, d: Any, prefill: str | None = None, by: str | None = None) -> bool: ...
+    # Follow a session; `prefill` is a one-liner to show, previewed, at its gate (Enter confirms it) — at
+    # gate `gate` only, when given (the gate the line was given for).
+    def attach(self, d: Any, prefill: str | None = None, by: str | None = None, gate: str | None = None) -> bool: ...
 
 
 def screens() -> Screens | None:

@@ -262,7 +262,9 @@ def print_paused(out: Any, console: Console | None = None) -> None:
     if out.echo:
         console.print(Text(out.echo, style="italic"))
     example = g.get("suggested") or "continue"
-    console.print(f'\nto answer: [bold]signoff decide {out.session} "{example}"[/] (or any one-line decision)')
+    # --gate: should someone else answer this gate first, the line is refused, not taken for the next gate.
+    to = f'signoff decide {out.session} --gate {g.get("id")} "{example}"'
+    console.print(f"\nto answer: [bold]{escape(to)}[/] (or any one-line decision)")
 
 
 def summary_json(out: Any) -> dict[str, Any]:

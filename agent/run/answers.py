@@ -51,9 +51,22 @@ def check_targets(gate: Gate, decision: Decision) -> None:
             raise DecisionError(f"#{t} cannot be selected: {why}")
 
 
-def keeps_unsafe(gate: Gate, decision: Decision) -> bool:
+def keeps_unsafe(gate: Gate, decision: Decision | None) -> bool:
+    """Does `decision` keep an option the assessment's facts call unsafe (whatever its name or number)?"""
     unsafe = gate.kind == "safety" and gate.facts.get("verdict") == "unsafe"
-    return unsafe and decision.action in ("continue", "approve")
+    return unsafe and decision is not None and decision.action in ("continue", "approve")
+
+
+def _confirmed_keep(gate: Gate, answer: Answer) -> Answer:
+    """An answer that keeps an unsafe option — said plainly, or reached through a condition or its
+    otherwise-branch — is allowed, but never by a slip of the keyboard: it needs a confirmation."""
+    if not keeps_unsafe(gate, answer.decision):
+        return answer
+    assert answer.decision is not None
+    decision = answer.decision.model_copy(update={"confirm": True})
+    return answer.model_copy(
+        update={"decision": decision, "echo": f"{answer.echo} — KEEP #{gate.option}, which the assessment calls UNSAFE"}
+    )
 
 
 def _example(gate: Gate) -> str:
@@ -143,10 +156,8 @@ def answer(gate: Gate, decision: Decision, *, next_rule: int) -> Answer:
             else ""
         )
         if keeps_unsafe(gate, decision):
-            # "keep it" at an unsafe option is allowed, but never by a slip of the keyboard.
-            decision = decision.model_copy(update={"confirm": True})
-            echo = f"{_echo(gate, decision)} — KEEP #{gate.option}, which the assessment calls UNSAFE"
-            return Answer(decision=decision, rules=rules, echo=echo + said)
+            plain = _confirmed_keep(gate, Answer(decision=decision, echo=_echo(gate, decision)))
+            return plain.model_copy(update={"rules": rules, "echo": plain.echo + said})
         return Answer(decision=decision, rules=rules, echo=_echo(gate, decision) + said)
     kinds: list[GateKind] = [k for k in kinds_for_condition(decision.condition) if decision.action in ALLOWED[k]]
     if decision.action in ("continue", "approve"):
@@ -165,7 +176,7 @@ def answer(gate: Gate, decision: Decision, *, next_rule: int) -> Answer:
         except EvalError as exc:
             return Answer(decision=None, echo=f"cannot evaluate {decision.condition!r} here ({exc}); gate stays open")
         if holds:
-            return Answer(decision=decision, echo=f"{decision.describe()} — condition holds now")
+            return _confirmed_keep(gate, Answer(decision=decision, echo=f"{decision.describe()} — condition holds now"))
         if decision.otherwise and decision.otherwise != "ask" and decision.otherwise in ALLOWED[gate.kind]:
             other = decision.model_copy(
                 update={
@@ -174,7 +185,9 @@ def answer(gate: Gate, decision: Decision, *, next_rule: int) -> Answer:
                     "rationale": f"otherwise-branch of {decision.raw!r}",
                 }
             )
-            return Answer(decision=other, echo=f"{other.action.upper()} — {decision.condition} is false here")
+            return _confirmed_keep(
+                gate, Answer(decision=other, echo=f"{other.action.upper()} — {decision.condition} is false here")
+            )
         return Answer(decision=None, echo=f"{decision.condition} is false here; the gate stays open")
     rule = SessionRule(
         id=f"session-rule:{next_rule}",

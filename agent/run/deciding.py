@@ -1,6 +1,11 @@
 """Answering the gate a paused session waits at: a person's one line — read by the grammar or the brain,
 previewed, confirmed when it must be, recorded first-writer-wins across machines — or, once the gate has
 waited past its deadline, the policy's `on_deadline` answer. Every refusal is journaled.
+
+An answer may name the gate it was given for (the TUI's dialog does, and `decide --gate gN`): given for
+any other gate than the one waiting, it is refused with who decided that gate and how. Whether the gate
+is still undecided and the record of its answer are one step under the store's `deciding()` lock, which
+every decider takes, so two deciders never both answer one gate, whatever machines they are on.
 """
 
 from __future__ import annotations
@@ -9,15 +14,16 @@ import json
 import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from agent.brain import Brain
-from agent.errors import SessionError
+from agent.errors import GateNotWaiting, SessionError
 from agent.journal import events as ev
+from agent.journal.view import GateView, SessionView, fold
 from agent.run.answers import Answer, keeps_unsafe
 from agent.run.answers import answer as answer_gate
 from agent.store.base import JournalWriter, Session
-from policies.decisions import DecisionError
+from policies.decisions import MAX_CHARS, DecisionError, check_length
 from policies.gates import Decision, Gate
 
 
@@ -27,6 +33,14 @@ def waiting_gate(snapshot: Any) -> tuple[str, Gate] | None:
         return None
     interrupt = snapshot.interrupts[0]
     return interrupt.id, Gate.model_validate(interrupt.value["gate"])
+
+
+class Decided(NamedTuple):
+    """A recorded answer: the interrupt it answers, its echo, and where — "g4 (plan)" — for the echo line."""
+
+    interrupt: str
+    echo: str
+    at: str
 
 
 @dataclass(frozen=True)
@@ -41,6 +55,68 @@ class AtGate:
     next_rule: int  # the number a session rule this answer adds gets
 
 
+def named(for_gate: str | None) -> dict[str, str]:
+    """`for_gate` as a journal field: written only when the answer named its gate (only the fields given
+    are written, so a line without it reads exactly as before)."""
+    return {} if for_gate is None else {"for_gate": for_gate}
+
+
+def journaled(text: str) -> str:
+    """What the journal keeps of a refused line: all of a one-liner, the start of anything longer."""
+    return text if len(text) <= MAX_CHARS else text[:MAX_CHARS] + "…"
+
+
+def where(gate: Gate | GateView) -> str:
+    """ "g5 (safety #2)": a gate as the echo and the refusals name it."""
+    kind = gate.kind
+    return f"{gate.id if isinstance(gate, Gate) else gate.gate} ({kind}" + (
+        f" #{gate.option})" if gate.option is not None else ")"
+    )
+
+
+def how_decided(view: SessionView, gate_id: str) -> str | None:
+    """ "by human:alice: CONTINUE ('continue')" — who decided `gate_id` last and how, as the journal says."""
+    decided = [g for g in view.gates if g.gate == gate_id and g.action is not None]
+    if not decided:
+        return None
+    g = decided[-1]
+    said = f" ({g.raw!r})" if g.raw else ""
+    action = "a rule, asked again" if g.action == "ask" else str(g.action).upper()
+    who = "its deadline" if g.by == "deadline" else (g.by or "the policy")
+    return f"by {who}: {action}{said}"
+
+
+def not_waiting(view: SessionView, gate_id: str, waiting: Gate | None) -> str:
+    """The one line that refuses an answer given for `gate_id` when `waiting` is the gate that waits."""
+    how = how_decided(view, gate_id)
+    said = f"gate {gate_id} was decided {how}" if how else f"gate {gate_id} is not the gate waiting"
+    now = f"the session waits at gate {where(waiting)} now" if waiting else "no gate waits now"
+    return f"{said}; {now}; nothing recorded (answer the gate you are shown)"
+
+
+def check_bound(at: AtGate, for_gate: str | None, text: str, *, by: str) -> None:
+    """Refuse (journaled, GateNotWaiting) an answer given for another gate than the one waiting."""
+    if for_gate is None or for_gate == at.gate.id:
+        return
+    refuse(at.d, at.journal, at.gate, for_gate, text, by=by)
+
+
+def refuse(d: Session, journal: JournalWriter, waiting: Gate | None, for_gate: str, text: str, *, by: str) -> None:
+    """Journal the refusal of an answer given for `for_gate`, which no longer waits, and raise it."""
+    message = not_waiting(fold(d.events()), for_gate, waiting)
+    journal.append(
+        ev.DecisionRejected(
+            gate=waiting.id if waiting else None,
+            gate_kind=waiting.kind if waiting else None,
+            raw=journaled(text),
+            by=by,
+            error=message,
+            for_gate=for_gate,
+        )
+    )
+    raise GateNotWaiting(message)
+
+
 def parse(at: AtGate, text: str, *, by: str) -> tuple[Decision, Answer]:
     """(parsed decision, answer) for `text` at the gate; nothing recorded except a rejection (journaled,
     then DecisionError)."""
@@ -49,13 +125,16 @@ def parse(at: AtGate, text: str, *, by: str) -> tuple[Decision, Answer]:
         decision = interpret(at.d, at.brain, text, gate).model_copy(update={"by": by})
         return decision, answer_gate(gate, decision, next_rule=at.next_rule)
     except DecisionError as exc:
-        at.journal.append(ev.DecisionRejected(gate=gate.id, gate_kind=gate.kind, raw=text, by=by, error=str(exc)))
+        at.journal.append(
+            ev.DecisionRejected(gate=gate.id, gate_kind=gate.kind, raw=journaled(text), by=by, error=str(exc))
+        )
         raise
 
 
 def interpret(d: Session, brain: Brain, text: str, gate: Gate) -> Decision:
     """A model's reading of free text is kept per gate and text, so the decision a person confirms
     is the one they were shown — not a second, possibly different, reading."""
+    check_length(text)  # before anything reads it, the model and its cache included
     parses = json.loads(d.read("parses.json") or "{}")
     cached = parses.get(gate.id, {}).get(text)
     if cached is not None:
@@ -67,55 +146,79 @@ def interpret(d: Session, brain: Brain, text: str, gate: Gate) -> Decision:
     return decision
 
 
-def preview(at: AtGate, text: str, *, by: str) -> tuple[str, bool]:
+def preview(at: AtGate, text: str, *, by: str, for_gate: str | None = None) -> tuple[str, bool]:
     """What `text` would do at the gate, and whether it needs a confirmation (the echo a person sees
-    before it takes effect). Raises DecisionError, journaled, for text not understood."""
+    before it takes effect). Raises DecisionError, journaled, for text not understood, and
+    GateNotWaiting, journaled, when it was given for another gate than the one waiting."""
+    check_bound(at, for_gate, text, by=by)
     decision, result = parse(at, text, by=by)
     return result.echo, decision.confirm or (result.decision is not None and result.decision.confirm)
 
 
-def decide(at: AtGate, text: str, *, by: str, confirmed: bool) -> tuple[str, str]:
-    """Record a one-line decision for the gate; returns (interrupt id, echo). Raises DecisionError
-    (journaled, nothing changed) when the text is not understood or needs a confirmation it lacks, and
-    SessionError (journaled) when the gate has an answer already."""
-    d, gate, journal = at.d, at.gate, at.journal
-    decision, result = parse(at, text, by=by)
-    answers = d.answers()
-    if at.interrupt in answers:
-        raise SessionError(
-            f"gate {gate.id} already has a recorded answer ({answers[at.interrupt].get('echo', 'see journal')}); "
-            f"run `signoff resume {d.id}` to apply it"
+def _answered_first(at: AtGate, text: str, *, by: str, for_gate: str | None, applied: bool) -> None:
+    """Refuse (journaled, GateNotWaiting) an answer for a gate another decider answered first."""
+    how = how_decided(fold(at.d.events()), at.gate.id) or "by another decision"
+    if applied:
+        message = f"gate {at.gate.id} was decided {how} meanwhile; nothing recorded (answer the gate you are shown)"
+    else:
+        message = (
+            f"gate {at.gate.id} already has a recorded answer, {how}, which stands; nothing recorded "
+            f"(`signoff resume {at.d.id}` applies it if no runner does)"
         )
+    gate = at.gate
+    rejected = {"gate": gate.id, "gate_kind": gate.kind, "raw": journaled(text), "by": by, "error": message}
+    at.journal.append(ev.DecisionRejected.model_validate({**rejected, **named(for_gate)}))
+    raise GateNotWaiting(message)
+
+
+def _consumed(d: Session, interrupt: str) -> bool:
+    """Has a runner resumed the session with an answer for `interrupt` (and so cleared it)?"""
+    return any(e.get("kind") == "session.resumed" and interrupt in (e.get("answers") or []) for e in d.events())
+
+
+def decide(at: AtGate, text: str, *, by: str, confirmed: bool, for_gate: str | None = None) -> Decided:
+    """Record a one-line decision for the gate; returns (interrupt id, echo, where). Raises DecisionError
+    (journaled, nothing changed) when the text is not understood or needs a confirmation it lacks, and
+    SessionError (journaled) when the gate has an answer already or, given `for_gate`, is not that gate."""
+    d, gate, journal = at.d, at.gate, at.journal
+    check_bound(at, for_gate, text, by=by)
+    decision, result = parse(at, text, by=by)
+    if at.interrupt in d.answers():
+        _answered_first(at, text, by=by, for_gate=for_gate, applied=False)
     if (decision.confirm or (result.decision is not None and result.decision.confirm)) and not confirmed:
         why = "hedged" if decision.hedged else ("standing" if decision.scope == "standing" else decision.action)
-        if keeps_unsafe(gate, decision):
+        if keeps_unsafe(gate, result.decision):
             why = "keep-an-unsafe-option"
         message = f"understood as: {result.echo} — a {why} decision needs confirmation: repeat it with --yes"
         journal.append(ev.DecisionRejected(gate=gate.id, gate_kind=gate.kind, raw=text, by=by, error=message))
         raise DecisionError(message)
-    for rule in result.rules:
-        journal.append(ev.RuleAdded(rule=rule.model_dump(mode="json"), gate=gate.id, by=by, raw=text))
-    journal.append(
-        ev.Decision(
-            gate=gate.id,
-            gate_kind=gate.kind,
-            option=gate.option,
-            raw=text,
-            by=by,
-            parsed=decision.model_dump(mode="json", exclude_none=True),
-            decision=result.decision.model_dump(mode="json", exclude_none=True) if result.decision else None,
-            echo=result.echo,
-            interrupt=at.interrupt,
-        )
-    )
-    mine = {**result.payload(), "echo": result.echo, "answer_id": secrets.token_hex(8)}
-    standing = d.claim_answer(at.interrupt, mine)
-    if standing.get("answer_id") != mine["answer_id"]:
-        # Someone on another machine answered the same gate a moment earlier: theirs stands.
+    with d.deciding():
+        # Read before the journal: a runner journals `session.resumed` before it clears the answer it took.
+        answered = at.interrupt in d.answers()
+        if answered or _consumed(d, at.interrupt):
+            # Someone else answered this gate first (here or on another machine): theirs stands.
+            _answered_first(at, text, by=by, for_gate=for_gate, applied=not answered)
+        for rule in result.rules:
+            journal.append(ev.RuleAdded(rule=rule.model_dump(mode="json"), gate=gate.id, by=by, raw=text))
+        decided = {
+            "gate": gate.id,
+            "gate_kind": gate.kind,
+            "option": gate.option,
+            "raw": text,
+            "by": by,
+            "parsed": decision.model_dump(mode="json", exclude_none=True),
+            "decision": result.decision.model_dump(mode="json", exclude_none=True) if result.decision else None,
+            "echo": result.echo,
+            "interrupt": at.interrupt,
+        }
+        journal.append(ev.Decision.model_validate({**decided, **named(for_gate)}))
+        mine = {**result.payload(), "echo": result.echo, "answer_id": secrets.token_hex(8)}
+        standing = d.claim_answer(at.interrupt, mine)
+    if standing.get("answer_id") != mine["answer_id"]:  # pragma: no cover - every decider holds `deciding()`
         message = f"gate {gate.id} was answered first by another decision ({standing.get('echo', 'see journal')})"
         journal.append(ev.DecisionRejected(gate=gate.id, gate_kind=gate.kind, raw=text, by=by, error=message))
         raise SessionError(message)
-    return at.interrupt, result.echo
+    return Decided(at.interrupt, result.echo, where(gate))
 
 
 def deadline_answer(
@@ -135,18 +238,19 @@ def deadline_answer(
         rationale=f"no answer within {value['deadline_s']:g}s of the gate opening",
     )
     mine = {"decision": decision.model_dump(mode="json"), "rules": [], "answer_id": secrets.token_hex(8)}
-    standing = d.claim_answer(interrupt.id, mine)
-    if standing.get("answer_id") != mine["answer_id"]:
-        return standing  # a person's answer (from another machine) arrived just before the deadline
-    journal.append(
-        ev.Decision(
-            gate=gate["id"],
-            gate_kind=gate["kind"],
-            option=gate.get("option"),
-            decision=decision.model_dump(mode="json", exclude_none=True),
-            by="deadline",
-            interrupt=interrupt.id,
-            opened=opened.isoformat(),
+    with d.deciding():
+        standing = d.answers().get(interrupt.id)
+        if standing is not None:
+            return standing  # a person's answer (from another machine) arrived just before the deadline
+        journal.append(
+            ev.Decision(
+                gate=gate["id"],
+                gate_kind=gate["kind"],
+                option=gate.get("option"),
+                decision=decision.model_dump(mode="json", exclude_none=True),
+                by="deadline",
+                interrupt=interrupt.id,
+                opened=opened.isoformat(),
+            )
         )
-    )
-    return standing
+        return d.claim_answer(interrupt.id, mine)

@@ -377,9 +377,11 @@ class Runner:
         with self._graph() as graph:
             return deciding.waiting_gate(graph.get_state(self._config()))
 
-    def _at_gate(self) -> deciding.AtGate:
+    def _at_gate(self, text: str, *, by: str, for_gate: str | None) -> deciding.AtGate:
         found = self.pending()
         if found is None:
+            if for_gate is not None:  # the gate it was given for was decided, and no other waits
+                deciding.refuse(self.dir, self.journal, None, for_gate, text, by=by)
             raise SessionError(
                 f"session {self.dir.id} is not waiting for a decision (status: {self.meta.get('status')})"
             )
@@ -387,16 +389,19 @@ class Runner:
         next_rule = self.view().rules_added + 1
         return deciding.AtGate(self.dir, self.journal, self.ctx.brain, interrupt, gate, next_rule=next_rule)
 
-    def preview(self, text: str, *, by: str) -> tuple[str, bool]:
+    def preview(self, text: str, *, by: str, gate: str | None = None) -> tuple[str, bool]:
         """What `text` would do at the pending gate, and whether it needs a confirmation (the echo a
-        person sees before it takes effect). Raises DecisionError, journaled, for text not understood."""
-        return deciding.preview(self._at_gate(), text, by=by)
+        person sees before it takes effect). Raises DecisionError, journaled, for text not understood;
+        given `gate` (the gate the person was shown), GateNotWaiting, journaled, if another one waits."""
+        return deciding.preview(self._at_gate(text, by=by, for_gate=gate), text, by=by, for_gate=gate)
 
     @_own_with
-    def decide(self, text: str, *, by: str, confirmed: bool = True) -> tuple[str, str]:
-        """Record a one-line decision for the pending gate; returns (interrupt id, echo).
-        Raises DecisionError (journaled, nothing changed) when the text is not understood."""
-        return deciding.decide(self._at_gate(), text, by=by, confirmed=confirmed)
+    def decide(self, text: str, *, by: str, confirmed: bool = True, gate: str | None = None) -> deciding.Decided:
+        """Record a one-line decision for the pending gate; returns (interrupt id, echo, where).
+        Raises DecisionError (journaled, nothing changed) when the text is not understood; given `gate`
+        (the gate the person was shown), GateNotWaiting, journaled, if another one waits."""
+        at = self._at_gate(text, by=by, for_gate=gate)
+        return deciding.decide(at, text, by=by, confirmed=confirmed, for_gate=gate)
 
     @_own_with
     def revisit(self) -> Outcome:

@@ -171,6 +171,12 @@ class Session(ABC):
     @abstractmethod
     def clear_answers(self, ids: list[str]) -> None: ...
 
+    @abstractmethod
+    def deciding(self) -> Any:
+        """Context manager: held by whoever records an answer to a gate (a person on any machine, a
+        deadline), so that checking the gate is still open and recording the answer are one step.
+        Held for milliseconds; SessionBusy when it cannot be had within seconds."""
+
     # -- the journal
 
     @abstractmethod

@@ -28,6 +28,7 @@ from agent.store.serde import serializer
 # as another user must reach (PostgreSQL runs as `postgres` when signoff runs as root). Every file in the
 # store is 0600 and `artifacts/` is 0700, so passing through reads nothing.
 PASSABLE = 0o711
+DECIDING_WAIT_S = 10.0  # recording an answer takes milliseconds: a longer wait is a stuck process
 
 
 def private_dir(path: Path, mode: int = PASSABLE) -> Path:
@@ -157,6 +158,22 @@ class SessionDir(Session):
     def clear_answers(self, ids: list[str]) -> None:
         with self._answers_locked():
             self.write("answers.json", json.dumps({k: v for k, v in self.answers().items() if k not in ids}, indent=2))
+
+    @contextmanager
+    def deciding(self) -> Iterator[None]:
+        import time
+
+        with private_file(self.root / "decide.lock").open("a+") as fh:
+            deadline = time.monotonic() + DECIDING_WAIT_S
+            while True:
+                try:
+                    fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise SessionBusy(f"session {self.id}: another answer is being recorded; try again") from None
+                    time.sleep(0.02)
+            yield  # closing the file (or the process dying) releases it
 
     def wait_for_answer(self, interrupt: str, timeout: float) -> dict[str, Any] | None:
         import time

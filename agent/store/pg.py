@@ -219,6 +219,25 @@ class PgSession(Session):
     def clear_answers(self, ids: list[str]) -> None:
         self.conn.execute("DELETE FROM signoff_answers WHERE session = %s AND interrupt = ANY(%s)", (self.id, ids))
 
+    @contextmanager
+    def deciding(self) -> Iterator[None]:
+        import time
+
+        from agent.store.local import DECIDING_WAIT_S
+
+        # A session-level advisory lock on this handle's connection (seed 1: the lease uses seed 0); a
+        # process that dies loses its connection and the lock with it.
+        deadline = time.monotonic() + DECIDING_WAIT_S
+        take = "SELECT pg_try_advisory_lock(hashtextextended(%s, 1))"
+        while not self.conn.execute(take, (self.id,)).fetchone()[0]:
+            if time.monotonic() > deadline:
+                raise SessionBusy(f"session {self.id}: another answer is being recorded; try again")
+            time.sleep(0.02)
+        try:
+            yield
+        finally:
+            self.conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 1))", (self.id,))
+
     def wait_for_answer(self, interrupt: str, timeout: float) -> dict[str, Any] | None:
         import psycopg
 

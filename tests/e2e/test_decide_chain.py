@@ -30,9 +30,9 @@ def test_one_line_decisions_drive_a_paused_campaign_to_the_end(cli, variant, hom
     assert set(gate["allowed"]) >= {"continue", "skip", "stop"}
     assert "requires expert parallelism" in gate["question"]
 
-    # Human text shows the exact decide command.
+    # Human text shows the exact decide command, bound to the gate it shows.
     plain = cli("resume", session)
-    assert plain.code == 3 and f'signoff decide {session} "continue"' in plain.stdout
+    assert plain.code == 3 and f'signoff decide {session} --gate g2 "continue"' in plain.stdout
 
     r = cli("decide", session, "Skip #2 for now if it's unsafe", "--by", "alice", "--json")
     assert r.code == 3, r.stderr

@@ -196,6 +196,52 @@ def test_decide_from_another_process_wakes_the_runner_waiting_for_it(cli, team, 
     assert sum(e["kind"] == "decision" and e["by"] == "human:tester" for e in events) == answered
 
 
+def test_two_people_answer_one_gate_from_two_machines_at_once_and_one_decision_stands(
+    cli, team, home, campaign, tmp_path
+):
+    """Issue 32: a runner waits for an answer (`--wait`); alice and bob, each on their own machine, answer
+    its gate at the same moment. One answer is recorded; the other is refused naming it, and the journal
+    holds one decision for the gate (the store's advisory lock makes check-and-record one step)."""
+    runner = spawn(
+        home, "run", str(campaign), "--policy", "ask-everything", "--headless", "--wait", "--json", "--store", team
+    )
+    try:
+        row = wait_for(cli, team, lambda r: r["waiting"] is not None and r["waiting_at"] is not None)
+        gate = row["waiting_at"]["gate"]
+        deciders = {
+            name: spawn(
+                tmp_path / name,
+                "decide",
+                row["id"],
+                text,
+                "--gate",
+                gate,
+                "--by",
+                name,
+                "--no-resume",
+                "--yes",
+                SIGNOFF_STORE=team,
+            )
+            for name, text in (("alice", "continue"), ("bob", "stop"))
+        }
+        results = {name: (p.communicate(timeout=120)[1], p.returncode) for name, p in deciders.items()}
+        refused = [name for name, (_, code) in results.items() if code == 2]
+        assert len(refused) == 1, results
+        (winner,) = set(results) - set(refused)
+        assert results[winner][1] in (0, 3) and f"at gate {gate}" in results[winner][0], results
+        line = results[refused[0]][0].strip()
+        # Refused at the gate, naming the answer that stands — or, arriving once the runner had taken that
+        # answer and was running again, refused as busy. Either way nothing of it is recorded.
+        named = f"gate {gate} " in line and f"by human:{winner}" in line
+        assert len(line.splitlines()) == 1 and (named or "is in use by" in line), line
+        events = [json.loads(x) for x in journal_lines(team, row["id"])]
+        decided = [e["by"] for e in events if e["kind"] == "decision" and e["gate"] == gate]
+        assert decided == [f"human:{winner}"]
+    finally:
+        runner.terminate()  # a signal: the runner stops waiting and leaves the session paused
+        runner.wait(timeout=120)
+
+
 def test_decide_with_no_runner_waiting_resumes_the_session_itself(cli, team, home, campaign):
     r = cli("run", str(campaign), "--policy", "ask-everything", "--headless", "--json", "--store", team)
     assert r.code == 3

@@ -77,16 +77,17 @@ async def test_esc_leaves_the_input_and_the_next_key_answers(
         await wait_for(pilot, lambda: gate_open(app), what="the plan gate")
         field = app.screen.query_one("#gate-input", Input)
         await pilot.press("slash", "s", "k")
-        assert app.screen.focused is field and field.value == "sk"
+        await wait_for(pilot, lambda: app.screen.focused is field and field.value == "sk", what="'sk' typed")
         await pilot.press("escape")
-        assert app.screen.focused is None and field.value == "sk"  # left the input; the text stays
+        # Left the input; the text stays.
+        await wait_for(pilot, lambda: app.screen.focused is None and field.value == "sk", what="keys again")
         await pilot.press("y")  # now a key answers
         await wait_for(pilot, lambda: "Enter to confirm" in echo(app), what="the echo")
         assert echo(app).startswith("APPROVE") and field.value == "sk"
         await pilot.press("escape")  # an echoed decision: Esc takes it back to edit the line
-        assert app.screen.focused is field and echo(app) == ""
+        await wait_for(pilot, lambda: app.screen.focused is field and echo(app) == "", what="the line to edit")
         await pilot.press("escape", "q")  # out of the input again: q quits, it is not typed
-        await pilot.pause()
+        await wait_for(pilot, lambda: app.return_value is not None, what="the app to quit")
     assert app.return_value == "paused" and field.value == "sk"
 
 
@@ -98,15 +99,26 @@ async def test_at_80x24_the_gate_keeps_its_keys_input_and_echo_on_screen(
         await wait_for(pilot, lambda: gate_open(app), what="the plan gate")
         screen = app.screen
         keys = screen.query_one("#gate-keys-line", Static)
-        assert keys.display and not screen.query_one("#gate-keys").display  # one wrapped line of keys
+        # The short layout is the screen's breakpoint class, applied once it has its size: wait for it.
+        await wait_for(
+            pilot, lambda: keys.display and not screen.query_one("#gate-keys").display, what="one wrapped line of keys"
+        )
         assert plain(keys).startswith("▶ [y] approve (recommended)")
         await pilot.press("y")
         await wait_for(pilot, lambda: "Enter to confirm" in echo(app), what="the echo")
-        for name in ("#gate-keys-line", "#gate-input", "#gate-echo"):
+
+        def on_screen(name: str) -> bool:
             region = screen.query_one(name).region
-            assert region.height > 0 and region.y >= 0 and region.bottom <= 24, (name, region)
+            return region.height > 0 and region.y >= 0 and region.bottom <= 24
+
+        names = ("#gate-keys-line", "#gate-input", "#gate-echo")
+        await wait_for(
+            pilot,
+            lambda: all(on_screen(n) for n in names),
+            what=f"keys, input and echo on screen ({[screen.query_one(n).region for n in names]})",
+        )
         await pilot.press("q")
-        await pilot.pause()
+        await wait_for(pilot, lambda: app.return_value is not None, what="the app to quit")
 
 
 # ---------------------------------------------------------------- the answers a gate offers
@@ -199,7 +211,7 @@ async def test_a_line_that_only_adds_a_rule_reopens_the_gate_saying_so(
         assert app.screen.gate["kind"] == "safety" and app.screen.query_one("#gate-notice").display
         assert "session-rule:1" in notice and "this gate still needs an answer" in notice
         await pilot.press("q")
-        await pilot.pause()
+        await wait_for(pilot, lambda: app.return_value is not None, what="the app to quit")
 
 
 # ---------------------------------------------------------------- status bar and clock
@@ -226,6 +238,14 @@ def test_the_status_bar_names_the_open_gate_and_its_clock_runs_while_it_waits() 
 # ---------------------------------------------------------------- columns, sizes and resizing
 
 
+def reflowed(app: SignoffApp) -> bool:
+    """The plan shows the columns its table's current width calls for."""
+    table = app.query_one("#plan", DataTable)
+    cells = [render.plan_cells(o) for o in sorted(app.view.options.values(), key=lambda o: o.id)]
+    wanted = [k for k, _ in render.plan_layout(cells, table.scrollable_content_region.width)]
+    return table.region.right <= app.size.width and plan_text(app)[0] == wanted
+
+
 def plan_text(app: SignoffApp) -> list[list[str]]:
     table = app.query_one("#plan", DataTable)
     header = [str(c.label) for c in table.ordered_columns]
@@ -237,17 +257,18 @@ async def test_columns_fit_at_120x40_and_80x24_and_reflow_on_resize(home: Path) 
     d.root.mkdir(parents=True)
     d.journal.write_bytes(FIXTURE.read_bytes())
     app = SignoffApp(ReplaySource(d), mode="replay")
+    full = ["#", "option", "status", "gain", "95% CI", "verdict"]
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause()
+        await wait_for(pilot, lambda: len(plan_text(app)) == 4 and plan_text(app)[0] == full, what="the plan")
         rows = plan_text(app)
-        assert rows[0] == ["#", "option", "status", "gain", "95% CI", "verdict"]
         third = dict(zip(rows[0], rows[3], strict=True))
         assert third["gain"] == "+22.6%" and third["95% CI"] == "+20.3…+25.0" and third["verdict"] == "safe"
         status = plain(app.query_one("#status", Static))
         assert "finished" in status and "done" in status
         for size in ((80, 24), (50, 24)):
             await pilot.resize_terminal(*size)
-            await pilot.pause(0.3)
+            # Laid out again: the plan shows the columns its table's new width calls for.
+            await wait_for(pilot, lambda size=size: app.size.width == size[0] and reflowed(app), what=f"{size}")
             rows = plan_text(app)
             third = dict(zip(rows[0], rows[-1], strict=True))
             assert third["gain"] == "+22.6%" and third["95% CI"] == "+20.3…+25.0"  # never cut
@@ -255,8 +276,8 @@ async def test_columns_fit_at_120x40_and_80x24_and_reflow_on_resize(home: Path) 
             assert "REPLAY" in status and "finished" in status and "done" in status
         assert "verdict" not in rows[0]  # at 50 columns the least telling column went first
         await pilot.resize_terminal(120, 40)
-        await pilot.pause(0.3)
-        assert plan_text(app)[0][-1] == "verdict"  # and came back
+        # And it came back.
+        await wait_for(pilot, lambda: reflowed(app) and plan_text(app)[0] == full, what="the verdict at 120")
 
 
 def test_the_plan_drops_columns_least_important_first() -> None:
@@ -305,9 +326,9 @@ async def test_the_ab_plot_and_the_progress_counts_on_screen(home: Path) -> None
     upto = index_of("bench.progress", option=3, pair=4)
     app = frozen_app(FrozenSource(EVENTS[: upto + 1]))
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause(0.3)
-        assert plain(app.query_one("#bench-label", Label)) == "pair 4/6"
+        await wait_for(pilot, lambda: plain(app.query_one("#bench-label", Label)) == "pair 4/6", what="pair 4/6")
         assert plain(app.query_one("#stress-label", Label)) == "stress 0/4"
+        await wait_for(pilot, lambda: bool(app.query("#ab")) and app.query_one("#ab", ABPlot).shown is not None)
         plot = app.query_one("#ab", ABPlot)
         assert plot.display and plot.shown is not None
         drawn = plot.render()
@@ -350,8 +371,10 @@ async def test_the_output_pane_tails_the_running_command_as_it_prints(
 
         await pilot.press("o")
         await wait_for(pilot, streaming, timeout=60, what="tick 2 while the command runs")
-        head = plain(pane.query_one("#output-head", Static))
-        assert head.startswith("▶ $ ") and "(setup)" in head and "running" in head
+        head_widget = pane.query_one("#output-head", Static)
+        await wait_for(pilot, lambda: plain(head_widget).startswith("▶ $ "), what="the running command's head")
+        head = plain(head_widget)
+        assert "(setup)" in head and "running" in head
         assert not any("tick 8" in line.text for line in log.lines)  # it is still going
         await wait_for(pilot, lambda: app.view.status == "finished" and not app.source.busy(), what="the end")
     assert not list((d.work / "live").glob("*.log"))  # each spool went with its command
@@ -361,7 +384,7 @@ async def test_enter_on_an_event_opens_its_commands_output_by_name(home: Path, c
     d = imported(cli, tmp_path)
     app = SignoffApp(ReplaySource(d), mode="replay")
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause()
+        await wait_for(pilot, lambda: bool(app.commands.finished()), what="the replayed commands")
         health = next(
             c for c in app.commands.finished() if "health" in c.command and c.finished and c.finished["exit"] == 0
         )
@@ -369,10 +392,19 @@ async def test_enter_on_an_event_opens_its_commands_output_by_name(home: Path, c
         await pilot.press("home")
         app._select_event(health.index)
         events.focus()
-        await pilot.pause()
-        assert events.get_option_at_index(events.highlighted or 0).id == str(health.index)
+        await wait_for(
+            pilot,
+            lambda: (
+                app.focused is events and events.get_option_at_index(events.highlighted or 0).id == str(health.index)
+            ),
+            what="the health check's line highlighted",
+        )
         await pilot.press("enter")
-        await pilot.pause()
+        await wait_for(
+            pilot,
+            lambda: isinstance(app.screen, ArtifactScreen) and bool(app.screen.query("#artifact-title")),
+            what="its output",
+        )
         screen = app.screen
         assert isinstance(screen, ArtifactScreen)
         title = plain(screen.query_one("#artifact-title", Static))
@@ -389,7 +421,7 @@ async def test_the_palette_finds_outputs_by_command_and_never_offers_an_empty_on
     d = imported(cli, tmp_path)
     app = SignoffApp(ReplaySource(d), mode="replay")
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause()
+        await wait_for(pilot, lambda: bool(app.commands.finished()), what="the replayed commands")
         assert all(name != EMPTY for c in app.commands.finished() for _, name in c.outputs())
         provider = SignoffCommands(app.screen)
         hits = [hit async for hit in provider.search("simserve health")]
@@ -406,12 +438,12 @@ async def test_a_screenshot_lands_somewhere_writable(
     d.root.mkdir(parents=True)
     d.journal.write_bytes(FIXTURE.read_bytes())
     app = SignoffApp(ReplaySource(d), mode="replay")
-    async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause()
-        app.deliver_screenshot("shot.svg")
-        await pilot.pause(0.5)
     saved = home / "screenshots" / "shot.svg"
-    assert saved.exists() and saved.read_text().startswith("<svg")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: bool(app.events), what="the replay")
+        app.deliver_screenshot("shot.svg")
+        await wait_for(pilot, lambda: saved.exists() and "</svg>" in saved.read_text(), what="the file")
+    assert saved.read_text().startswith("<svg")
 
 
 # ---------------------------------------------------------------- replayed gates, the bell
@@ -457,7 +489,7 @@ async def test_the_bell_rings_when_a_gate_needs_a_person_and_only_then(
         await wait_for(pilot, lambda: gate_open(app), what="the plan gate")
         assert rung == ["paused"]
         await pilot.press("q")
-        await pilot.pause()
+        await wait_for(pilot, lambda: app.return_value is not None, what="the app to quit")
 
 
 def test_gate_screen_keys_are_shown_for_every_kind() -> None:

@@ -44,10 +44,10 @@ class FrozenSource:
     def pending(self) -> PendingGate | None:
         return self._pending
 
-    def preview(self, text: str) -> Preview:
+    def preview(self, text: str, *, gate: str | None = None) -> Preview:
         return Preview(error="frozen")
 
-    def answer(self, text: str) -> None:
+    def answer(self, text: str, *, gate: str | None = None) -> None:
         raise AssertionError("a snapshot answers nothing")
 
     def expire(self) -> None:

@@ -41,6 +41,7 @@ class Decision(Event):
     opened: str | None = None  # when the gate opened (a deadline's answer)
     policy_sha256: str | None = None
     recovered: bool | None = None
+    for_gate: str | None = None  # the gate the answer was given for (a dialog's, `decide --gate`), when it named one
 
 
 class DecisionRejected(Event):
@@ -50,6 +51,7 @@ class DecisionRejected(Event):
     by: str | None = None
     raw: str | None = None
     error: str | None = None
+    for_gate: str | None = None  # the gate the refused answer was given for, when it named one
 
 
 class RuleAdded(Event):
