@@ -309,3 +309,38 @@ async def _until(pilot: Any, condition: Callable[[], bool], what: str, timeout: 
     from tests.tui.test_tui import wait_for
 
     await wait_for(pilot, condition, timeout=timeout, what=what)
+
+
+# ---------------------------------------------------------------- the journal decides, not the answer store
+
+
+def _interrupt_of(d: SessionDir, gate: str) -> str:
+    opened = [e for e in journal_events(d.journal) if e["kind"] == "gate.opened" and e["gate"] == gate]
+    return str(opened[-1]["interrupt"])
+
+
+@pytest.mark.parametrize("planted", ["altered", "invented"])
+def test_an_answer_written_into_the_answer_store_by_hand_decides_nothing(
+    recorded: dict[str, Any], home: Path, cli: Callable[..., Result], planted: str
+) -> None:
+    """answers.json is where a decision waits for its runner, not a record of it: an answer there that the journal
+    does not record (one changed after `decide --no-resume`, or one written for a gate nobody answered) is refused
+    by resume in one line, exit 5, and the gate still waits."""
+    d = paused_at(recorded, home, "g3")  # #2 wedged under stress: skipping it is the journaled answer
+    if planted == "altered":
+        assert cli("decide", d.id, "skip", "--gate", "g3", "--no-resume").code == 3
+        answers = json.loads(d.answers_path.read_text())
+        ((interrupt, answer),) = answers.items()
+        answer["decision"]["action"] = "continue"  # keep the option that wedged
+    else:
+        interrupt = _interrupt_of(d, "g3")
+        answer = {"decision": {"action": "continue", "by": "human:alice", "targets": []}, "rules": []}
+    d.answers_path.write_text(json.dumps({interrupt: answer}))
+    before = decisions_at(d, "g3")
+    lines_before = len(journal_events(d.journal))
+    r = cli("resume", d.id)
+    lines = r.stderr.strip().splitlines()
+    assert r.code == 5 and len(lines) == 1 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    assert "an answer waiting for gate g3 is not the decision the journal records for it" in lines[0]
+    assert decisions_at(d, "g3") == before
+    assert len(journal_events(d.journal)) == lines_before  # nothing appended, nothing resumed
