@@ -100,7 +100,7 @@ def test_weak_measurement_settings_are_named_with_what_they_cost(cli, tmp_path):
             lambda t: t.replace("metric: tps\n  target_pct", "metrc: tps\n  target_pct"),
             ":12: error: campaign: goal.metrc: unknown field",
         ),
-        (lambda t: t + "secrets: [SIGNOFF_CHECK_NO_SUCH_SECRET]\n", "secret SIGNOFF_CHECK_NO_SUCH_SECRET is not in"),
+        (lambda t: t + "secrets: [CHECK_NO_SUCH_SECRET_XYZ]\n", "secret CHECK_NO_SUCH_SECRET_XYZ is not in"),
         (
             lambda t: t.replace("- {src: pgctl.sh, on: postgres}", "- {src: nope.sh, on: postgres}"),
             "no file 'nope.sh' beside the campaign",
