@@ -53,7 +53,7 @@ class AnswerWith(BaseModel):
     """The exact commands that answer the gate."""
 
     attach: str  # `signoff attach SESSION`: the TUI, at the gate
-    decide: str  # `signoff decide SESSION "<one line>"`: a one-line answer, here the suggested one
+    decide: str  # `signoff decide SESSION --gate gN "<one line>"`: the suggested answer, for this gate only
 
 
 class GateWaiting(BaseModel):
@@ -115,7 +115,8 @@ Sender = Callable[[NotifyRequest], NotifyResult]
 def gate_waiting(*, session: str, campaign: str, gate: Mapping[str, Any], since: datetime) -> GateWaiting:
     """The payload for the gate a paused session waits at (`gate`: the outcome's `pending_gate`)."""
     one_line = str(gate.get("suggested") or "continue")
-    decide = f"signoff decide {session} {_quoted(one_line)}"
+    # Bound to the gate it was sent for: read late, it is refused rather than taken by a gate that opened since.
+    decide = f"signoff decide {session} --gate {gate.get('id')} {_quoted(one_line)}"
     option = gate.get("option")
     where = f"{gate.get('kind')}" + (f" #{option}" if option is not None else "")
     question = str(gate.get("question") or "")

@@ -174,7 +174,7 @@ def test_a_gate_that_asks_posts_its_json_once_and_journals_it(
     assert body["recommendation"]["action"] == "ask"
     assert body["answer"] == {
         "attach": f"signoff attach {d.id}",
-        "decide": f'signoff decide {d.id} "{gate["suggested"]}"',
+        "decide": f'signoff decide {d.id} --gate {gate["id"]} "{gate["suggested"]}"',
     }
     assert body["answer"]["decide"] in body["text"]
     events = journal_events(d.journal)
@@ -251,7 +251,7 @@ def test_a_command_target_reads_the_gate_json_on_stdin_in_a_login_shell_environm
     assert out.status == "paused" and out.pending_gate is not None
     body = json.loads(got.read_text())
     assert body["gate"] == out.pending_gate["id"] and body["kind"] == "triage"
-    assert body["answer"]["decide"] == f'signoff decide {d.id} "continue"'
+    assert body["answer"]["decide"] == f'signoff decide {d.id} --gate {out.pending_gate["id"]} "continue"'
     assert body["deadline"] == out.pending_gate["deadline"] and body["deadline"]["on_deadline"] == "stop"
     due = datetime.fromisoformat(body["deadline"]["at"]) - datetime.fromisoformat(body["waiting_since"])
     assert abs(due.total_seconds() - 1800) <= 1

@@ -113,12 +113,12 @@ def payload() -> GateWaiting:
 
 def test_the_payload_says_the_gate_and_how_to_answer_it() -> None:
     p = payload()
-    assert p.answer.attach == "signoff attach s-1" and p.answer.decide == 'signoff decide s-1 "continue"'
+    assert p.answer.attach == "signoff attach s-1" and p.answer.decide == 'signoff decide s-1 --gate g2 "continue"'
     assert p.allowed == ["continue", "skip", "stop"]  # `ask` is no answer
     assert p.waiting_since == "2026-01-02T03:04:05+00:00"
     assert "waits at gate g2 (triage): Proceed with #2, #3" in p.text and p.text.endswith(p.answer.decide)
     odd = gate_waiting(session="s-1", campaign="c", gate={**GATE, "suggested": 'say "$HOME"'}, since=datetime.now(UTC))
-    assert odd.answer.decide == "signoff decide s-1 'say \"$HOME\"'"
+    assert odd.answer.decide == "signoff decide s-1 --gate g2 'say \"$HOME\"'"
 
 
 def test_a_missing_variable_fails_that_target_without_sending() -> None:
