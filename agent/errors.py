@@ -19,7 +19,7 @@ FAILED = 1  # the run failed, or a check (verify, a replay diff) failed
 BAD_INPUT = 2  # nothing was done: a file, an argument or a session that cannot be used as asked
 PAUSED = 3  # the session waits at a gate for a person
 FAIL_ON_MATCHED = 4  # --fail-on (or --fail-on-diff) found what it was told to fail on
-UNVERIFIED = 5  # the journal failed verification when opened to go on: nothing ran, nothing was signed
+UNVERIFIED = 5  # the journal (or an answer waiting in the store) failed verification when opened to go on
 INTERRUPTED = 130  # Ctrl-C
 
 
@@ -64,6 +64,20 @@ class JournalUnverified(SignoffError, RuntimeError):
         super().__init__(
             f"session {session}: {problem}; nothing ran and nothing was signed "
             f"(`signoff replay {session} --verify` checks its journal)"
+        )
+
+
+class AnswerUnrecorded(SignoffError, RuntimeError):
+    """An answer waiting in the session's answer store is not a decision its (verified) journal records: written or
+    changed outside signoff. Nothing was applied, appended or signed; the gate still waits."""
+
+    exit_code: ClassVar[int] = UNVERIFIED
+
+    def __init__(self, session: str, gate: str, what: str) -> None:
+        self.session, self.gate = session, gate
+        super().__init__(
+            f"session {session}: the answer waiting for gate {gate} {what}, so it was changed outside signoff; "
+            f"nothing was applied (answer the gate again with `signoff decide {session} --gate {gate} …`)"
         )
 
 

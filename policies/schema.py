@@ -449,6 +449,21 @@ def lint(policy: Policy) -> list[LintIssue]:
                     "will pause the run and ask",
                 )
             )
+    commands = policy.model.commands
+    for field, patterns in (("allow", commands.allow), ("readonly", commands.readonly)):
+        for pattern in patterns:
+            program = pattern.split()[0] if pattern.split() else ""
+            if program.startswith("*") and "/" not in program and program != "*":
+                # Before program identity, `*python*` also matched `/usr/bin/python3`; now a bare name is PATH's.
+                issues.append(
+                    LintIssue(
+                        level="warning",
+                        line=None,
+                        message=f"commands.{field}: {pattern!r} names a program on PATH only, never a command "
+                        f"written with a path such as {{{{python}}}} on a local host; add "
+                        f"'/**/{program.lstrip('*')} …' for those",
+                    )
+                )
     return issues
 
 

@@ -53,6 +53,7 @@ _NUMERIC_BRACES = re.compile(r"\{-?[0-9]+\.\.-?[0-9]+(\.\.-?[0-9]+)?\}")
 _PLAIN_OPS = {":-", "-", ":+", "+", ":?", "?", ":=", "=", "#", "##", "%", "%%"}
 _PLAIN_OPERAND = re.compile(r"[A-Za-z0-9_./:@%+,=*?-]*")
 _ESCAPED = re.compile(r"\\.", re.S)
+_HIGH_ESCAPE = re.compile(r"\\(x[89a-fA-F][0-9a-fA-F]?|[2-3][0-7]{2}|[uU]|c[^\x00-\x7f])")
 _DQ_SPECIAL = re.compile(r'["$`]|\\(?=[\\"$`\n]|\Z)')
 _ASSIGNMENT_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
 _TILDE_AFTER = re.compile(r"[=:]~")
@@ -702,6 +703,9 @@ class _Writer:
         if kind == "raw_string":
             return [_Piece(quote(raw[1:-1]) if raw[1:-1] else "''")]
         if kind == "ansi_c_string":
+            if _HIGH_ESCAPE.search(raw[2:-1]):
+                # bash writes `\\xe2` as that byte and `\\u2713` in the locale's encoding: not a character to quote
+                raise _Unfaithful("an ANSI-C string that spells bytes above 127 is only run as written")
             value = decode_ansi_c(raw[2:-1])
             return [_Piece(quote(value) if value else "''")]
         if kind in ("string", "translated_string"):

@@ -202,6 +202,8 @@ class Verdict(BaseModel):
     # which this verdict also judged. None when it cannot be written back faithfully: it is then never `allow`, and
     # a person who approves it approves it as written.
     runs: str | None = None
+    # The command text this verdict is for: a cleared command runs under the verdict of its own text only.
+    judged: str = ""
 
 
 @dataclass
@@ -1393,18 +1395,36 @@ def classify(command: str, *, allow: Sequence[str], ask: Sequence[str], deny: Se
     grammar made of the text, what bash is given is what was allowed."""
     verdict = _judge(command, allow=allow, ask=ask, deny=deny)
     if verdict.klass == "deny":
-        return verdict
+        return verdict.model_copy(update={"judged": command})
     form = canonical(command)
     if form.text is None:
-        if verdict.klass == "ask":
-            return verdict
         why = f"it can only be run as written, which a person must read: {form.why}"
-        return Verdict(klass="ask", part=command.strip()[:200], pattern=None, reason=why)
-    if form.text != command:
+        if verdict.klass != "ask":
+            verdict = Verdict(klass="ask", part=command.strip()[:200], pattern=None, reason=why)
+    elif form.text != command:
         runs = _judge(form.text, allow=allow, ask=ask, deny=deny)
         if _SEVERITY[runs.klass] > _SEVERITY[verdict.klass]:
             verdict = runs
-    return verdict.model_copy(update={"runs": form.text})
+    if verdict.klass == "ask":
+        # A person who approves it approves the text as written, which bash reads by its own rules: a deny pattern
+        # is also tried on that text cut crudely at every separator, quotes stripped (errs towards refusing: a
+        # denied command the grammar read as a comment or a quoted word is never offered for approval).
+        hidden = _denied_in_pieces(command, deny)
+        if hidden is not None:
+            return hidden.model_copy(update={"judged": command})
+    return verdict.model_copy(update={"runs": form.text, "judged": command})
+
+
+def _denied_in_pieces(command: str, deny: Sequence[str]) -> Verdict | None:
+    denied = _compiled(tuple(deny))
+    for simple in _backstop(command):
+        pattern = _matching(_renderings(simple), denied)
+        if pattern is None and (hit := _structured(simple, deny, False)) is not None and hit[1]:
+            pattern = hit[0]
+        if pattern is not None:
+            why = f"as written, bash may read a part of it as what deny pattern {pattern!r} forbids ({simple.part})"
+            return Verdict(klass="deny", part=simple.part, pattern=pattern, reason=why)
+    return None
 
 
 def _judge(command: str, *, allow: Sequence[str], ask: Sequence[str], deny: Sequence[str]) -> Verdict:

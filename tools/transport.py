@@ -85,8 +85,8 @@ def local_environment(host: Host, environ: Mapping[str, str]) -> dict[str, str]:
     exact = {n for n in names if not n.endswith("*")}
     prefixes = tuple(n[:-1] for n in names if n.endswith("*"))
     kept = {k: v for k, v in environ.items() if k in exact or (prefixes and k.startswith(prefixes))}
-    if "PATH" in kept:
-        kept["PATH"] = ":".join(d for d in kept["PATH"].split(":") if d.startswith("/"))
+    # Never empty or absent: bash then searches the working directory (its built-in default ends in `.`).
+    kept["PATH"] = ":".join(d for d in kept.get("PATH", "").split(":") if d.startswith("/")) or DEFAULT_PATH
     return kept
 
 
@@ -100,8 +100,10 @@ SHELL = ("bash", "--noprofile", "--norc", "-p", "-c")
 # A bare program name in an allow pattern means that name found on the host's PATH: a relative entry there (`.`,
 # an empty one, `bin`) would find it in whatever directory the command is in. Run first, inside that bash, on hosts
 # whose environment signoff does not build itself (SSH).
+DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 ABSOLUTE_PATH = (
     'PATH=$(IFS=:; set -f; p=; for d in $PATH; do case $d in /*) p=${p:+$p:}$d;; esac; done; printf %s "$p"); '
+    f"PATH=${{PATH:-{DEFAULT_PATH}}}; "
 )
 
 

@@ -12,8 +12,8 @@ signature), a writer asks:
   going on would replace it with an unsigned one, and the session's signature would prove nothing more.
 - what lies past the head. A run killed between its head writes leaves lines no head covers; they are
   taken (and the runner says so in `log.adopted`) unless one of them changes what a resume runs — a
-  start, a policy change, proposed options — which only a head may vouch for. The team store advances
-  its head with every line, so there nothing may lie past it.
+  start, a policy change, proposed options, a decision or a standing rule — which only a head may vouch
+  for. The team store advances its head with every line, so there nothing may lie past it.
 
 What this cannot see: without a signing key, someone who can write the store can rewrite the journal and
 every copy of its head consistently (or, on PostgreSQL, append through the chain like any writer); the
@@ -33,8 +33,11 @@ from agent.journal import head as checkpoint
 from agent.journal.verify import VerifyReport, verify, verify_lines
 
 # The kinds whose lines change what a resumed run executes: the documents it runs under (their digests),
-# and options a brain proposed (with their commands). `plan` only when it proposes something.
-STEERING = ("session.started", "policy.changed")
+# options a brain proposed (with their commands; `plan` only when it proposes something), and the decisions and
+# standing rules a resume applies (an answer waiting in the store is applied only as its decision line says).
+# The journal writes its head right after each of them, so none is past it but by a forger's hand (or a crash in
+# the microseconds between the two writes).
+STEERING = ("session.started", "policy.changed", "decision", "rule.added")
 STORE_HEAD = "store's head"
 
 

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
 from agent.brain import Brain
-from agent.errors import GateNotWaiting, SessionError
+from agent.errors import AnswerUnrecorded, GateNotWaiting, SessionError
 from agent.journal import events as ev
 from agent.journal.view import GateView, SessionView, fold
 from agent.run.answers import Answer, keeps_unsafe
@@ -101,9 +102,14 @@ def check_bound(at: AtGate, for_gate: str | None, text: str, *, by: str) -> None
     refuse(at.d, at.journal, at.gate, for_gate, text, by=by)
 
 
-def refuse(d: Session, journal: JournalWriter, waiting: Gate | None, for_gate: str, text: str, *, by: str) -> None:
-    """Journal the refusal of an answer given for `for_gate`, which no longer waits, and raise it."""
+def refuse(
+    d: Session, journal: JournalWriter, waiting: Gate | None, for_gate: str, text: str, *, by: str, record: bool = True
+) -> None:
+    """Journal the refusal of an answer given for `for_gate`, which no longer waits, and raise it. `record`: False
+    when the session has ended, whose journal takes no line after its end (its head is final)."""
     message = not_waiting(fold(d.events()), for_gate, waiting)
+    if not record:
+        raise GateNotWaiting(message)
     journal.append(
         ev.DecisionRejected(
             gate=waiting.id if waiting else None,
@@ -254,3 +260,35 @@ def deadline_answer(
             )
         )
         return d.claim_answer(interrupt.id, mine)
+
+
+def recorded_answers(
+    session: str, events: Iterable[dict[str, Any]], ready: Mapping[str, Mapping[str, Any]], gates: Mapping[str, str]
+) -> None:
+    """Raise AnswerUnrecorded unless every answer about to be applied is one the verified journal records: its
+    decision line for that gate's interrupt, with that decision, and every standing rule it adds journaled at that
+    gate. The answer store is only where a decision waits for its runner; the journal is what was decided (a
+    decision or rule line past a verified head is refused when the journal is opened), so an answer written into
+    the store by hand decides nothing."""
+    decided: dict[str, Any] = {}
+    rules: dict[str, list[Any]] = {}
+    for e in events:
+        if e.get("kind") == "decision" and e.get("interrupt"):
+            decided[e["interrupt"]] = _as_journaled(e.get("decision"))
+        elif e.get("kind") == "rule.added":
+            rules.setdefault(str(e.get("gate")), []).append(_as_journaled(e.get("rule")))
+    for interrupt, answer in ready.items():
+        gate = gates.get(interrupt, "?")
+        if interrupt not in decided or decided[interrupt] != _as_journaled(answer.get("decision")):
+            raise AnswerUnrecorded(session, gate, "is not the decision its journal records for that gate")
+        if any(_as_journaled(rule) not in rules.get(gate, []) for rule in answer.get("rules") or []):
+            raise AnswerUnrecorded(session, gate, "adds a rule its journal does not record")
+
+
+def _as_journaled(value: Any) -> Any:
+    """A decision or rule as its journal line holds it: without the entries that are None."""
+    if isinstance(value, dict):
+        return {k: _as_journaled(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_as_journaled(v) for v in value]
+    return value

@@ -57,51 +57,37 @@ SECRET_EXCLUDES = shlex.join(
 )
 # GNU grep's short options that take a value (the rest of their cluster, or the next word).
 _GREP_VALUED = set("efmABCdD")
-_GREP_LONG_VALUED = ("regexp", "file", "max-count", "after-context", "before-context", "context", "directories",
-                     "devices", "label", "include", "exclude", "exclude-from", "exclude-dir", "color", "colour",
-                     "binary-files", "group-separator")  # fmt: skip
 
 
 def recursive_grep(words: list[str]) -> bool:
-    """Whether this grep reads directories recursively, in any spelling: `rgrep`; `-r`/`-R`, alone or in a
+    """Whether this grep may read directories recursively, in any spelling: `rgrep`; `-r`/`-R`, alone or in a
     cluster (`-nr`, `-inR`); `-d recurse`, `-drecurse`, `--directories=recurse` and the abbreviations getopt and
-    grep accept (`-d rec`, `--direc=rec`, `--recur`, `--dereference-rec`). A word that may be an option's value
-    errs towards recursive only when it spells one (`-e -r` searches for `-r`, and is still refused)."""
+    grep accept (`-d rec`, `--direc=rec`, `--recur`, `--dereference-rec`). Every word is read as an option
+    wherever it stands: which earlier option takes the next word as its value (`--color` takes one only after
+    `=`) is not guessed, so `-e -r`, which searches for `-r`, is refused too."""
     name = words[0].rsplit("/", 1)[-1] if words else ""
     if name == "rgrep":
         return True
 
     def recurse(value: str) -> bool:
-        return bool(value) and "recurse".startswith(value)
+        return not value or "recurse".startswith(value)
 
-    i = 1
-    while i < len(words):
-        w = words[i]
-        i += 1
-        if w == "--":
-            break
+    for i, w in enumerate(words[1:], 1):
+        following = words[i + 1] if i + 1 < len(words) else ""
         if w.startswith("--"):
             option, has_value, value = w[2:].partition("=")
             if option and ("recursive".startswith(option) or "dereference-recursive".startswith(option)):
                 return True
-            if option and "directories".startswith(option):
-                if not has_value and i < len(words):
-                    value, i = words[i], i + 1
-                if recurse(value) or not value:
-                    return True
-            elif not has_value and any(long.startswith(option) for long in _GREP_LONG_VALUED) and option:
-                i += 1  # its value is the next word
+            if option and "directories".startswith(option) and recurse(value if has_value else following):
+                return True
         elif w.startswith("-") and len(w) > 1:
             for k, c in enumerate(w[1:], 1):
                 if c in "rR":
                     return True
                 if c in _GREP_VALUED:
-                    value = w[k + 1 :]
-                    if not value and i < len(words):
-                        value, i = words[i], i + 1
-                    if c == "d" and (recurse(value) or not value):
+                    if c == "d" and recurse(w[k + 1 :] or following):
                         return True
-                    break
+                    break  # the rest of the cluster is this option's value
     return False
 
 

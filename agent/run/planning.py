@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from agent.campaign import render, sweep_default
@@ -25,24 +25,33 @@ class Planned:
     secrets: tuple[str, ...] = ()
 
 
-_CLEARING = object()
-
-
 @dataclass(frozen=True)
 class Cleared:
     """A planned command that may run, and the exact text its host's bash is given (after the secrets are read):
     the canonical form the command policy judged and allowed (`by="policy"`, tools/canonical.py), or the command
-    as written, which a person was shown and approved at a command gate (`by="person"`). Only `clear` makes one,
-    and the transport is reached with nothing else (agent/run/dispatch.py: run_one)."""
+    as written, which a person was shown and approved at a command gate (`by="person"`). `clear` makes one; one
+    made (or copied with `dataclasses.replace`) any other way fails here unless its verdict is for its own command
+    and says the same. The transport is reached with nothing else (agent/run/dispatch.py: run_one)."""
 
     planned: Planned
-    runs: str
+    verdict: Verdict
     by: Literal["policy", "person"]
-    _made_by: object = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if self._made_by is not _CLEARING:
-            raise TypeError("a Cleared command is made by agent.run.planning.clear, after the command policy")
+        if self.verdict.judged != self.planned.command:
+            raise TypeError("a Cleared command runs under the verdict of its own text only")
+        if self.by == "policy" and (self.verdict.klass != "allow" or self.verdict.runs is None):
+            raise TypeError("the policy clears only a command it allows, in the form it judged")
+        if self.by == "person" and self.verdict.klass != "ask":
+            raise TypeError("a person clears only a command the policy asks about")
+
+    @property
+    def runs(self) -> str:
+        """What bash is given: the form the policy judged, or the text a person approved."""
+        if self.by == "policy":
+            assert self.verdict.runs is not None  # __post_init__
+            return self.verdict.runs
+        return self.planned.command
 
     @property
     def host(self) -> Host:
@@ -58,9 +67,9 @@ def clear(p: Planned, verdict: Verdict, approved: Collection[str] = ()) -> Clear
     """`p` cleared to run under `verdict` (the command policy's class of `p.command`), or None when it may not:
     denied, or asked about and not among the commands a person `approved`."""
     if verdict.klass == "allow" and verdict.runs is not None:
-        return Cleared(p, verdict.runs, "policy", _CLEARING)
+        return Cleared(p, verdict, "policy")
     if verdict.klass == "ask" and p.command in approved:
-        return Cleared(p, p.command, "person", _CLEARING)
+        return Cleared(p, verdict, "person")
     return None
 
 

@@ -15,13 +15,13 @@ import getpass
 import shlex
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar, cast
 
 from agent import crashpoints
 from agent.campaign import with_proposals
-from agent.errors import JournalUnverified, RunFailed, SessionError
+from agent.errors import RunFailed, SessionError
 from agent.journal import events as ev
 from agent.journal.chain import Record
 from agent.journal.documents import digest
@@ -184,9 +184,8 @@ class Runner:
                 if expired is None:
                     return self._outcome_paused(snapshot, note="still waiting for a decision")
                 ready = {first.id: expired}
-            recorded_answers(
-                self.dir.id, self.dir.events(), ready, {i: str(pending[i].value["gate"]["id"]) for i in ready}
-            )
+            gates = {i: str(pending[i].value["gate"]["id"]) for i in ready}
+            deciding.recorded_answers(self.dir.id, self.dir.events(), ready, gates)
             self.journal.append(ev.SessionResumed(answers=sorted(ready)))
             ready = {k: {n: v for n, v in answer.items() if n != "answer_id"} for k, answer in ready.items()}
             self.dir.clear_answers(list(ready))
@@ -384,7 +383,8 @@ class Runner:
         found = self.pending()
         if found is None:
             if for_gate is not None:  # the gate it was given for was decided, and no other waits
-                deciding.refuse(self.dir, self.journal, None, for_gate, text, by=by)
+                ended = ended_as(self.view()) is not None
+                deciding.refuse(self.dir, self.journal, None, for_gate, text, by=by, record=not ended)
             raise SessionError(
                 f"session {self.dir.id} is not waiting for a decision (status: {self.meta.get('status')})"
             )
@@ -455,38 +455,3 @@ class Runner:
             brain=self.ctx.brain.name,
             status=self.meta.get("status"),
         )
-
-
-def recorded_answers(
-    session: str, events: Iterable[dict[str, Any]], ready: dict[str, dict[str, Any]], gates: dict[str, str]
-) -> None:
-    """Raise JournalUnverified unless every answer about to be applied is one the (verified) journal records: its
-    decision line for that gate's interrupt, with that decision, and every standing rule it adds journaled at that
-    gate. The answer store is only where a decision waits for its runner; the journal is what was decided, so an
-    answer written there by hand decides nothing."""
-    decided: dict[str, Any] = {}
-    rules: dict[str, list[Any]] = {}
-    for e in events:
-        if e.get("kind") == "decision" and e.get("interrupt"):
-            decided[e["interrupt"]] = _plain(e.get("decision"))
-        elif e.get("kind") == "rule.added":
-            rules.setdefault(str(e.get("gate")), []).append(_plain(e.get("rule")))
-    for interrupt, answer in ready.items():
-        gate = gates.get(interrupt, "?")
-        if interrupt not in decided or decided[interrupt] != _plain(answer.get("decision")):
-            raise JournalUnverified(
-                session, f"an answer waiting for gate {gate} is not the decision the journal records for it"
-            )
-        if any(_plain(rule) not in rules.get(gate, []) for rule in answer.get("rules") or []):
-            raise JournalUnverified(
-                session, f"an answer waiting for gate {gate} adds a rule the journal does not record"
-            )
-
-
-def _plain(value: Any) -> Any:
-    """`value` without its None entries, as a journal line writes it."""
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value

@@ -341,6 +341,18 @@ def test_an_answer_written_into_the_answer_store_by_hand_decides_nothing(
     r = cli("resume", d.id)
     lines = r.stderr.strip().splitlines()
     assert r.code == 5 and len(lines) == 1 and "Traceback" not in r.stderr, r.stderr[-2000:]
-    assert "an answer waiting for gate g3 is not the decision the journal records for it" in lines[0]
+    assert "the answer waiting for gate g3 is not the decision its journal records for that gate" in lines[0]
     assert decisions_at(d, "g3") == before
     assert len(journal_events(d.journal)) == lines_before  # nothing appended, nothing resumed
+
+
+def test_an_answer_for_a_gate_of_a_finished_session_is_refused_and_writes_nothing(
+    finished_session: dict[str, Any], cli: Callable[..., Result]
+) -> None:
+    """A finished session's head is final: refusing a late answer says who decided the gate, and adds no line."""
+    journal = Path(finished_session["journal"])
+    before = journal.read_bytes()
+    r = cli("decide", finished_session["session"], "continue", "--gate", "g2")
+    one_line(r, "gate g2 was decided")
+    assert journal.read_bytes() == before
+    assert "the head is final" in cli("replay", finished_session["session"], "--verify").stdout

@@ -249,3 +249,29 @@ def test_forged_lines_that_steer_nothing_are_adopted_only_in_the_open(cli, signe
     assert (adopted["from_seq"], adopted["events"], adopted["kinds"]) == (len(lines), 1, {"note": 1})
     assert adopted["last"] == hashlib.sha256(forged).hexdigest()
     assert cli("replay", paused.session, "--verify", "--key", str(keys[0][1])).code == 0
+
+
+def test_a_decision_chained_past_a_signed_head_with_its_answer_decides_nothing(cli, signed, keys):
+    """A forger without the key chains a decision for the waiting gate onto the journal and writes the matching
+    answer into the answer store: the decision is past the signed head, so the next writer refuses the journal
+    and applies nothing (before, it was adopted, applied and signed over, and `--verify --key` said OK)."""
+    d = signed.journal.parent
+    opened = [json.loads(x) for x in signed.journal.read_bytes().splitlines() if b'"gate.opened"' in x][-1]
+    decision = {"action": "stop", "by": "human:boss"}
+    line = chained(
+        signed.journal.read_bytes().splitlines()[-1],
+        "decision",
+        gate=opened["gate"],
+        gate_kind=opened["gate_kind"],
+        raw="stop",
+        by="human:boss",
+        decision=decision,
+        interrupt=opened["interrupt"],
+    )
+    with signed.journal.open("ab") as fh:
+        fh.write(line + b"\n")
+    (d / "answers.json").write_text(json.dumps({opened["interrupt"]: {"decision": decision, "rules": []}}))
+    before = state(signed.journal)
+    r = cli("resume", signed.session)
+    assert refused(r, f"decision at seq {json.loads(line)['seq']} past"), r.stderr
+    assert state(signed.journal) == before

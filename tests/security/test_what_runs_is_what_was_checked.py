@@ -251,6 +251,9 @@ def test_a_repositorys_own_cat_is_requested_never_run(toolbox: Any) -> None:
         "grep -nd recurse password .",
         "rgrep password .",
         "egrep -r password .",
+        "grep --color -r password .",
+        "grep --colour -R password .",
+        "grep -e -r password .",
     ],
 )
 def test_recursive_grep_is_refused_in_every_spelling(toolbox: Any, command: str) -> None:
@@ -309,3 +312,47 @@ def test_a_person_is_asked_about_what_will_run_not_what_the_model_wrote(toolbox:
     text, failed = tools.run_readonly("gpu-a", "touch README # -r PWNED")
     assert failed and text.startswith("NOT RUN")
     assert tools.requests == [{"host": "gpu-a", "command": "touch README '#' -r PWNED"}]
+
+
+# ------------------------------------------------------------------ what a person approves, and what cannot be made
+
+
+@pytest.mark.parametrize("command", ['sudo echo "x"\\ #; rm -rf ~', 'echo {a,b}"x"\\ #; rm -rf ~'])
+def test_a_denied_command_hidden_from_the_grammar_is_never_offered_for_approval(command: str) -> None:
+    """An asked command runs as written once a person approves it, and bash reads that text by its own rules: a
+    deny pattern is tried on the text cut at every separator too, so a person is never asked to approve it."""
+    verdict = cautious(command)
+    assert verdict.klass == "deny" and verdict.pattern == "rm -rf ~*", verdict
+
+
+def test_a_cleared_command_runs_only_the_form_its_own_verdict_judged() -> None:
+    import dataclasses
+
+    host = Host(name="h")
+    cleared = clear(Planned(host=host, command="echo hi"), cautious("echo hi"))
+    assert cleared is not None and cleared.runs == "echo hi"
+    with pytest.raises(TypeError):
+        dataclasses.replace(cleared, planned=Planned(host=host, command="rm -rf ~"))
+    with pytest.raises(TypeError):  # another command's verdict
+        clear(Planned(host=host, command="touch x"), cautious("echo hi"))
+
+
+@pytest.mark.parametrize("command", ["printf %s $'\\xe2\\x9c\\x93'", "echo $'\\u2713'", "echo $'\\342\\234\\223'"])
+def test_an_ansi_c_string_of_high_bytes_is_asked_not_rewritten(command: str) -> None:
+    """`$'\\xe2\\x9c\\x93'` is three bytes to bash; written back as text it would be six: asked, run as written."""
+    verdict = classify(command, allow=["printf *", "echo *"], ask=[], deny=[])
+    assert verdict.klass == "ask" and verdict.runs is None, verdict
+
+
+def test_a_path_with_no_absolute_entry_falls_back_to_the_system_directories(
+    local: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An empty PATH makes bash search the working directory; one with only relative entries is cut to empty."""
+    mark = tmp_path / "PWNED"
+    transport, host, workdir = local()
+    (workdir / "cat").write_text(f"#!/bin/sh\ntouch {mark}\n")
+    (workdir / "cat").chmod(0o755)
+    (workdir / "README").write_text("hello\n")
+    monkeypatch.setenv("PATH", ".:bin")
+    assert "hello" in _run(transport, host, "cat README").stdout_tail
+    assert not mark.exists()
