@@ -101,9 +101,10 @@ SHELL = ("bash", "--noprofile", "--norc", "-p", "-c")
 # an empty one, `bin`) would find it in whatever directory the command is in. Run first, inside that bash, on hosts
 # whose environment signoff does not build itself (SSH).
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
-ABSOLUTE_PATH = (
-    'PATH=$(IFS=:; set -f; p=; for d in $PATH; do case $d in /*) p=${p:+$p:}$d;; esac; done; printf %s "$p"); '
-    f"PATH=${{PATH:-{DEFAULT_PATH}}}; "
+ABSOLUTE_PATH = (  # builtins only: no subshell to fork on every command
+    "__r=$PATH:; __p=; while [ -n \"$__r\" ]; do __d=${__r%%:*}; __r=${__r#*:}; "
+    "case $__d in /*) __p=${__p:+$__p:}$__d;; esac; done; "
+    f"PATH=${{__p:-{DEFAULT_PATH}}}; unset __r __p __d; "
 )
 
 
