@@ -1,9 +1,9 @@
 """Bypasses of issue 32's guard ("nothing runs that the policy or a person did not allow"), found by attacking it.
 
 Each test reproduces one hole: all of them failed on the code they were found on (main at fc76292) and pass since the
-holes were closed (2546911), whichever way each was closed (the command asked about or refused, or made harmless). Allowed
-commands are run the way signoff runs them — `Verdict.runs` under tools/transport.SHELL — only inside the scratch
-harness of tests/shellfuzz.py (PATH a scratch bin with shims for forbidden programs, HOME a scratch home).
+holes were closed (2546911), whichever way each was closed (the command asked about or refused, or made harmless).
+Allowed commands are run the way signoff runs them — `Verdict.runs` under tools/transport.SHELL — only inside the
+scratch harness of tests/shellfuzz.py (PATH a scratch bin with shims for forbidden programs, HOME a scratch home).
 
 1. A quoted command substitution is matched against an allow pattern's word by its source text: `*simserve.py` takes
    `"$(echo '-c<code>#')"simserve.py`, which bash makes `-c<code>#simserve.py`, and python runs the code.
