@@ -102,7 +102,7 @@ SHELL = ("bash", "--noprofile", "--norc", "-p", "-c")
 # whose environment signoff does not build itself (SSH).
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 ABSOLUTE_PATH = (  # builtins only: no subshell to fork on every command
-    "__r=$PATH:; __p=; while [ -n \"$__r\" ]; do __d=${__r%%:*}; __r=${__r#*:}; "
+    '__r=$PATH:; __p=; while [ -n "$__r" ]; do __d=${__r%%:*}; __r=${__r#*:}; '
     "case $__d in /*) __p=${__p:+$__p:}$__d;; esac; done; "
     f"PATH=${{__p:-{DEFAULT_PATH}}}; unset __r __p __d; "
 )
