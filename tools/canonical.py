@@ -26,11 +26,22 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from tools.shellwords import MAX_RUN, as_bash_reads, braces, chunks, decode_ansi_c, dequote, parser, unescape_double
+from tools.shellwords import (
+    MAX_RUN,
+    as_bash_reads,
+    braces,
+    chunks,
+    decode_ansi_c,
+    dequote,
+    group_words,
+    parser,
+    unescape_double,
+)
 
 # Longer than this is not written back (the classifier refuses it outright).
 MAX_RENDERED_BYTES = 256 * 1024
@@ -341,7 +352,7 @@ class _Writer:
             raise _Unfaithful("a loop variable that is not a plain name")
         values = [c for c in node.children if c.is_named and c not in (name, group) and c.type != "comment"]
         has_in = any(c.type == "in" and not c.is_named for c in node.children)
-        words = " ".join(self.word(g) for g in self.group(values)) if has_in else ""
+        words = " ".join(self.word(g) for g in group_words(values, self.src)) if has_in else ""
         head = f"{keyword} {self.raw(name)}" + (f" in {words};" if has_in else ";")
         return f"{head} {self.do_group(group)}"
 
@@ -413,7 +424,7 @@ class _Writer:
                 pieces.extend(child.children)
             elif child.type != "comment":
                 pieces.append(child)
-        groups = self.group(pieces)
+        groups = group_words(pieces, self.src)
         words = [self.word(g) for g in groups]
         # A quoted `'if'` or `'a=b'` is a command name; bare it would be a keyword or an assignment. `time` and
         # `coproc` written bare are bash's keywords, which the grammar reads as a command: kept bare.
@@ -425,20 +436,6 @@ class _Writer:
         if not text:
             raise _Unfaithful("an empty command")
         return " ".join([text, *tail])
-
-    def group(self, pieces: list[Node]) -> list[list[Node]]:
-        """Nodes that touch (or are joined by a line continuation only) make one word, as in the classifier."""
-        groups: list[list[Node]] = []
-        end = -1
-        for piece in pieces:
-            gap = self.src[end : piece.start_byte] if end >= 0 else b" "
-            lead = self.src[piece.start_byte : piece.start_byte + 1]
-            if groups and gap.replace(b"\\\n", b"") == b"" and not lead.isspace():
-                groups[-1].append(piece)
-            else:
-                groups.append([piece])
-            end = piece.end_byte
-        return groups
 
     def assignment(self, node: Node) -> str:
         name = node.child_by_field_name("name")
@@ -452,7 +449,7 @@ class _Writer:
         rest = [c for c in node.children if c.start_byte >= value.start_byte]
         if value.type == "array":
             items = [c for c in value.named_children if c.type != "comment"]
-            return head + "(" + " ".join(self.word(g) for g in self.group(items)) + ")"
+            return head + "(" + " ".join(self.word(g) for g in group_words(items, self.src)) + ")"
         return head + self.word(rest, assignment=True)
 
     def declaration(self, node: Node) -> str:
@@ -461,7 +458,7 @@ class _Writer:
         redirects: list[Node] = []
 
         def flush() -> None:
-            out.extend(self.word(g) for g in self.group(pieces))
+            out.extend(self.word(g) for g in group_words(pieces, self.src))
             pieces.clear()
 
         for child in node.children:
@@ -556,7 +553,7 @@ class _Writer:
             if targets:
                 raise _Unfaithful("a closed descriptor with a target")
             return fd + op
-        groups = self.group(targets)
+        groups = group_words(targets, self.src)
         if len(groups) != 1:
             raise _Unfaithful("a redirection with other than one target")
         target = self.raw_group(groups[0])
@@ -623,21 +620,30 @@ class _Writer:
 
     def heredoc_body(self, body: Node) -> str:
         """An unquoted here-document's body as a here-string (its last line break dropped)."""
+        parts = self.around_expansions(body.named_children, body.start_byte, body.end_byte, _unescape_heredoc)
+        tail = parts[-1]
+        if not isinstance(tail, str) or not tail.endswith("\n"):
+            raise _Unfaithful("a here-document without its last line break")
+        return _double_quoted([*parts[:-1], tail[:-1]])
+
+    def around_expansions(
+        self, children: list[Node], pos: int, end: int, unescape: Callable[[str], str]
+    ) -> list[str | list[_Piece]]:
+        """The literal stretches (source bytes between the expansions the grammar found, unescaped as the quoting
+        says; the last one always, empty or not) and the expansions' pieces, in order. The grammar folds the blanks
+        before an expansion into its node, so each stretch runs to the expansion's first non-blank byte."""
         parts: list[str | list[_Piece]] = []
-        pos = body.start_byte
-        for child in body.named_children:
-            if child.type == "heredoc_content":
+        for child in children:
+            if child.type in ('"', "string_content", "heredoc_content"):
                 continue
             lead = len(self.raw(child)) - len(self.raw(child).lstrip())
             core = child.start_byte + lead
-            parts.append(_unescape_heredoc(_literal_stretch(self.src[pos:core].decode("utf-8", "surrogatepass"))))
+            parts.append(unescape(_literal_stretch(self.src[pos:core].decode("utf-8", "surrogatepass"))))
             parts.append(self.piece(child, quoted=True))
             pos = child.end_byte
-        tail = _unescape_heredoc(_literal_stretch(self.src[pos : body.end_byte].decode("utf-8", "surrogatepass")))
-        if not tail.endswith("\n"):
-            raise _Unfaithful("a here-document without its last line break")
-        parts.append(tail[:-1])
-        return _double_quoted(parts)
+        last = self.src[pos:end].decode("utf-8", "surrogatepass") if end > pos else ""
+        parts.append(unescape(_literal_stretch(last)))
+        return parts
 
     # ------------------------------------------------------------------ words
 
@@ -794,19 +800,7 @@ class _Writer:
         if children and children[0].type == "$":
             start = children[0].end_byte
             children = children[1:]
-        pos, end = start + 1, node.end_byte - 1
-        parts: list[str | list[_Piece]] = []
-        for child in children:
-            if child.type in ('"', "string_content"):
-                continue
-            lead = len(self.raw(child)) - len(self.raw(child).lstrip())
-            core = child.start_byte + lead
-            parts.append(unescape_double(_literal_stretch(self.src[pos:core].decode("utf-8", "surrogatepass"))))
-            parts.append(self.piece(child, quoted=True))
-            pos = child.end_byte
-        if end > pos:
-            parts.append(unescape_double(_literal_stretch(self.src[pos:end].decode("utf-8", "surrogatepass"))))
-        return [_Piece(_double_quoted(parts))]
+        return [_Piece(_double_quoted(self.around_expansions(children, start + 1, node.end_byte - 1, unescape_double)))]
 
     def expansion(self, node: Node) -> str:
         """`${NAME}`, `${#NAME}` and `${NAME<op>text}` with plain text; anything else is run only as written."""

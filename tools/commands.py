@@ -78,7 +78,7 @@ from pydantic import BaseModel
 from tree_sitter import Node
 
 from tools.canonical import canonical
-from tools.shellwords import CHUNKED_ABOVE, MAX_RUN
+from tools.shellwords import CHUNKED_ABOVE, MAX_RUN, group_words
 from tools.shellwords import as_bash_reads as _as_bash_reads
 from tools.shellwords import braces as _braces
 from tools.shellwords import chunks as _chunks
@@ -451,23 +451,8 @@ class _Walker:
                 continue
             else:
                 pieces.append(child)
-        argv = [self.word(group, ctx, part) for group in self.group(pieces, ctx.src)]
+        argv = [self.word(group, ctx, part) for group in group_words(pieces, ctx.src)]
         self.command(part, assigns, argv, ctx)
-
-    def group(self, pieces: list[Node], src: bytes) -> list[list[Node]]:
-        """Nodes that touch (or are joined by a line continuation only) make one word: the grammar
-        splits `$"rm"` and `r\\<newline>m`, bash does not."""
-        groups: list[list[Node]] = []
-        end = -1
-        for piece in pieces:
-            gap = src[end : piece.start_byte] if end >= 0 else b" "
-            lead = src[piece.start_byte : piece.start_byte + 1]
-            if groups and gap.replace(b"\\\n", b"") == b"" and not lead.isspace():
-                groups[-1].append(piece)
-            else:
-                groups.append([piece])
-            end = piece.end_byte
-        return groups
 
     def command(self, part: str, assigns: list[_Word], argv: list[_Word], ctx: _Ctx) -> None:
         self.result.simples.append(_Simple(part, assigns, argv, ctx.nested))
@@ -680,12 +665,12 @@ class _Walker:
             elif not child.is_named and child.type.isalpha():
                 argv.append(_Word(child.type, child.type))  # the keyword: declare, export, unset, …
             elif child.type == "variable_assignment":
-                argv.extend(self.word(g, ctx, part) for g in self.group(pieces, ctx.src))
+                argv.extend(self.word(g, ctx, part) for g in group_words(pieces, ctx.src))
                 pieces = []
                 argv.append(self.assignment(child, ctx, part))
             elif child.type != "comment":
                 pieces.append(child)
-        argv.extend(self.word(g, ctx, part) for g in self.group(pieces, ctx.src))
+        argv.extend(self.word(g, ctx, part) for g in group_words(pieces, ctx.src))
         if argv and argv[0].text in _EVALUATING:  # `declare -n`, `local -n`: namerefs
             self.evaluating(argv[0].text, argv[1:], part, ctx)
         if any(w.dynamic or "[" in w.text for w in argv[1:]):
@@ -705,7 +690,7 @@ class _Walker:
         if value is None:
             return _Word(head, head)
         if value.type == "array":
-            words = [self.word(g, ctx, part) for g in self.group(value.named_children, ctx.src)]
+            words = [self.word(g, ctx, part) for g in group_words(value.named_children, ctx.src)]
             text = head + "(" + " ".join(w.text for w in words) + ")"
             skeleton = head + "(" + " ".join(w.skeleton for w in words) + ")"
             return _Word(text, skeleton, any(w.dynamic for w in words))
@@ -747,7 +732,7 @@ class _Walker:
             return
         op = next((c.type for c in node.children if not c.is_named), "")
         targets = [c for c in node.named_children if c.type != "file_descriptor"]
-        groups = self.group(targets, ctx.src)
+        groups = group_words(targets, ctx.src)
         words = [self.word(g, ctx, part) for g in groups]
         if len(words) > 1:
             self.find(part, f"a redirection with {len(words)} targets")

@@ -216,3 +216,19 @@ def _separator_after(source: bytes, at: int) -> int | None:
         if source[i - 1 : i] != b"\\":
             return i
         at = i + 1
+
+
+def group_words(pieces: list[Node], src: bytes) -> list[list[Node]]:
+    """Nodes that touch (or are joined by a line continuation only) make one word: the grammar splits `$"rm"` and
+    `r\\<newline>m`, bash does not. The classifier and the canonical form group words here, so they agree."""
+    groups: list[list[Node]] = []
+    end = -1
+    for piece in pieces:
+        gap = src[end : piece.start_byte] if end >= 0 else b" "
+        lead = src[piece.start_byte : piece.start_byte + 1]
+        if groups and gap.replace(b"\\\n", b"") == b"" and not lead.isspace():
+            groups[-1].append(piece)
+        else:
+            groups.append([piece])
+        end = piece.end_byte
+    return groups
