@@ -9,7 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -137,6 +137,22 @@ def variant(tmp_path: Path) -> Callable[..., Path]:
     yield make
     for p in made:
         p.unlink(missing_ok=True)
+
+
+@pytest.fixture
+def toolbox(home: Path, variant: Callable[..., Path]) -> Iterator[tuple[Any, Path, Any]]:
+    """An investigation subagent's tools for option #2 of a fresh demo session under `cautious` (a README in gpu-a's
+    working directory): (the toolbox, that directory, the session)."""
+    from agent.run.create import create
+    from agent.run.investigation import Toolbox
+    from agent.run.runner import Runner
+
+    d = create(variant(), "cautious")
+    runner = Runner(d)
+    workdir = Path(runner.ctx.transport.workdir(runner.ctx.campaign.hosts[0]))
+    (workdir / "README").write_text("hello\n")
+    yield Toolbox(runner.ctx, runner.ctx.campaign.option(2), "investigator#2"), workdir, d
+    runner.journal.close()
 
 
 def journal_events(path: str | Path) -> list[dict[str, Any]]:

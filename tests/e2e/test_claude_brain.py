@@ -542,21 +542,6 @@ def test_findings_re_rank_the_plan(tmp_path: Path, variant: Callable[..., Path])
 # ---------------------------------------------------------------- the read-only tools' own guard rails
 
 
-@pytest.fixture
-def toolbox(home: Path, variant: Callable[..., Path]) -> Any:
-    from agent.run.create import create
-    from agent.run.investigation import Toolbox
-    from agent.run.runner import Runner
-
-    d = create(variant(), "cautious")
-    runner = Runner(d)
-    workdir = Path(runner.ctx.transport.workdir(runner.ctx.campaign.hosts[0]))
-    (workdir / "README").write_text("hello\n")
-    tools = Toolbox(runner.ctx, runner.ctx.campaign.option(2), "investigator#2")
-    yield tools, workdir, d
-    runner.journal.close()
-
-
 def test_run_readonly_runs_one_program_never_a_shell_line(toolbox: Any) -> None:
     tools, workdir, _ = toolbox
     text, failed = tools.run_readonly("gpu-a", "cat README")

@@ -25,7 +25,6 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -222,20 +221,6 @@ def test_a_command_cannot_switch_bashs_locale_before_a_substitution_is_read(
 
 
 # ------------------------------------------------------------------ the investigation tools
-
-
-@pytest.fixture
-def toolbox(home: Path, variant: Callable[..., Path]) -> Iterator[tuple[Any, Path, Any]]:
-    from agent.run.create import create
-    from agent.run.investigation import Toolbox
-    from agent.run.runner import Runner
-
-    d = create(variant(), "cautious")
-    runner = Runner(d)
-    workdir = Path(runner.ctx.transport.workdir(runner.ctx.campaign.hosts[0]))
-    (workdir / "README").write_text("hello\n")
-    yield Toolbox(runner.ctx, runner.ctx.campaign.option(2), "investigator#2"), workdir, d
-    runner.journal.close()
 
 
 @pytest.fixture

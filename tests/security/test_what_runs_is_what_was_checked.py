@@ -206,20 +206,6 @@ def test_a_pattern_with_a_path_allows_that_path_segment_by_segment() -> None:
 # ------------------------------------------------------------------ the investigation tools
 
 
-@pytest.fixture
-def toolbox(home: Path, variant: Callable[..., Path]) -> Iterator[tuple[Any, Path, Any]]:
-    from agent.run.create import create
-    from agent.run.investigation import Toolbox
-    from agent.run.runner import Runner
-
-    d = create(variant(), "cautious")
-    runner = Runner(d)
-    workdir = Path(runner.ctx.transport.workdir(runner.ctx.campaign.hosts[0]))
-    (workdir / "README").write_text("hello\n")
-    yield Toolbox(runner.ctx, runner.ctx.campaign.option(2), "investigator#2"), workdir, d
-    runner.journal.close()
-
-
 def test_a_repositorys_own_cat_is_requested_never_run(toolbox: Any) -> None:
     tools, workdir, _ = toolbox
     (workdir / "tools").mkdir()
