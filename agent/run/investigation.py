@@ -232,8 +232,7 @@ class Toolbox:
         if SECRET_PATH.search(path):
             self._refused(host, f"{tool} {path}", "credential path", path)
             return f"REFUSED: {path} looks like a credential file; its contents never leave the host", True
-        rules = self.ctx.policy.model.commands
-        verdict = classify(command, allow=["*"], ask=[], deny=rules.deny)
+        verdict = self._own_command(command)
         if verdict.klass != "allow":
             return f"REFUSED by the command policy ({verdict.klass} {verdict.pattern or verdict.reason!r})", True
         linked = self._links_to_secret(target, host, [path], shown=f"{tool} {path}")
@@ -246,6 +245,11 @@ class Toolbox:
             for found in dict.fromkeys(re.findall(r"^([^\s:][^:\n]*):\d+:", text, re.M)):
                 self.calls.append(ToolCall("grep", host, path=found))
         return text, failed
+
+    def _own_command(self, command: str) -> Verdict:
+        """The verdict on a command the tools themselves write (a file tool's, a path resolution): it is allowed as
+        it is, but never past the policy's deny patterns."""
+        return classify(command, allow=["*"], ask=[], deny=self.ctx.policy.model.commands.deny)
 
     def _run(self, host: Any, command: str, *, tool: str, verdict: Verdict, approved: bool = False) -> tuple[str, bool]:
         cleared = clear(Planned(host=host, command=command), verdict, {command} if approved else ())
@@ -266,9 +270,7 @@ class Toolbox:
             return f"REFUSED: a path in {shown!r} holds a line break"
         each = " ".join(shlex.quote(p) for p in paths)
         script = f'for a in {each}; do realpath -e -- "$a" 2>/dev/null || echo; done'
-        rules = self.ctx.policy.model.commands
-        verdict = classify(script, allow=["*"], ask=[], deny=rules.deny)
-        cleared = clear(Planned(host=target, command=script), verdict)
+        cleared = clear(Planned(host=target, command=script), self._own_command(script))
         unresolved = f"REFUSED: the paths of {shown!r} could not be resolved on the host to check them"
         if cleared is None:
             return unresolved
