@@ -13,18 +13,20 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test lint bench clean system-deps
+.PHONY: demo test lint bench clean system-deps llamacpp
 
 # The SSH tests need a real OpenSSH server and the terminal smoke test needs tmux; as root on Debian we
 # install them, otherwise those tests are skipped (CI sets SIGNOFF_SSHD_REQUIRED=1 so a missing sshd fails).
 system-deps:
 	@if [ ! -x /usr/sbin/sshd ] || ! command -v ssh-keygen >/dev/null || [ ! -x /usr/bin/python3 ] \
 	    || ! command -v tmux >/dev/null || ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 \
-	    || ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/null; then \
+	    || ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/null \
+	    || ! command -v cmake >/dev/null || ! command -v c++ >/dev/null; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "installing openssh-server, tmux, postgresql and redis for the SSH, terminal, store and real-system tests"; \
+	    echo "installing openssh-server, tmux, postgresql, redis and a C++ toolchain for the SSH, terminal, store and real-system tests"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-	      openssh-server openssh-client procps python3 tmux make postgresql redis-server redis-tools >/dev/null; \
+	      openssh-server openssh-client procps python3 python3-venv tmux make postgresql redis-server redis-tools \
+	      cmake g++ >/dev/null; \
 	  else echo "note: sshd, tmux, postgresql or redis not installed; those tests will be skipped"; fi; \
 	fi
 
@@ -56,8 +58,17 @@ demo: $(STAMP)
 
 # Three workers on two cores (four measured no faster: the suite is CPU-bound). Tests that share a
 # once-made session carry an xdist_group and stay on one worker; the 25 slowest are listed at the end.
-test: $(DEVSTAMP) system-deps
+test: $(DEVSTAMP) system-deps llamacpp
 	$(BIN)/python -m pytest -q -n 3 --dist loadgroup --durations=25
+
+# llama.cpp's llama-server and a small model for the LLM example (examples/llamacpp): built once, cached
+# under ~/.cache/signoff (about 5 minutes on 2 cores the first time, nothing after). Without cmake and a
+# C++ compiler the example's tests are skipped (CI sets SIGNOFF_LLAMACPP_REQUIRED=1 so they fail instead).
+llamacpp: system-deps | $(BIN)/python
+	@if command -v cmake >/dev/null && command -v c++ >/dev/null; then \
+	  PYTHON=$(abspath $(BIN))/python sh examples/llamacpp/build.sh >/dev/null \
+	    || echo "note: the llama.cpp build failed (above); the llama.cpp example's tests will be skipped"; \
+	else echo "note: cmake or a C++ compiler missing; the llama.cpp example's tests will be skipped"; fi
 
 # Every benchmark, each against a reference measured in the same run, then one table of the results.
 bench: $(DEVSTAMP) system-deps

@@ -86,6 +86,23 @@ def pg_missing() -> str | None:
     return None
 
 
+def llamacpp_home() -> Path | None:
+    """build.sh's cache (llama-server, llama-batched-bench, the model, llama.cpp's docs), when it is complete."""
+    try:
+        p = subprocess.run(
+            ["sh", str(EXAMPLES / "llamacpp" / "build.sh"), "--where"], capture_output=True, text=True, timeout=30
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return Path(p.stdout.strip()) if p.returncode == 0 and p.stdout.strip() else None
+
+
+def llamacpp_missing() -> str | None:
+    if llamacpp_home() is None:
+        return "llama.cpp not built (make test builds it with examples/llamacpp/build.sh when cmake and g++ exist)"
+    return None
+
+
 def require(missing: str | None, what: str, required_env: str) -> None:
     """Skip with the reason — or fail, where CI says the system must be there."""
     if missing is None:
@@ -248,14 +265,30 @@ def postgres_pid(workdir: Path) -> int | None:
     return pid
 
 
+def llama_pid(workdir: Path) -> int | None:
+    """The llama-server of this working directory: the PID in llamactl.sh's pidfile, if that process is one
+    and runs there."""
+    pid = _pid_in(workdir / "llama.pid")
+    if pid is None or not _alive(pid) or "llama-server" not in _cmdline(pid):
+        return None
+    try:
+        cwd = os.readlink(f"/proc/{pid}/cwd")
+    except OSError:
+        return None
+    return pid if Path(cwd) == workdir.resolve() else None
+
+
 def server_pid(kind: str, workdir: Path) -> int | None:
-    return redis_pid(workdir) if kind == "redis" else postgres_pid(workdir)
+    return {"redis": redis_pid, "postgres": postgres_pid, "llamacpp": llama_pid}[kind](workdir)
+
+
+SCRIPTS = {"redis": "redisctl.sh", "postgres": "pgctl.sh", "llamacpp": "llamactl.sh"}
 
 
 def stop_server(hosts: Hosts, session: str, host: str, kind: str) -> None:
     """The control script's own `stop` in the host's directory; then, if the server is still up (the
     script failed, the host is unreachable), its PID from the pidfile: SIGINT/SIGTERM, then SIGKILL."""
-    script = {"redis": "redisctl.sh", "postgres": "pgctl.sh"}[kind]
+    script = SCRIPTS[kind]
     workdir = hosts.workdir(session, host)
     if not workdir.is_dir():
         return
@@ -266,7 +299,7 @@ def stop_server(hosts: Hosts, session: str, host: str, kind: str) -> None:
     pid = server_pid(kind, workdir)
     if pid is None:
         return
-    # PostgreSQL's fast shutdown is SIGINT; Redis saves and exits on SIGTERM.
+    # PostgreSQL's fast shutdown is SIGINT; Redis saves and exits on SIGTERM, llama-server exits on it.
     os.kill(pid, signal.SIGINT if kind == "postgres" else signal.SIGTERM)
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and _alive(pid):
