@@ -4,12 +4,15 @@ report, instead of every run coming back "metric missing"."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
+import yaml
 from pydantic import ValidationError
 
 from agent.models import BenchSpec
+from tests.conftest import ROOT
 
 
 def spec(**fields: Any) -> BenchSpec:
@@ -71,3 +74,13 @@ def test_the_generic_parsers_still_read_exactly_what_is_declared() -> None:
     assert s.metric == "tps"
     with pytest.raises(ValidationError, match="declare tps there"):
         spec(parser="json-path", paths={"x": "a.b"}, metric="x", slo=["tps >= 10"])
+
+
+def test_the_benchmark_examples_in_the_docs_validate_with_their_parsers() -> None:
+    text = (ROOT / "docs" / "campaigns.md").read_text()
+    section = text.split("## Reading the benchmark's output", 1)[1].split("\n## ", 1)[0]
+    fragments = re.findall(r"```yaml fragment\n(.*?)```", section, re.S)
+    specs = [BenchSpec.model_validate(yaml.safe_load(f)["benchmark"]) for f in fragments]
+    assert {s.parser for s in specs} == {"guidellm", "aiperf", "sysbench"}
+    for documented in ("vllm-json", "sglang-jsonl", "guidellm", "aiperf", "sysbench", "json-path", "regex"):
+        assert f"| `{documented}` |" in section
