@@ -46,6 +46,8 @@ def parse_aiperf(text: str, expected: int | None) -> BenchRecord:
     if "request_count" not in data and "output_token_throughput" not in data:
         raise BenchParseError("the AIPerf export has neither request_count nor output_token_throughput")
     completed = integer(obj(data, "request_count"), "avg")
+    if completed is None and _avg(data, "output_token_throughput") is None:
+        raise BenchParseError("the AIPerf export has no request_count or output_token_throughput value")
     failed = integer(obj(data, "error_request_count"), "avg") or 0
     phase = _profiling_phase(obj(data, "input_config"))
     planned = integer(phase, "requests") or integer(phase, "request_count")

@@ -40,6 +40,8 @@ def parse_sysbench(text: str, expected: int | None) -> BenchRecord:
     for name, label in (("tps", "transactions"), ("qps", "queries")):
         if (rate := _number(rf"^\s*{label}:\s+\d+\s+\(([\d.]+) per sec\.\)", report)) is not None:
             rates[name] = rate
+    if not rates and total_time is None:
+        raise BenchParseError("the sysbench report has no rate and no total time (cut short?)")
     errors = _number(r"ignored errors:\s+(\d+)", report)
     reconnects = _number(r"reconnects:\s+(\d+)", report)
     load = {}
