@@ -147,7 +147,7 @@ FOREIGN: dict[tuple[str, str], int] = {
     ("tools.ssh", "HostKeyError"): BAD_INPUT,
     ("tools.transport", "TransportError"): FAILED,
     ("tools.artifacts", "StorageFull"): FAILED,
-    ("tools.benchparse", "BenchParseError"): FAILED,
+    ("tools.benchparse.record", "BenchParseError"): FAILED,
 }
 
 

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, m
 
 from policies.oneline import OneLine
 from policies.schema import NotifyTarget, env_refs
-from tools.benchparse import ParserName
+from tools.benchparse import ParserName, known_metric, metric_names, reports
 from tools.sweep import Slo
 from tools.transport import Host
 
@@ -188,8 +188,8 @@ class SweepSpec(_Strict):
     """Also search each arm for the highest level that meets the benchmark's `slo` (needs `slo`)."""
     fit: str | None = None
     """A per-step time the benchmark reports (ms), fitted per arm as fixed + per-unit × level over the sweep's runs
-    (the gate facts `fixed_ms` and `per_request_ms`); null fits nothing. Default: `mean_tpot` with the vllm-json and
-    sglang-jsonl parsers (time per output token ≈ one decode step), nothing with the others."""
+    (the gate facts `fixed_ms` and `per_request_ms`); null fits nothing. Default: `mean_tpot` with the vllm-json,
+    sglang-jsonl, guidellm and aiperf parsers (time per output token ≈ one decode step), nothing with the others."""
     guardrails_at: Literal["all", "goal"] | float = "all"
     """Where the guardrails must hold: at every level of the sweep, only at the goal's level, or at the goal's level and
     the one named (e.g. 90: the latency a peak load must keep)."""
@@ -221,7 +221,9 @@ class BenchSpec(CommandSpec):
 
     parser: ParserName = "vllm-json"
     """How the benchmark's stdout is read: vllm-json (vLLM's --save-result JSON), sglang-jsonl (the last line of
-    SGLang's output file), json-path (`paths`) or regex (`patterns`)."""
+    SGLang's output file), guidellm (GuideLLM 0.8's JSON report, one benchmark), aiperf (AIPerf's
+    profile_export_aiperf.json, schema 1.x), sysbench (its text report; a run with errors is invalid), json-path
+    (`paths`) or regex (`patterns`)."""
     paths: dict[str, str] | None = None
     """For parser json-path: metric name → dotted path into the JSON the benchmark prints."""
     patterns: dict[str, str] | None = None
@@ -229,8 +231,8 @@ class BenchSpec(CommandSpec):
     num_prompts: StrictInt | None = Field(default=None, ge=1)
     """Requests per run: fills {{num_prompts}}, and a run that completed fewer is invalid."""
     metric: str = "output_tok_s"
-    """The metric A/B-tested: output_tok_s, total_tok_s, req_s, duration_s, a latency such as p99_tpot or median_ttft,
-    or a name declared under `paths`/`patterns`."""
+    """The metric A/B-tested: output_tok_s, total_tok_s, req_s, duration_s, a latency such as p99_tpot or median_ttft
+    (sysbench: tps, qps, events_s, p95_latency), or a name declared under `paths`/`patterns`."""
     higher_is_better: bool = True
     """Whether a larger value is better (throughput) or worse (latency, duration)."""
     pairs: StrictInt = Field(default=6, ge=2, le=50)
@@ -296,6 +298,8 @@ class BenchSpec(CommandSpec):
                 raise ValueError(
                     f"unknown metric {name!r}: use output_tok_s, total_tok_s, req_s, duration_s, request_goodput, or a "
                     "latency such as p99_tpot / median_ttft / mean_itl / p99_e2e (or declare it under paths/patterns)"
+                    if self.parser in ("json-path", "regex")
+                    else f"unknown metric {name!r}: parser {self.parser} reports {metric_names(self.parser)}"
                 )
         if self.parser == "json-path" and not self.paths:
             raise ValueError("parser json-path needs `paths` (field → dotted path)")
@@ -303,8 +307,9 @@ class BenchSpec(CommandSpec):
             raise ValueError("parser regex needs `patterns` (field → regex with one group)")
         for field, pattern in (self.patterns or {}).items():
             _compiles(pattern, f"patterns.{field}")
-        if self.sweep and "fit" not in self.sweep.model_fields_set and self.parser in ("vllm-json", "sglang-jsonl"):
+        if self.sweep and "fit" not in self.sweep.model_fields_set and self.parser in _TPOT_PARSERS:
             self.sweep.fit = "mean_tpot"
+        self._reported()
         if self.parser in ("json-path", "regex"):
             # The generic parsers read only what they are told to: a metric named elsewhere but declared under
             # neither would leave every run without it (no data point, or no fit), a broken measurement.
@@ -323,13 +328,30 @@ class BenchSpec(CommandSpec):
             raise ValueError(f"sweep.fit: unknown metric {self.sweep.fit!r} (e.g. mean_tpot)")
         return self
 
+    def _reported(self) -> None:
+        """A tool parser reports a fixed set of metrics: naming one it never reports (sysbench's output_tok_s, the
+        default metric) would leave every run without it, so the campaign is refused here, not after the runs."""
+        named = {
+            "metric": [self.metric],
+            "guardrails": self.guardrails,
+            "slo": [s.metric for s in self.slos()],
+            "sweep.fit": [self.sweep.fit] if self.sweep and self.sweep.fit else [],
+        }
+        for where, names in named.items():
+            if missing := [n for n in names if reports(self.parser, n) is False]:
+                raise ValueError(
+                    f"{where}: parser {self.parser} does not report {', '.join(missing)}; it reports "
+                    f"{metric_names(self.parser)}"
+                )
+
 
 def is_known_metric(name: str) -> bool:
-    return name in THROUGHPUT_METRICS or bool(LATENCY_METRIC.fullmatch(name))
+    """A metric some built-in parser reports (which one reports it is checked against the campaign's parser)."""
+    return known_metric(name)
 
 
-THROUGHPUT_METRICS = {"output_tok_s", "total_tok_s", "req_s", "duration_s", "request_goodput"}
-LATENCY_METRIC = re.compile(r"(mean|median|std|p\d+(?:\.\d+)?)_(ttft|tpot|itl|e2e)")
+# parsers whose time per output token is a decode step's (the sweep's default step-time fit)
+_TPOT_PARSERS = ("vllm-json", "sglang-jsonl", "guidellm", "aiperf")
 
 
 def _compiles(pattern: str, where: str) -> None:

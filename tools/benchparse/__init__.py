@@ -1,0 +1,57 @@
+"""Benchmark output → one normalized record (`BenchRecord`), whichever tool produced it: a module per tool.
+
+vLLM and SGLang (serving.py), GuideLLM, AIPerf, sysbench, and the generic json-path and regex parsers
+(fields.py); names.py says which metric names each parser can report. Whatever the output holds, a run
+that cannot be read is a `BenchParseError` with one line saying why, never a crash.
+"""
+
+from __future__ import annotations
+
+import re
+
+from tools.benchparse.aiperf import parse_aiperf
+from tools.benchparse.fields import parse_fields
+from tools.benchparse.guidellm import parse_guidellm
+from tools.benchparse.names import ParserName, known_metric, metric_names, reports
+from tools.benchparse.record import RECORD_METRICS, BenchParseError, BenchRecord
+from tools.benchparse.serving import parse_sglang, parse_vllm
+from tools.benchparse.sysbench import parse_sysbench
+
+__all__ = [
+    "RECORD_METRICS",
+    "BenchParseError",
+    "BenchRecord",
+    "ParserName",
+    "known_metric",
+    "metric_names",
+    "parse",
+    "reports",
+]
+
+_TOOLS = {
+    "vllm-json": parse_vllm,
+    "sglang-jsonl": parse_sglang,
+    "guidellm": parse_guidellm,
+    "aiperf": parse_aiperf,
+    "sysbench": parse_sysbench,
+}
+
+
+def parse(
+    parser: ParserName,
+    text: str,
+    *,
+    expected: int | None = None,
+    paths: dict[str, str] | None = None,
+    patterns: dict[str, str] | None = None,
+) -> BenchRecord:
+    try:
+        tool = _TOOLS.get(parser)
+        if tool is not None:
+            return tool(text, expected)
+        return parse_fields(text, expected, paths=paths if parser == "json-path" else None, patterns=patterns)
+    except BenchParseError:
+        raise
+    except (ValueError, TypeError, OverflowError, re.error, RecursionError) as exc:
+        # Whatever the output holds, a bad run is a failed data point with a reason, never a crash.
+        raise BenchParseError(f"unusable result: {type(exc).__name__}: {exc}") from None
