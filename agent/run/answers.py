@@ -171,12 +171,29 @@ def answer(gate: Gate, decision: Decision, *, next_rule: int) -> Answer:
         )
     concerns_now = gate.kind in kinds and (not decision.targets or gate.option in decision.targets)
     if concerns_now:
+        # "always skip if inconclusive" said at an inconclusive gate decides this one AND stays a rule for
+        # the later ones: standing is what the person said, whether or not it holds here.
+        later = (
+            [
+                SessionRule(
+                    id=f"session-rule:{next_rule}",
+                    kinds=kinds,
+                    targets=decision.targets,
+                    when=decision.condition,
+                    decision=decision,
+                )
+            ]
+            if decision.scope == "standing"
+            else []
+        )
+        said = f"; RULE {later[0].id} answers later {', '.join(kinds)} gates when it holds" if later else ""
         try:
             holds = Condition(decision.condition, FACTS[gate.kind]).evaluate(gate.facts)
         except EvalError as exc:
             return Answer(decision=None, echo=f"cannot evaluate {decision.condition!r} here ({exc}); gate stays open")
         if holds:
-            return _confirmed_keep(gate, Answer(decision=decision, echo=f"{decision.describe()} — condition holds now"))
+            here = _confirmed_keep(gate, Answer(decision=decision, echo=f"{decision.describe()} — condition holds now"))
+            return here.model_copy(update={"rules": later, "echo": here.echo + said})
         if decision.otherwise and decision.otherwise != "ask" and decision.otherwise in ALLOWED[gate.kind]:
             other = decision.model_copy(
                 update={
@@ -185,10 +202,11 @@ def answer(gate: Gate, decision: Decision, *, next_rule: int) -> Answer:
                     "rationale": f"otherwise-branch of {decision.raw!r}",
                 }
             )
-            return _confirmed_keep(
+            here = _confirmed_keep(
                 gate, Answer(decision=other, echo=f"{other.action.upper()} — {decision.condition} is false here")
             )
-        return Answer(decision=None, echo=f"{decision.condition} is false here; the gate stays open")
+            return here.model_copy(update={"rules": later, "echo": here.echo + said})
+        return Answer(decision=None, rules=later, echo=f"{decision.condition} is false here; the gate stays open{said}")
     rule = SessionRule(
         id=f"session-rule:{next_rule}",
         kinds=kinds,
