@@ -125,7 +125,8 @@ def compare(option: Requests, baseline: Requests, level: float = LEVEL) -> Failu
     return FailureTest(option=option, baseline=baseline, p=p, level=level, higher=p < level)
 
 
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
+    """An error text as a verdict quotes it: on one line, at most ERROR_CHARS."""
     flat = " ".join(text.split())
     return flat if len(flat) <= ERROR_CHARS else flat[: ERROR_CHARS - 1] + "…"
 
@@ -142,7 +143,7 @@ def tally(runs: Iterable[BenchRun], arm: Arm) -> Requests:
         out.failed += run.failed_requests or 0
         out.runs += 1
         for text in run.errors:
-            if len(errors) < ERROR_SAMPLES and (line := _one_line(text)):
+            if len(errors) < ERROR_SAMPLES and (line := one_line(text)):
                 errors.setdefault(line)
     out.errors = list(errors)
     return out

@@ -23,7 +23,7 @@ from agent.run.execute import run_spec
 from agent.state import State, current
 from tools.abstats import ABResult, Arm, BenchRun, analyse, outlier_pairs, pair_order
 from tools.benchparse import BenchParseError, BenchRecord, parse
-from tools.failures import counted
+from tools.failures import counted, one_line
 from tools.stress import Stall, stall
 from tools.transport import CommandResult
 
@@ -151,7 +151,8 @@ def _reading(
     )
     reason = record.invalid_reason() or unusable or lacking or _off_level(spec, record, level)
     counts = record.requests()
-    tally = (counts[0], counts[1], list(record.error_samples)) if counts is not None else None
+    # A tool's error texts can be anything (a whole HTML error page): each is kept on one line and clipped.
+    tally = (counts[0], counts[1], [one_line(e) for e in record.error_samples[:10]]) if counts is not None else None
     return (value if reason is None else None), reason, guard, extra, tally
 
 
