@@ -162,8 +162,9 @@ def test_a_failure_rate_credibly_above_the_baselines_makes_the_option_unsafe(cli
         (True, "--crash", "--fail 1 --fail-if overlap-scheduler --fail-runs 1", 0, "stress bursts: CRASH in 1 of 1"),
         (False, "--crash", "", 0, "stress bursts: CRASH in 1 of 1"),
         (True, "--slow-after 4 --slow-pct 60", "", 2, "stress post-stress benchmark: DEGRADED"),
+        (False, "--slow-after 4 --slow-pct 60", "", 2, "stress post-stress benchmark: DEGRADED"),  # issue 34's
     ],
-    ids=["declared-crash-and-flake", "undeclared-crash", "declared-slow-post-stress"],
+    ids=["declared-crash-and-flake", "undeclared-crash", "declared-slow-post-stress", "undeclared-slow-post-stress"],
 )
 def test_an_unrelated_failure_is_no_reproduction_of_the_hazard(
     cli, variant, tmp_path, declared, bursts, fail, post, unrelated
