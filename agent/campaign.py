@@ -60,6 +60,22 @@ def load_campaign(path: str | Path, *, text: str | None = None) -> LoadedCampaig
     for i, option_id in enumerate(ids):
         if option_id in ids[:i]:
             raise source.error(("options", i, "id"), f"duplicate option id {option_id}")
+    scenarios = [s.name for s in campaign.stress]
+    for i, option in enumerate(campaign.options):
+        for j, probe in enumerate(option.probes):
+            if probe.reproduced_by and probe.on_fail != "hazard":
+                raise source.error(
+                    ("options", i, "probes", j, "reproduced_by"),
+                    "names the stress scenarios that make a hazard happen, and this probe is a blocker: use it with "
+                    "`on_fail: hazard`",
+                )
+            for k, name in enumerate(probe.reproduced_by):
+                if name not in scenarios:
+                    known = ", ".join(repr(n) for n in scenarios) or "none, the campaign has no `stress:`"
+                    raise source.error(
+                        ("options", i, "probes", j, "reproduced_by", k),
+                        f"{name!r} is not a stress scenario; the scenarios: {known}",
+                    )
     for loc, on in _targets(source.data):
         if on != "all" and not campaign.targets(on):
             raise source.error(loc, f"{on!r} is neither a host nor a role; hosts: {', '.join(names)}")

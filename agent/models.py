@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, m
 from policies.oneline import OneLine
 from policies.schema import NotifyTarget, env_refs
 from tools.benchparse import ParserName, known_metric, metric_names, reports
+from tools.failures import FailureTest
 from tools.sweep import Slo
 from tools.transport import Host
 
@@ -68,6 +69,11 @@ class Probe(CommandSpec):
     risk that makes the option unsafe."""
     message: str | None = None
     """Why a failure matters, in words shown with the blocker or hazard."""
+    reproduced_by: list[OneLine] = Field(default_factory=list)
+    """Only with `on_fail: hazard`: the stress scenarios (by `name`) that exercise this hazard. A bad outcome of one of
+    them (wedge, dead, saturated, crash, leak) is the hazard reproduced (`hazard_reproduced`); nothing else is (an
+    unrelated stress failure, a failed benchmark request, a slow post-stress check make the option unsafe for their
+    own reasons). Without it a confirmed hazard is never called reproduced."""
     timeout: float = Field(default=30.0, gt=0, le=3600)
     """Seconds before the probe is killed (a probe that times out has failed)."""
 
@@ -582,6 +588,7 @@ class Finding(BaseModel):
     feasible: bool
     blockers: list[str] = Field(default_factory=list)
     hazards: list[str] = Field(default_factory=list)  # confirmed: a failed hazard probe, a cited finding
+    hazard_probes: list[str] = Field(default_factory=list)  # names of the failed hazard probes among `hazards`
     unchecked: list[str] = Field(default_factory=list)  # what it wanted to check and was not allowed to
     confidence: float = 0.0
     sources: list[str] = Field(default_factory=list)  # "host: command → exit N" / artifact refs
@@ -601,7 +608,9 @@ class Assessment(BaseModel):
     failed_requests: int
     hazards: list[str]
     confidence: float
-    hazard_reproduced: bool = False  # a confirmed hazard that stress also made happen
+    hazard_reproduced: bool = False  # a stress scenario declared to exercise a confirmed hazard (reproduced_by) failed
+    # Both arms' failed requests and the one-sided exact test (tools/failures.FailureTest); None: not counted.
+    request_failures: FailureTest | None = None
     measurement_broken: bool = False  # the benchmark failed on the baseline too: nothing was measured
     risk: Literal["low", "medium", "high"]
     recommendation: Literal["keep", "skip", "ask"]

@@ -58,13 +58,26 @@ class SafetyFacts(GateFacts):
         "progressing at the deadline), or a server left degraded after the stress"
     )
     failed_requests: int = Field(
-        description="benchmark runs of the candidate not counted (failures, garbage, timeouts)"
+        description="benchmark runs of the candidate not counted (no readable result: exit status, deadline, garbage, "
+        "most requests failed); a few failed requests leave a run counted, see requests_failed"
+    )
+    requests_failed: int = Field(0, description="requests of the option's benchmark runs that failed")
+    requests_failed_baseline: int = Field(0, description="requests of the baseline arm's runs that failed")
+    request_failures_higher: bool = Field(
+        False,
+        description="the option's runs fail requests credibly more often than the baseline arm's (one-sided Fisher "
+        "exact test, p < 0.05); only this makes failed requests unsafe",
+    )
+    request_failure_p: float = Field(
+        1.0, description="that test's p-value (1.0 when no request failed or the tool counts none)"
     )
     hazards: int = Field(
         description="hazards the option's investigation confirmed (each makes it unsafe, reproduced or not)"
     )
     hazard_reproduced: bool = Field(
-        False, description="a confirmed hazard that the stress tests also made happen (default false)"
+        False,
+        description="a confirmed hazard made to happen by a stress scenario declared to exercise it (the probe's "
+        "reproduced_by); an unrelated stress failure or failed request never sets it",
     )
     measurement_broken: bool = Field(
         False, description="the benchmark failed in both arms from the first pairs (default false)"

@@ -76,6 +76,10 @@ class BenchRun(BaseModel):
     level: float | None = None  # a sweep's level this run was measured at
     readings: dict[str, float] = {}  # other metrics a sweep judges (SLOs) or fits (step time)
     stall: Literal["wedge", "saturated", "dead"] | None = None  # a run killed at its deadline: why it did not finish
+    # The requests the load tool sent and saw fail in this run, and its error texts (None: it did not count them).
+    requests: int | None = None
+    failed_requests: int | None = None
+    errors: list[str] = []
 
 
 class ABResult(BaseModel):

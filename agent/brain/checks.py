@@ -36,6 +36,7 @@ def merge_finding(prior: Finding, sub: FindingSubmission, option: Option) -> Fin
         feasible=not blockers,
         blockers=blockers,
         hazards=[*prior.hazards, *(f"{c.text} [{where(c)}]" for c in sub.hazards)],
+        hazard_probes=prior.hazard_probes,  # the model's own hazards name no probe, so no scenario reproduces them
         # An engineer's failed blocker probe is not something a model can talk its way past.
         confidence=max(prior.confidence, sub.confidence) if prior.blockers else sub.confidence,
         sources=[*prior.sources, *dict.fromkeys(where(c) for c in [*sub.blockers, *sub.hazards])],

@@ -1,7 +1,8 @@
 """RuleBrain: deterministic, offline reasoning from evidence alone.
 
 It never looks at an option's name or id to decide anything: feasibility comes from probe results,
-safety from stress outcomes and invalid runs, the gain from the A/B statistics.
+safety from stress outcomes, failed runs and a failure rate credibly above the baseline's, the gain
+from the A/B statistics.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from agent.models import Assessment, Campaign, Finding, Option, Plan, Probe
 from policies.decisions import parse_decision
 from policies.gates import Decision, Gate
+from tools.failures import FailureTest, Requests, compare
 from tools.sweep import SweepSummary
 from tools.transport import CommandResult
 
@@ -62,6 +64,7 @@ class RuleBrain:
     def investigate(self, option: Option, tools: Toolbox) -> Finding:
         blockers: list[str] = []
         hazards: list[str] = []
+        hazard_probes: list[str] = []
         sources: list[str] = []
         for probe in option.probes:
             results = tools.run_probe(probe)
@@ -77,6 +80,8 @@ class RuleBrain:
                     continue
                 text = f"{probe.name}: {failure}" + (f" — {probe.message}" if probe.message else "")
                 (blockers if probe.on_fail == "blocker" else hazards).append(text)
+                if probe.on_fail == "hazard" and probe.name not in hazard_probes:
+                    hazard_probes.append(probe.name)
         checked = sum(1 for _ in option.probes)
         confidence = 0.9 if blockers else (0.7 if checked else 0.4)
         return Finding(
@@ -84,6 +89,7 @@ class RuleBrain:
             feasible=not blockers,
             blockers=blockers,
             hazards=hazards,
+            hazard_probes=hazard_probes,
             confidence=confidence,
             sources=sources,
         )
@@ -112,18 +118,20 @@ class RuleBrain:
         reasons.extend(stress_reasons(stress))
         reasons.extend(s["evidence"] for s in stress if s["evidence"].startswith("not judged"))
         if failed:
+            # A run with no readable result (exit status, deadline, unreadable output, most requests failed).
             reasons.append(f"{failed} candidate benchmark run(s) failed or were unreadable")
+        requests = request_failures(ab)
+        # Failed requests count against the option only when its arm fails credibly more often than the baseline
+        # arm beside it; a flake or two is shown with its error text and decides nothing.
+        more_failures = requests is not None and requests.higher and not measurement_broken
+        if requests is not None and (requests.option.failed or requests.baseline.failed):
+            reasons.append(requests.describe())
         if stalls := ab.get("candidate_stalls"):
             counted = ", ".join(f"{n} {kind.upper()}" for kind, n in stalls.items())
             reasons.append(f"benchmark runs of the option killed at their deadline: {counted}")
-        reproduced = bool(wedges or errors or failed)
-        if reproduced:
+        reproduced = hazard_reproductions(option, finding, stress)
+        if wedges or errors or failed or more_failures or hazards:
             verdict = "unsafe"
-        elif hazards:
-            # The investigation showed the hazard exists (a failed hazard probe, a cited finding). No stress
-            # test can reproduce a power loss or a one-in-a-million race, so not seeing it is no acquittal.
-            verdict = "unsafe"
-            reasons.append("structural hazard, not reproduced by stress: the investigation confirmed it exists")
         elif measurement_broken:
             verdict = "unknown"
         elif unchecked:
@@ -134,6 +142,17 @@ class RuleBrain:
             reasons.append("no stress tests configured")
         else:
             verdict = "safe"
+        if reproduced:
+            reasons.extend(f"hazard reproduced by its own stress scenario: {r}" for r in reproduced)
+        elif hazards:
+            # The investigation showed the hazard exists (a failed hazard probe, a cited finding). No stress test
+            # can reproduce a power loss or a one-in-a-million race, so not seeing it is no acquittal; and only a
+            # scenario declared to exercise it (the probe's reproduced_by) can reproduce it: an unrelated wedge
+            # or a failed request is evidence of its own, named above.
+            reasons.append(
+                "structural hazard, not reproduced by stress: the investigation confirmed it exists"
+                + _unreproduced(option, finding)
+            )
         reasons.extend(f"hazard: {h}" for h in hazards)
         reasons.extend(f"not checked: {u}" for u in unchecked)
         ab_verdict = ab["verdict"]
@@ -164,8 +183,9 @@ class RuleBrain:
             stress_errors=errors,
             failed_requests=failed,
             hazards=hazards,
-            hazard_reproduced=bool(hazards) and reproduced,
+            hazard_reproduced=bool(reproduced),
             measurement_broken=measurement_broken,
+            request_failures=requests,
             confidence=round(confidence, 2),
             risk=risk,
             recommendation=recommendation,
@@ -182,6 +202,44 @@ class RuleBrain:
             titles={int(k): t for k, t in gate.titles.items() if int(k) in gate.options},
             commands=gate.commands,
         )
+
+
+# What a stress run that exercises a hazard shows when the hazard happened (a post-stress slowdown,
+# `degraded`, is not a stress scenario's outcome and never reproduces anything).
+HAZARD_OUTCOMES = ("wedge", "dead", "saturated", "crash", "leak")
+
+
+def request_failures(ab: dict[str, Any]) -> FailureTest | None:
+    """The option's failed requests against the baseline arm's (None when the tool counted none)."""
+    arms = ab.get("requests") or {}
+    if "A" not in arms or "B" not in arms:
+        return None
+    return compare(Requests.model_validate(arms["B"]), Requests.model_validate(arms["A"]))
+
+
+def hazard_reproductions(option: Option, finding: dict[str, Any], stress: list[dict[str, Any]]) -> list[str]:
+    """Each confirmed hazard probe whose own stress scenarios (`reproduced_by`) went bad, as
+    "<probe> — stress <scenario>: WEDGE in 1 of 3 runs". Nothing else reproduces a hazard."""
+    failed = set(finding.get("hazard_probes") or [])
+    out: list[str] = []
+    for probe in option.probes:
+        if probe.name not in failed or not probe.reproduced_by:
+            continue
+        for scenario in dict.fromkeys(probe.reproduced_by):
+            # A scenario the command policy refused never ran ("not run: …"): it reproduced nothing.
+            runs = [s for s in stress if s["scenario"] == scenario and not s["evidence"].startswith("not run:")]
+            for outcome in HAZARD_OUTCOMES:
+                if bad := [s for s in runs if s["outcome"] == outcome]:
+                    out.append(f"{probe.name} — stress {scenario}: {outcome.upper()} in {len(bad)} of {len(runs)} runs")
+    return out
+
+
+def _unreproduced(option: Option, finding: dict[str, Any]) -> str:
+    failed = set(finding.get("hazard_probes") or [])
+    declared = [n for p in option.probes if p.name in failed for n in p.reproduced_by]
+    if declared:
+        return f" (its stress scenario {', '.join(dict.fromkeys(declared))} showed no bad outcome)"
+    return " (no stress scenario is declared to reproduce it: the probe's `reproduced_by`)"
 
 
 def stress_reasons(stress: list[dict[str, Any]]) -> list[str]:

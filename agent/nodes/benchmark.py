@@ -23,6 +23,7 @@ from agent.run.execute import run_spec
 from agent.state import State, current
 from tools.abstats import ABResult, Arm, BenchRun, analyse, outlier_pairs, pair_order
 from tools.benchparse import BenchParseError, BenchRecord, parse
+from tools.failures import counted, one_line
 from tools.stress import Stall, stall
 from tools.transport import CommandResult
 
@@ -59,7 +60,7 @@ def bench_once(
     stalls = {r.host: _stall(ctx, r, option=option, approved=approved) for r in results if r.timed_out}
     readings = [_reading(ctx, r, stalls.get(r.host), level=level) for r in results]
     if len(results) == 1:
-        (result,), ((value, reason, guard, extra),) = results, readings
+        (result,), ((value, reason, guard, extra, counts),) = results, readings
         run = BenchRun(
             pair=pair,
             arm=arm,
@@ -73,6 +74,7 @@ def bench_once(
             readings=extra,
             level=level,
             stall=stalls[result.host][0] if result.host in stalls else None,
+            **_requests([counts]),
         )
     else:
         run = _fleet_run(results, readings, pair=pair, arm=arm, level=level)
@@ -88,10 +90,24 @@ def _logged(run: BenchRun) -> dict[str, Any]:
     for name in ("level", "readings", "stall"):
         if not data[name]:
             del data[name]
+    if not run.failed_requests:  # the counts go on the line when a request failed (the arm's totals are on the
+        for name in ("requests", "failed_requests", "errors"):  # assessment)
+            del data[name]
     return data
 
 
-Reading = tuple[float | None, str | None, dict[str, float], dict[str, float]]
+# A host's requests in one run as its tool counted them: (attempted, failed, error texts); None when not counted.
+Counts = tuple[int, int, list[str]] | None
+Reading = tuple[float | None, str | None, dict[str, float], dict[str, float], Counts]
+
+
+def _requests(counts: list[Counts]) -> dict[str, Any]:
+    """A run's request counts over its hosts (the fields of BenchRun; none when no host's tool counted)."""
+    known = [c for c in counts if c is not None]
+    if not known:
+        return {}
+    errors = [e for _, _, es in known for e in es]
+    return {"requests": sum(c[0] for c in known), "failed_requests": sum(c[1] for c in known), "errors": errors[:10]}
 
 
 def _stall(ctx: RunContext, result: CommandResult, *, option: int | None, approved: list[str]) -> tuple[Stall, str]:
@@ -109,16 +125,16 @@ def _reading(
     spec = ctx.campaign.benchmark
     if result.timed_out:
         kind, why = stalled or ("wedge", "no progress seen")
-        return None, f"benchmark exceeded its {spec.timeout:g}s deadline (killed): {kind.upper()} — {why}", {}, {}
+        return None, f"benchmark exceeded its {spec.timeout:g}s deadline (killed): {kind.upper()} — {why}", {}, {}, None
     if result.exit_code != 0:
-        return None, f"benchmark exit {result.exit_code}", {}, {}
+        return None, f"benchmark exit {result.exit_code}", {}, {}, None
     text = result.stdout_tail
     if result.stdout_truncated and result.artifact:
         text = ctx.artifacts.read(result.artifact)  # the result line may be beyond the in-memory tail
     try:
         record = parse(spec.parser, text, expected=spec.num_prompts, paths=spec.paths, patterns=spec.patterns)
     except BenchParseError as exc:
-        return None, f"unreadable benchmark output: {exc}", {}, {}
+        return None, f"unreadable benchmark output: {exc}", {}, {}, None
     value, unusable = record.usable(spec.metric)
     guard = {g: v for g in spec.guardrails if (v := record.metric(g)) is not None}
     slo_metrics = [s.metric for s in spec.slos()]
@@ -134,7 +150,10 @@ def _reading(
         ]
     )
     reason = record.invalid_reason() or unusable or lacking or _off_level(spec, record, level)
-    return (value if reason is None else None), reason, guard, extra
+    counts = record.requests()
+    # A tool's error texts can be anything (a whole HTML error page): each is kept on one line and clipped.
+    tally = (counts[0], counts[1], [one_line(e) for e in record.error_samples[:10]]) if counts is not None else None
+    return (value if reason is None else None), reason, guard, extra, tally
 
 
 def _off_level(spec: BenchSpec, record: BenchRecord, level: float | None) -> str | None:
@@ -158,15 +177,15 @@ def _fleet_run(
     """A benchmark over many hosts: each host's reading kept, the run's value their mean. The run is a
     data point only when every host's is (a mean over whichever hosts answered would compare
     different fleets in A and B)."""
-    hosts = {r.host: value for r, (value, _, _, _) in zip(results, readings, strict=True)}
-    bad = [f"{r.host}: {reason}" for r, (_, reason, _, _) in zip(results, readings, strict=True) if reason]
+    hosts = {r.host: value for r, (value, _, _, _, _) in zip(results, readings, strict=True)}
+    bad = [f"{r.host}: {reason}" for r, (_, reason, _, _, _) in zip(results, readings, strict=True) if reason]
     guard: dict[str, float] = {}
-    for name in {g for _, _, gs, _ in readings for g in gs}:
-        values = [gs[name] for _, _, gs, _ in readings if name in gs]
+    for name in {g for _, _, gs, _, _ in readings for g in gs}:
+        values = [gs[name] for _, _, gs, _, _ in readings if name in gs]
         guard[name] = statistics.fmean(values)
     extra: dict[str, float] = {}
-    for name in {m for _, _, _, ms in readings for m in ms}:
-        extra[name] = statistics.fmean(ms[name] for _, _, _, ms in readings if name in ms)
+    for name in {m for _, _, _, ms, _ in readings for m in ms}:
+        extra[name] = statistics.fmean(ms[name] for _, _, _, ms, _ in readings if name in ms)
     ok = not bad
     return BenchRun(
         pair=pair,
@@ -181,6 +200,7 @@ def _fleet_run(
         hosts=hosts,
         readings=extra,
         level=level,
+        **_requests([counts for *_, counts in readings]),
     )
 
 
@@ -191,6 +211,9 @@ class Arms:
     def __init__(self, ctx: RunContext, option: Option, approved: list[str]) -> None:
         self.ctx, self.option, self.approved = ctx, option, approved
         self.applied = True
+        # Every A/B run, an outlier pair's first measurement too: its requests were sent and their failures are
+        # evidence even when the pair's throughput is measured again (a pair with failures reads low).
+        self.ab_runs: list[BenchRun] = []
 
     def set(self, arm: str) -> None:
         want = arm == "B"
@@ -213,9 +236,12 @@ class Arms:
 
     def run(self, pair: int, arm: Arm, level: float | None, purpose: str = "ab") -> BenchRun:
         self.set(arm)
-        return bench_once(
+        run = bench_once(
             self.ctx, pair=pair, arm=arm, option=self.option.id, approved=self.approved, level=level, purpose=purpose
         )
+        if purpose == "ab":  # not a capacity search's runs: each arm's are at its own levels
+            self.ab_runs.append(run)
+        return run
 
 
 def measure_level(
@@ -310,6 +336,7 @@ def benchmark(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         "a_values": [r.value for r in outside if r.arm == "A" and r.valid],
         "b_values": [r.value for r in outside if r.arm == "B" and r.valid],
         "invalid": [{"pair": r.pair, "arm": r.arm, "reason": r.reason, **_at(r)} for r in every if not r.valid],
+        **_arm_requests(arms.ab_runs),
     }
     for arm, name in (("B", "candidate_stalls"), ("A", "baseline_stalls")):
         kinds = [r.stall for r in every if r.arm == arm and r.stall]
@@ -335,6 +362,14 @@ def benchmark(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
 BROKEN_AFTER_PAIRS = 2
 
 
+def _arm_requests(runs: list[BenchRun]) -> dict[str, Any]:
+    """Each arm's requests over its runs (every level of a sweep), for the assessment to compare; nothing when the
+    tool counts none. A run with a few failed requests is still a data point: the failures are weighed here, arm
+    against arm, not by voiding the run (tools/benchparse.BenchRecord.invalid_reason says why)."""
+    arms = counted(runs)
+    return {"requests": {arm: r.model_dump(mode="json") for arm, r in arms.items()}} if arms else {}
+
+
 def _at(run: BenchRun) -> dict[str, float]:
     return {"level": run.level} if run.level is not None else {}
 
@@ -356,6 +391,7 @@ def _broken(ctx: RunContext, state: State, option_id: int, runs: list[BenchRun])
         "a_values": [],
         "b_values": [],
         "invalid": [{"pair": r.pair, "arm": r.arm, "reason": r.reason} for r in runs],
+        **_arm_requests(runs),
     }
     ctx.journal.append(ev.BenchBroken(option=option_id, runs=len(runs), reasons=reasons[:5]))
     ctx.journal.append(ev.ABResult(option=option_id, summary=why, **result.model_dump(mode="json")))

@@ -173,6 +173,18 @@ def sweep_facts(ab: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def request_facts(test: dict[str, Any] | None) -> dict[str, Any]:
+    """The failed-request facts from the assessment's test (an assessment without one: their defaults)."""
+    if not test:
+        return {}
+    return {
+        "requests_failed": int(test["option"]["failed"]),
+        "requests_failed_baseline": int(test["baseline"]["failed"]),
+        "request_failures_higher": bool(test["higher"]),
+        "request_failure_p": float(test["p"]),
+    }
+
+
 def safety_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     option = current(state)
     key = str(option)
@@ -192,6 +204,7 @@ def safety_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         wedges=a["wedges"],
         stress_errors=a["stress_errors"],
         failed_requests=a["failed_requests"],
+        **request_facts(a.get("request_failures")),
         hazards=len(a["hazards"]),
         hazard_reproduced=bool(a.get("hazard_reproduced")),
         measurement_broken=bool(a.get("measurement_broken")),

@@ -9,6 +9,7 @@ from langgraph.runtime import Runtime
 from agent.context import RunContext
 from agent.journal import events as ev
 from agent.state import State
+from tools.failures import FAILED_REQUESTS
 
 
 def _evidence(state: State, key: str) -> dict[str, Any] | None:
@@ -34,6 +35,7 @@ def _evidence(state: State, key: str) -> dict[str, Any] | None:
                 "b_mean",
                 "guardrails",
                 "invalid",
+                "requests",  # each arm's requests attempted and failed, with error texts
             )
         }
         if ab.get("hosts"):  # a benchmark over several hosts: each host's own A/B beside the aggregate
@@ -58,6 +60,9 @@ def build_report(state: State, campaign_name: str) -> dict[str, Any]:
         assessment = state.get("assessments", {}).get(key)
         if assessment and o.get("outcome") != "kept":
             reasons += [r for r in assessment["reasons"] if r not in reasons]
+        elif assessment:
+            # A kept option's failed requests are a fact to show even when they decided nothing.
+            reasons += [r for r in assessment["reasons"] if r.startswith(FAILED_REQUESTS) and r not in reasons]
         options.append(
             {
                 "id": int(key),

@@ -186,6 +186,8 @@ def cmd_bench(args: argparse.Namespace) -> None:
     tok_s = args.concurrency / (step / 1000.0)
     duration = out_tokens / tok_s
     tpot = step * (1 + abs(r.gauss(0, 0.01)))
+    failed = _failed_requests(state, args)
+    completed = args.num_prompts - failed
     result = {
         "date": time.strftime("%Y%m%d-%H%M%S"),
         "endpoint_type": "openai",
@@ -198,13 +200,13 @@ def cmd_bench(args: argparse.Namespace) -> None:
         "burstiness": 1.0,
         "max_concurrency": args.concurrency,
         "duration": duration,
-        "completed": args.num_prompts,
-        "failed": 0,
+        "completed": completed,
+        "failed": failed,
         "total_input_tokens": args.num_prompts * 1024,
-        "total_output_tokens": out_tokens,
-        "request_throughput": args.num_prompts / duration,
+        "total_output_tokens": completed * args.output_len,
+        "request_throughput": completed / duration,
         "request_goodput": None,
-        "output_throughput": tok_s,
+        "output_throughput": tok_s * completed / args.num_prompts,  # like vLLM: successful requests' tokens only
         "total_token_throughput": tok_s + args.num_prompts * 1024 / duration,
         "max_output_tokens_per_s": tok_s * 1.08,
         "max_concurrent_requests": args.concurrency,
@@ -218,8 +220,31 @@ def cmd_bench(args: argparse.Namespace) -> None:
         "median_itl_ms": tpot * 0.99,
         "p99_itl_ms": tpot * 1.6,
     }
+    if failed:  # vLLM's per-request error texts, "" for a request that succeeded
+        result["errors"] = [""] * completed + [STREAM_ERROR] * failed
     print(f"simserve bench: concurrency={args.concurrency} prompts={args.num_prompts}", file=sys.stderr)
     print(json.dumps(result))
+
+
+STREAM_ERROR = "stream parse error: Expecting ',' delimiter: line 1 column 58 (char 57) in a server-sent event"
+
+
+def _failed_requests(state: dict, args: argparse.Namespace) -> int:
+    """`--fail N` requests of the run fail with a client error: in every run, or only while `--fail-if` FEATURE is
+    on, and only in the first `--fail-runs` such runs (0: all of them)."""
+    if not args.fail:
+        return 0
+    if args.fail_if:
+        key, value_on, _ = FEATURES[args.fail_if]
+        if state[key] != value_on:
+            return 0
+    if args.fail_runs:
+        done = state.get("failing_runs", 0)
+        if done >= args.fail_runs:
+            return 0
+        state["failing_runs"] = done + 1
+        save(state)
+    return min(args.fail, args.num_prompts)
 
 
 def cmd_stress(args: argparse.Namespace) -> None:
@@ -315,6 +340,9 @@ def main() -> None:
     p.add_argument("--output-len", type=int, default=256)
     p.add_argument("--noise", type=float, default=0.02)
     p.add_argument("--wall", type=float, default=0.25, help="real seconds one run takes")
+    p.add_argument("--fail", type=int, default=0, help="this many requests of a run fail (a client error)")
+    p.add_argument("--fail-if", choices=sorted(FEATURES), help="… only while this feature is on")
+    p.add_argument("--fail-runs", type=int, default=0, help="… only in the first N such runs (0: every one)")
     p = sub.add_parser("stress")
     p.add_argument("scenario", choices=["abort-cascade", "idle-busy-bursts"])
     p.add_argument("--requests", type=int, default=200)

@@ -31,6 +31,9 @@ def test_demo_reaches_the_evidence_based_verdicts(demo_json):
     assert any("WEDGE in" in x and "deadline" in x and "all-reduce" in x for x in two["reasons"]), two["reasons"]
     assert any(x.startswith("rollback verified") for x in two["reasons"]), two["reasons"]
     assert any("TP barrier" in x for x in two["reasons"])
+    # The probe names the abort cascade as its hazard's scenario (reproduced_by): its wedges reproduce the hazard.
+    reproduced = "hazard reproduced by its own stress scenario: TP barrier in the overlap path — stress abort-cascade"
+    assert any(x.startswith(reproduced) for x in two["reasons"]), two["reasons"]
     assert 3.0 < two["gain_pct"] < 10.0
 
     ev = two["evidence"]

@@ -46,14 +46,31 @@ class BenchRecord(BaseModel):
             return self.rates[name]
         return self.latency_ms.get(name)
 
+    def requests(self) -> tuple[int, int] | None:
+        """(attempted, failed) when the tool counted its requests, else None."""
+        if self.failed is None:
+            return None
+        if self.completed is not None:
+            return self.completed + self.failed, self.failed
+        return (self.expected, self.failed) if self.expected is not None else None
+
     def invalid_reason(self) -> str | None:
-        """Why this run may not count as an A/B data point (None when it may)."""
+        """Why this run may not count as an A/B data point (None when it may).
+
+        A run with a few failed requests stays a data point: its throughput counts only the requests that
+        succeeded, so failures lower it, which is what the server's users see, and the failures themselves are
+        compared arm against arm (tools/failures.py) instead of one of them voiding the run. A run where most
+        requests failed measured the error path, not the server, and a run that did not send the requests it
+        was asked to is not the benchmark the campaign describes: neither is a data point. The tool's own
+        reason a run cannot count (sysbench's errors, AIPerf's cancelled run) comes first."""
         if self.unusable:
             return self.unusable
-        if self.failed:
-            return f"{self.failed} failed request(s)"
-        if self.expected is not None and self.completed != self.expected:
-            return f"completed {self.completed} of {self.expected} requests"
+        sent = None if self.completed is None else self.completed + (self.failed or 0)
+        if self.expected is not None and sent != self.expected:
+            failed = f" ({self.failed} failed)" if self.failed else ""
+            return f"completed {self.completed} of {self.expected} requests{failed}"
+        if (counts := self.requests()) is not None and counts[1] * 2 > counts[0]:
+            return f"{counts[1]} of {counts[0]} requests failed: the run measured the failures, not the server"
         if self.output_tok_s is not None and (not math.isfinite(self.output_tok_s) or self.output_tok_s <= 0):
             return f"output throughput is {self.output_tok_s}"
         return None
