@@ -116,9 +116,10 @@ def test_each_tool_parser_reads_real_output_through_a_campaign_run(tmp_path: Pat
     if parser == "guidellm":  # both arms valid: output tokens/s of the c8 and the c16 report
         assert all(r["valid"] and r["value"] == pytest.approx(225.5151693579311) for r in a), a
         assert all(r["valid"] and r["value"] == pytest.approx(444.0807752375573) for r in b), b
-    elif parser == "aiperf":  # arm B's report counts 5 failed requests of 40: never a data point
+    elif parser == "aiperf":  # arm B's report counts 5 failed requests of 40: a data point, its failures counted
         assert all(r["valid"] and r["value"] == pytest.approx(745.0125261575207) for r in a), a
-        assert all(not r["valid"] and r["reason"] == "5 failed request(s)" for r in b), b
+        assert all(r["valid"] and r["requests"] == 40 and r["failed_requests"] == 5 for r in b), b
+        assert all(r["errors"][0].startswith("5× 500 Internal Server Error") for r in b), b
     else:  # arm B's sysbench run had 2798 ignored errors (deadlocks): never a data point
         assert all(r["valid"] and r["value"] == 1822.14 for r in a), a
         assert all(not r["valid"] and "sysbench counted 2798 ignored error(s)" in r["reason"] for r in b), b
