@@ -54,16 +54,16 @@ class DocumentsChanged(SessionError):
 
 class JournalUnverified(SignoffError, RuntimeError):
     """A session's journal failed verification when a command opened it to go on (resume, decide, attach,
-    a team store's runner): nothing was run, appended or signed. Not a SessionError: no caller may take it
-    for a busy or missing session."""
+    a team store's runner): nothing was run, appended or signed; or to report on it (`signoff report`):
+    no report was made from it (`undone` says which). Not a SessionError: no caller may take it for a busy
+    or missing session."""
 
     exit_code: ClassVar[int] = UNVERIFIED
 
-    def __init__(self, session: str, problem: str) -> None:
+    def __init__(self, session: str, problem: str, *, undone: str = "nothing ran and nothing was signed") -> None:
         self.session, self.problem = session, problem
         super().__init__(
-            f"session {session}: {problem}; nothing ran and nothing was signed "
-            f"(`signoff replay {session} --verify` checks its journal)"
+            f"session {session}: {problem}; {undone} (`signoff replay {session} --verify` checks its journal)"
         )
 
 

@@ -2,7 +2,7 @@
 2 bad input, 1 failed. `--json` prints one summary object on stdout (progress goes to stderr).
 
 This module is the app and its table of commands; the commands live by group in `running` (demo, run,
-decide, resume, attach), `reading` (replay, sessions), `transfer` (export, import), `policy` (decision
+decide, resume, attach), `reading` (replay, report, sessions), `transfer` (export, import), `policy` (decision
 parse, policy suggest/check/explain) and `store` (store init), with what they share in `shared`. An error
 raised on purpose is printed here, as one line, with its exit code from `agent/errors.py`.
 
@@ -42,6 +42,7 @@ app.command()(schema.schema)
 app.command()(running.decide)
 app.command()(running.resume)
 app.command()(reading.replay)
+app.command()(reading.report)
 app.command()(running.attach)
 app.command()(reading.sessions)
 app.command("export")(transfer.export_cmd)

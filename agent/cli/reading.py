@@ -1,6 +1,7 @@
 """The commands that read sessions without running them: `replay` (a session's journal as a timeline, its
-verification, a counterfactual under another policy, an auditor's report, the read-only screen) and
-`sessions` (a store's sessions; `--compact` prunes a closed one's checkpoints).
+verification, a counterfactual under another policy, an auditor's report, the read-only screen), `report`
+(the auditor's report of a session whose journal verifies) and `sessions` (a store's sessions; `--compact`
+prunes a closed one's checkpoints).
 """
 
 from __future__ import annotations
@@ -130,6 +131,85 @@ def _replay(
             text = Text(f"{e['seq']:>5} {e['ts'][11:23]} ", style="dim")
             text.append(line, style=TIMELINE_STYLE.get(e["kind"], ""))
             console.print(text)
+
+
+def report(
+    session: Annotated[str, typer.Argument(help="Session id.")],
+    target: Annotated[
+        Path | None,
+        typer.Argument(
+            metavar="FILE", help="Write the report here: REPORT.md, REPORT.html or REPORT.json. Without it, print it."
+        ),
+    ] = None,
+    fmt: Annotated[
+        str | None,
+        typer.Option("--format", help="md, html or json (default: by FILE's suffix; Markdown when printed)."),
+    ] = None,
+    key: Annotated[
+        Path | None, typer.Option("--key", help="The Ed25519 public key the journal's head must be signed with.")
+    ] = None,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="Print one JSON summary object on stdout (where the report went, each option's figures)."
+        ),
+    ] = False,
+    store: StoreOpt = None,
+) -> None:
+    """Write or print a session's report (what `replay --export` writes): each option's outcome, its one
+    effect size and one noise figure with what each is, the evidence and who decided every gate. The journal
+    is verified first, as `replay --verify` does; one that fails gets no report (exit 5)."""
+    from agent.errors import JournalUnverified
+    from agent.journal.documents import DOCUMENTS
+    from agent.journal.head import load_public_key
+    from agent.report.audit import collect, format_for, render, to_json, write
+    from agent.report.replay import verify_session
+
+    try:
+        kind = format_for(target, fmt)
+    except ValueError as exc:
+        raise fail(str(exc), BAD_INPUT) from None
+    try:
+        pinned = load_public_key(key) if key is not None else None
+    except (OSError, ValueError) as exc:
+        raise fail(f"--key {key}: {exc}", BAD_INPUT) from None
+    d = find(session, store)
+    try:
+        with d.journal_file() as journal:
+            verdict = verify_session(
+                journal, key=pinned, documents={name: d.read(name) for name in DOCUMENTS}, meta=d.meta()
+            )
+            if not verdict.ok:
+                raise JournalUnverified(
+                    d.id, f"its journal does not verify: {verdict.line()}", undone="no report was made"
+                )
+            view = collect(journal)
+    finally:
+        d.close()
+    checked = verdict.model_dump(mode="json")
+    text = render(view, kind, checked)
+    written = None
+    if target is not None:
+        try:
+            written = write(target, text)
+        except OSError as exc:
+            raise fail(f"{target}: {exc.strerror or exc}", BAD_INPUT) from None
+    if as_json:
+        data = to_json(view)
+        summary = {
+            "session": d.id,
+            "status": data["status"],
+            "format": kind,
+            "path": str(target) if target is not None else None,
+            "bytes": written if written is not None else len(text.encode()),
+            "verification": checked,
+            "options": [{k: o[k] for k in ("id", "title", "outcome", "effect", "noise")} for o in data["options"]],
+        }
+        typer.echo(json.dumps(summary, indent=2))
+    elif target is None:
+        typer.echo(text, nl=False)
+    else:
+        typer.echo(f"wrote {target} ({kind}; journal verified: {verdict.line()})")
 
 
 TIMELINE_STYLE = {

@@ -144,6 +144,7 @@ class SessionView:
     goal_metric: str = ""  # the campaign's goal, for plots: the metric and the gain it asks for
     goal_pct: float | None = None
     noise_floor_pct: float | None = None  # the smallest effect this run's calibration can tell from noise
+    calibration: ev.Calibration | None = None  # the A/A calibration at setup, when the campaign asked for one
     bench: tuple[int, int] | None = None  # (pair, of) of the running benchmark
     stress_done: int = 0
     stress_total: int = 0
@@ -306,6 +307,7 @@ class SessionView:
             case ev.BrainFallback():
                 self.brain_fallbacks += 1
             case ev.Calibration():
+                self.calibration = e
                 floor = e.get("noise_floor_pct")
                 if isinstance(floor, int | float) and not isinstance(floor, bool):
                     self.noise_floor_pct = float(floor)

@@ -8,6 +8,7 @@ from langgraph.runtime import Runtime
 
 from agent.context import RunContext
 from agent.journal import events as ev
+from agent.report.figures import effect_of, noise_figure
 from agent.state import State
 from tools.failures import FAILED_REQUESTS
 
@@ -36,6 +37,7 @@ def _evidence(state: State, key: str) -> dict[str, Any] | None:
                 "guardrails",
                 "invalid",
                 "requests",  # each arm's requests attempted and failed, with error texts
+                "higher_is_better",
             )
         }
         if ab.get("hosts"):  # a benchmark over several hosts: each host's own A/B beside the aggregate
@@ -58,6 +60,10 @@ def build_report(state: State, campaign_name: str) -> dict[str, Any]:
         if o.get("outcome") == "no-go":
             reasons = [f"blocker: {b}" for b in finding.get("blockers", [])] + reasons
         assessment = state.get("assessments", {}).get(key)
+        ab = state.get("ab", {}).get(key)
+        sweep = (ab or {}).get("sweep")
+        effect = effect_of(ab, var=sweep.get("var") if isinstance(sweep, dict) else None)
+        noise = noise_figure(ab, state.get("calibration"))
         if assessment and o.get("outcome") != "kept":
             reasons += [r for r in assessment["reasons"] if r not in reasons]
         elif assessment:
@@ -75,6 +81,9 @@ def build_report(state: State, campaign_name: str) -> dict[str, Any]:
                 "reasons": reasons,
                 "rollback": o.get("rollback"),
                 "evidence": _evidence(state, key),
+                # The one effect size and the one noise figure the reports show, each with what it is.
+                "effect": effect.model_dump(mode="json") if effect else None,
+                "noise": noise.model_dump(mode="json") if noise else None,
                 # A keep with exceptions: the hosts it stays on, and those it was rolled back on.
                 **{k: o[k] for k in ("hosts", "except_hosts") if o.get(k)},
                 "decided_by": [

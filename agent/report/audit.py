@@ -5,9 +5,13 @@ with an inline SVG plot per option (no scripts, no external files; readable with
 from __future__ import annotations
 
 import html
+import json
 import math
+import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -15,6 +19,7 @@ from agent.journal import events as ev
 from agent.journal.chain import read_events
 from agent.journal.view import OptionView, SessionView, fold
 from agent.report.console import pct
+from agent.report.figures import Effect, NoiseFigure, effect_of, noise_figure, other_figures, plain
 from tools.sweep import SweepSummary
 from tools.terminal import printable
 
@@ -51,6 +56,13 @@ def markdown(view: SessionView) -> str:
     ]
     if view.report is not None and view.report.estimated_gain_pct is not None:
         out.append(f"- estimated gain of what was kept: {pct(view.report.estimated_gain_pct)}")
+    cal = _fields(view.calibration)
+    if isinstance(cal.get("sd_pct"), int | float) and isinstance(cal.get("noise_floor_pct"), int | float):
+        out.append(
+            f"- A/A calibration before any change: noise ±{cal['sd_pct']:.1f}% (sd of {cal.get('pairs')} paired "
+            f"differences, log scale), so at {cal.get('at_pairs')} pairs effects under ±{cal['noise_floor_pct']:.1f}% "
+            "cannot be told from it; each option's own noise is in its section"
+        )
     if view.started is not None:
         waited = view.wall_s - view.run_s
         out.append(
@@ -70,7 +82,7 @@ def markdown(view: SessionView) -> str:
         out.append(f"| #{o.id} {_cell(o.title)} | **{o.outcome}** | {gain} | {ci} | {safety} |")
     for o in sorted(view.options.values(), key=lambda o: o.id):
         out += ["", f"### #{o.id} {o.title} — {o.outcome}", ""]
-        out += _evidence(o)
+        out += _evidence(o, *figures(view, o))
     out += ["", "## Decisions", "", "| gate | kind | option | answer | decided by | text typed | waited |"]
     out.append("|---|---|---|---|---|---|---|")
     for g in view.gates:
@@ -87,37 +99,54 @@ def markdown(view: SessionView) -> str:
     return "\n".join(out) + "\n"
 
 
-def _evidence(o: OptionView) -> list[str]:
-    """An option's evidence, each fact once: the report's reasons repeat what the finding, the A/B, the
-    stress runs and the rollback already said, so a reason is left out when its text was already shown."""
+def _fields(event: ev.Event | None) -> dict[str, Any]:
+    """An event's fields, declared and extra (an old journal's line may lack some)."""
+    return event.model_dump() if event is not None else {}
+
+
+def figures(view: SessionView, o: OptionView) -> tuple[Effect | None, NoiseFigure | None]:
+    """The option's one effect size and one noise figure, from its A/B as journaled."""
+    ab = _fields(o.ab) or None
+    return effect_of(ab, var=o.sweep.var if o.sweep else None), noise_figure(ab, _fields(view.calibration) or None)
+
+
+def _evidence(o: OptionView, effect: Effect | None = None, noise: NoiseFigure | None = None) -> list[str]:
+    """An option's evidence, each fact once: its one effect and one noise figure, then what the finding,
+    the A/B, the stress runs and the rollback said (without the figures of their own the two stand for:
+    `figures.plain`); a reason is left out when its text was already shown."""
     out: list[str] = []
     shown: list[str] = []
 
     def say(line: str, *, facts: tuple[str, ...] = ()) -> None:
         out.append(line)
-        shown.extend(f for f in facts if f)
+        shown.extend(f for f in (plain(f) for f in facts) if f)
 
+    if effect is not None:
+        say(f"- {effect.line()}")
+    elif o.ab is not None:
+        say(f"- A/B: {plain(o.ab.summary or '')}", facts=(o.ab.summary or "",))
+    if noise is not None:
+        say(f"- {noise.line()}")
     if o.finding is not None:
         lines = sorted({f"blocker: {b}" for b in o.finding.blockers} | {f"hazard: {h}" for h in o.finding.hazards})
         for line in lines:
             say(f"- {line}", facts=(line.split(": ", 1)[1],))
     if o.ab is not None:
-        say(f"- A/B: {o.ab.summary or ''}", facts=(o.ab.summary or "",))
         out += ["", "| pair | A (baseline) | B (option) |", "|---|---|---|"]
         out += [f"| {pair} | {_num(a)} | {_num(b)} |" for pair, a, b in o.pairs()]
         out.append("")
     out += _sweep_lines(o)
     for st in o.stress:
         say(
-            f"- stress {st.scenario} run {st.run}: **{st.outcome}** — {st.evidence}",
+            f"- stress {st.scenario} run {st.run}: **{st.outcome}** — {plain(st.evidence or '')}",
             facts=(st.evidence or "",),
         )
     if o.assessment is not None and o.assessment.get("rationale"):
         say(f"- assessor: {o.assessment.get('rationale')}", facts=(str(o.assessment.get("rationale")),))
     if o.rollback is not None:
         verified = "verified" if o.rollback.verified else "NOT verified"
-        say(f"- rollback {verified}: {o.rollback.detail}", facts=(o.rollback.detail or "",))
-    for reason in o.reasons:
+        say(f"- rollback {verified}: {plain(o.rollback.detail or '')}", facts=(o.rollback.detail or "",))
+    for reason in filter(None, map(plain, o.reasons)):
         rest = reason
         for fact in shown:
             rest = rest.replace(fact, "") if fact else rest
@@ -395,11 +424,120 @@ def _inline(text: str) -> str:
     return re.sub(r"`(.+?)`", r"<code>\1</code>", out)
 
 
-def export(journal: Path, target: Path) -> None:
-    rec = collect(journal)
-    if target.suffix.lower() in (".html", ".htm"):
-        target.write_text(printable(to_html(rec), max_line=None))  # read with `cat` as often as in a browser
-    elif target.suffix.lower() == ".md":
-        target.write_text(printable(markdown(rec), max_line=None))
+# ---------------------------------------------------------------------- JSON
+
+
+def to_json(view: SessionView, verification: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The report as data: what the Markdown says, option by option (its one effect and one noise figure,
+    each labelled, and the texts as the report shows them), with the figures the summary leaves out under
+    `other_figures`, each named."""
+    s = view.started_event or ev.SessionStarted()
+    status = view.ended.status if view.ended is not None and view.ended.status else view.status
+    calibration = _fields(view.calibration) or None
+    options = []
+    for o in sorted(view.options.values(), key=lambda o: o.id):
+        effect, noise = figures(view, o)
+        options.append(
+            {
+                "id": o.id,
+                "title": o.title,
+                "outcome": o.outcome,
+                "safety": o.assessment.verdict if o.assessment else None,
+                "ab_verdict": o.ab.verdict if o.ab else None,
+                "effect": effect.model_dump(mode="json") | {"line": effect.line()} if effect else None,
+                "noise": noise.model_dump(mode="json") | {"line": noise.line()} if noise else None,
+                "other_figures": other_figures(_fields(o.ab), calibration, _fields(o.rollback)),
+                "pairs": [{"pair": p, "a": a, "b": b} for p, a, b in o.pairs()] if o.ab is not None else [],
+                "blockers": list(o.finding.blockers) if o.finding else [],
+                "hazards": list(o.finding.hazards) if o.finding else [],
+                "stress": [_stress_run(st) for st in o.stress],
+                "rollback": {"verified": o.rollback.verified, "detail": plain(o.rollback.detail or "")}
+                if o.rollback is not None
+                else None,
+                "reasons": [r for r in map(plain, o.reasons) if r],
+            }
+        )
+    return {
+        "session": view.session,
+        "campaign": {"name": s.campaign_name, "sha256": s.campaign_sha256},
+        "policy": {"name": s.policy_name, "sha256": s.policy_sha256},
+        "brain": s.brain,
+        "started": view.started_ts or None,
+        "user": s.user,
+        "status": status,
+        "finished": view.ended is not None,
+        "events": view.events,
+        "wall_s": round(view.wall_s, 3),
+        "run_s": round(view.run_s, 3),
+        "estimated_gain_pct": view.report.estimated_gain_pct if view.report is not None else None,
+        "calibration": calibration,
+        "options": options,
+        "gates": [
+            {
+                "gate": g.gate,
+                "kind": g.kind,
+                "option": g.option,
+                "action": g.action,
+                "by": g.by,
+                "raw": g.raw,
+                "waited_s": g.waited_s,
+                "facts": g.facts,
+                "question": g.question,
+            }
+            for g in view.gates
+        ],
+        "verification": dict(verification) if verification is not None else None,
+    }
+
+
+def _stress_run(st: ev.StressResult) -> dict[str, Any]:
+    return {"scenario": st.scenario, "run": st.run, "outcome": st.outcome, "evidence": plain(st.evidence or "")}
+
+
+# ---------------------------------------------------------------------- writing it
+
+FORMATS = {"md": "md", "markdown": "md", "html": "html", "htm": "html", "json": "json"}
+
+
+def format_for(target: Path | None, fmt: str | None = None) -> str:
+    """md, html or json: `fmt` when given, else by the file's suffix (Markdown when printed). ValueError with
+    one line when neither says."""
+    if fmt is not None:
+        if fmt.lower().lstrip(".") not in FORMATS:
+            raise ValueError(f"--format {fmt!r}: md, html or json")
+        return FORMATS[fmt.lower().lstrip(".")]
+    if target is None:
+        return "md"
+    suffix = target.suffix.lower().lstrip(".")
+    if suffix not in FORMATS:
+        raise ValueError(f"{target.name}: export to .md, .html or .json (or give --format)")
+    return FORMATS[suffix]
+
+
+def render(view: SessionView, fmt: str, verification: Mapping[str, Any] | None = None) -> str:
+    """The report in one format, as text that is safe on a terminal (it is read with `cat` as often as in a
+    browser): control characters from the journal shown as escapes, lines never cut."""
+    if fmt == "html":
+        text = to_html(view)
+    elif fmt == "json":
+        text = json.dumps(to_json(view, verification), indent=2, ensure_ascii=False) + "\n"
     else:
-        raise ValueError(f"{target.name}: export to .md or .html")
+        text = markdown(view)
+    return printable(text, max_line=None)
+
+
+def write(target: Path, text: str) -> int:
+    """Write the report whole or not at all (a reader never finds half of one); its size in bytes."""
+    data = text.encode()
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return len(data)
+
+
+def export(journal: Path, target: Path, fmt: str | None = None) -> None:
+    """`signoff replay --export`: the report of a journal, in the format its file's suffix names."""
+    write(target, render(collect(journal), format_for(target, fmt)))

@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agent.journal.chain import Record
+from agent.report.figures import Effect, NoiseFigure, plain
 from tools.terminal import printable, safe_console
 
 
@@ -137,6 +138,13 @@ def _decided_by(out: Any, option_id: int) -> str:
     return triage[-1] if triage else "—"
 
 
+def option_figures(o: Mapping[str, Any]) -> tuple[Effect | None, NoiseFigure | None]:
+    """An outcome option's one effect and one noise figure (None where it has none)."""
+    effect = Effect.model_validate(o["effect"]) if o.get("effect") else None
+    noise = NoiseFigure.model_validate(o["noise"]) if o.get("noise") else None
+    return effect, noise
+
+
 def _console(console: Console | None) -> Console:
     return console if console is not None else safe_console(highlight=False)
 
@@ -174,9 +182,11 @@ def print_report(out: Any, console: Console | None = None) -> None:
         )
     cal = out.calibration or {}
     if cal.get("sd_pct") is not None:
+        # The session's A/A calibration, before any change; each option below has its own noise figure.
         console.print(
-            f"noise (A/A, {cal['pairs']} pairs): sd of log ratios {cal['sd_pct']:.2f}% → effects under "
-            f"±{cal['noise_floor_pct']:.1f}% are not resolvable at {cal['at_pairs']} pairs"
+            f"A/A calibration before any change: noise ±{cal['sd_pct']:.1f}% (sd of {cal['pairs']} paired "
+            f"differences, log scale), so at {cal['at_pairs']} pairs effects under ±{cal['noise_floor_pct']:.1f}% "
+            "cannot be told from it"
         )
         if cal.get("warning"):
             console.print(Text(f"  warning: {cal['warning']}", style="yellow"))
@@ -187,12 +197,17 @@ def print_report(out: Any, console: Console | None = None) -> None:
                     f"{c['pairs_needed'] or 'unbounded'} pairs"
                 )
     for o in out.options:
-        if not o["reasons"]:
+        effect, noise = option_figures(o)
+        reasons = [r for r in (plain(r) for r in o["reasons"]) if r]
+        if not reasons and effect is None and noise is None:
             continue
         console.print(
             Text.assemble((f"#{o['id']} {o['outcome']}", OUTCOME_STYLE.get(o["outcome"], "")), f" — {o['title']}")
         )
-        for reason in o["reasons"]:
+        for figure in (effect, noise):
+            if figure is not None:
+                console.print(Text(f"  {figure.line()}"))
+        for reason in reasons:
             console.print(Text(f"  • {reason}"))
     if out.session_rules:
         console.print("session rules (given by people during the run):")

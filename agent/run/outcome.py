@@ -103,6 +103,7 @@ def outcome_of(
         options=[
             {k: o[k] for k in ("id", "title", "outcome", "gain_pct", "ci", "verdict", "reasons", "evidence")}
             | {k: o[k] for k in ("hosts", "except_hosts") if o.get(k)}
+            | {k: o.get(k) for k in ("effect", "noise")}
             for o in summary["options"]
         ],
         gates=[

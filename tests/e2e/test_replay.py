@@ -176,7 +176,7 @@ def test_export_writes_a_report_an_auditor_can_read_without_signoff(home: Path, 
     assert "<script" not in html and "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
     assert all(f"<td>{d['gate']}</td>" in html for d in decisions)
     bad = cli("replay", session, "--export", str(tmp_path / "report.pdf"))
-    assert bad.code == 2 and "export to .md or .html" in bad.stderr
+    assert bad.code == 2 and "export to .md, .html or .json" in bad.stderr
 
 
 def test_a_signed_head_verifies_only_with_the_signers_key(cli, variant, tmp_path, monkeypatch):

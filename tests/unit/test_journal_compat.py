@@ -76,7 +76,8 @@ def test_the_audit_report_gives_the_whole_wall_time_and_says_each_fact_once() ->
     # the stress run's evidence once in the option's section (the safety gate's question quotes it too)
     assert text.count(wedge) == old.count(wedge) - 1
     assert "- stress abort-cascade: WEDGE in 1 of 3 runs (evidence above)" in text
-    assert "- kept by human:root (evidence above)" in text
+    # the decision, without the A/B summary it quoted: the option's gain and noise head its section, once
+    assert "\n- kept by human:root\n" in text and text.count("+22.6% output_tok_s") == 1
 
 
 def test_the_fold_reads_the_old_sessions_like_the_report_did() -> None:
