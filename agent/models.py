@@ -35,6 +35,21 @@ class CommandSpec(_Strict):
     """Where it runs: a host name, a role, or `all` (every host)."""
     timeout: float = Field(default=60.0, gt=0, le=86_400)
     """Seconds before the command is killed and counted as timed out."""
+    typical_s: float | None = Field(default=None, gt=0, le=86_400)
+    """Seconds the command usually takes: `signoff check` counts the expected duration with it (without it, with what
+    an earlier session of the campaign measured, else with the timeout). It never limits the command."""
+
+    @model_validator(mode="after")
+    def _typical_within_timeout(self) -> CommandSpec:
+        if self.typical_s is not None and self.typical_s > self._typical_bound():
+            raise ValueError(
+                f"typical_s ({self.typical_s:g}) is above what the timeout allows ({self._typical_bound():g} s): "
+                "the command would be killed before it usually ends"
+            )
+        return self
+
+    def _typical_bound(self) -> float:
+        return self.timeout
 
 
 def _commands(value: object) -> object:
@@ -268,6 +283,10 @@ class BenchSpec(CommandSpec):
     """
     timeout: float = Field(default=600.0, gt=0, le=86_400)
     """Seconds before a benchmark run is killed (the run is then invalid)."""
+    typical_s: float | None = Field(default=None, gt=0, le=3 * 86_400)
+    """Seconds one benchmark run usually takes, its `restart` and `warmup` included: `signoff check` counts the
+    expected duration with it (without it, with what an earlier session of the campaign measured, else with the
+    timeout). It never limits a run."""
     sweep: SweepSpec | None = None
     """Run the A/B at several levels of a template variable (e.g. concurrency 30, 60, 90): a verdict per level, the
     goal judged at `goal.at`, each arm's SLO capacity and a fitted step-time model."""
@@ -293,6 +312,9 @@ class BenchSpec(CommandSpec):
 
     def slos(self) -> list[Slo]:
         return [Slo.parse(t) for t in self.slo]
+
+    def _typical_bound(self) -> float:
+        return self.timeout * (1 + (self.restart is not None) + (self.warmup is not None))
 
     @model_validator(mode="after")
     def _pairs(self) -> BenchSpec:
@@ -367,6 +389,9 @@ def _compiles(pattern: str, where: str) -> None:
         raise ValueError(f"{where}: {pattern!r} is not a valid regex: {exc}") from None
 
 
+STRESS_CHECK_TIMEOUT_S = 60.0  # the timeout of a stress test's `check`
+
+
 class StressSpec(CommandSpec):
     """A stress scenario run on every option after its A/B; a hang, crash or failed check makes it unsafe."""
 
@@ -388,6 +413,12 @@ class StressSpec(CommandSpec):
     check: str | None = None
     """Run on the same host after each run that finished cleanly (60 s timeout): a non-zero exit means the server did
     not come back clean, the outcome `leak`, which makes the option unsafe."""
+    typical_s: float | None = Field(default=None, gt=0, le=86_400)
+    """Seconds one run usually takes, its `check` included: `signoff check` counts the expected duration with it
+    (without it, with what an earlier session of the campaign measured, else with the timeout)."""
+
+    def _typical_bound(self) -> float:
+        return self.timeout + (STRESS_CHECK_TIMEOUT_S if self.check else 0.0)
 
     @model_validator(mode="after")
     def _patterns(self) -> StressSpec:

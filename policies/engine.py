@@ -1,5 +1,6 @@
 """Evaluate a gate: session rules first (what a person said earlier), then the policy's rules in
-order; first match wins; no match means `ask`. Pure: no I/O, no clock, so replay can re-derive
+order; first match wins; no match means `ask`. The decision also names every rule that matched
+(`matched`, the deciding one first), for the record. Pure: no I/O, no clock, so replay can re-derive
 every policy decision from the journaled facts.
 """
 
@@ -33,7 +34,8 @@ class Step(BaseModel):
 
 class Explanation(BaseModel):
     decision: Decision
-    steps: list[Step]
+    steps: list[Step]  # the rules tried up to the one that decided
+    matched: list[str] = Field(default_factory=list)  # every rule that matched, the one that decided first
 
 
 class PolicyEngine:
@@ -64,6 +66,40 @@ class PolicyEngine:
         check_facts(kind, dict(facts))
         defaults = {n: s.default for n, s in FACTS[kind].items() if s.default is not None and n not in facts}
         facts = {**facts, **defaults} if defaults else facts
+        decided = self._first(kind, facts, option, session_rules)
+        # The record names every rule that matched, not only the first: an audit sees when a weaker rule
+        # would have decided the same gate, or a stronger one was passed over.
+        rest = [r for r in self._matching(kind, facts, option, session_rules) if r != decided.decision.rule]
+        matched = [decided.decision.rule, *rest] if decided.decision.rule else rest
+        if matched:
+            decided.decision = decided.decision.model_copy(update={"matched": matched})
+        decided.matched = matched
+        return decided
+
+    def _matching(
+        self, kind: GateKind, facts: Mapping[str, Any], option: int | None, session_rules: Sequence[SessionRule]
+    ) -> list[str]:
+        """Every rule whose condition holds, in the order rules are tried (one that fails to evaluate did not)."""
+        out = [
+            rule.id
+            for rule in session_rules
+            if kind in rule.kinds
+            and not (rule.targets and option not in rule.targets)
+            and rule.decision.action in ALLOWED[kind]
+            and _try(rule.when or "true", kind, facts)[0] == "matched"
+        ]
+        for compiled in self.policy.rules.get(kind, []):
+            try:
+                if compiled.condition.evaluate(facts):
+                    out.append(compiled.spec.id)
+            except EvalError:
+                continue
+        return out
+
+    def _first(
+        self, kind: GateKind, facts: Mapping[str, Any], option: int | None, session_rules: Sequence[SessionRule]
+    ) -> Explanation:
+        """Session rules first, then the policy's rules in order: the first that matches decides."""
         steps: list[Step] = []
         for rule in session_rules:
             if kind not in rule.kinds or (rule.targets and option not in rule.targets):

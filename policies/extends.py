@@ -7,7 +7,10 @@ counterfactuals never read a file again, and a parent that changes shows as the 
 The merge, child over parent:
 - command lists are the parent's followed by the child's (deny still beats ask beats allow, whatever
   the order: the command policy ranks classes, not positions);
-- per gate, the child's rules come first and the parent's follow; a gate's settings (on_error,
+- per gate, the child's rules go after the parent's last guard (`guard: true`: a safety rule such as the
+  presets' `skip-unsafe`, which fails closed) and before the parent's other rules; a child's rule marked
+  `before_guards: true` goes before all of the parent's. The parent's own order is never changed, so a rule
+  the parent tries before a guard stays before the child's too. A gate's settings (on_error,
   headless_default, deadline/on_deadline), the budgets, brain and description are the child's where it
   sets them; notify targets add up;
 - each file's `tests:` run against the policy as resolved up to that file (a child may change what its
@@ -24,7 +27,7 @@ from typing import Any
 import yaml
 
 from policies.gates import GateKind
-from policies.schema import PRESETS_DIR, PolicyFile, SourceError
+from policies.schema import PRESETS_DIR, PolicyFile, RuleSpec, SourceError
 from policies.yamlsrc import YamlSource
 
 MAX_CHAIN = 8  # files in one chain: real ones are two or three deep
@@ -93,7 +96,7 @@ def merge(parent: PolicyFile, child: PolicyFile) -> PolicyFile:
             gates[kind] = (mine or theirs).model_dump()  # type: ignore[union-attr]
             continue
         settings = {k: getattr(mine if k in mine.model_fields_set else theirs, k) for k in type(mine).model_fields}
-        gates[kind] = {**settings, "rules": [*mine.rules, *theirs.rules]}
+        gates[kind] = {**settings, "rules": ordered(mine.rules, theirs.rules)}
     budgets = {
         k: getattr(child.budgets if k in child.budgets.model_fields_set else parent.budgets, k)
         for k in type(child.budgets).model_fields
@@ -110,6 +113,15 @@ def merge(parent: PolicyFile, child: PolicyFile) -> PolicyFile:
         "tests": child.tests,
     }
     return PolicyFile.model_validate(_plain(data))
+
+
+def ordered(mine: list[RuleSpec], theirs: list[RuleSpec]) -> list[RuleSpec]:
+    """One gate's rules, child over parent: the child's `before_guards` rules, the parent's rules up to its last
+    guard, the child's other rules, the parent's rest (the rules of each file keep their own order)."""
+    last_guard = max((i for i, r in enumerate(theirs) if r.guard), default=-1)
+    first = [r for r in mine if r.before_guards]
+    rest = [r for r in mine if not r.before_guards]
+    return [*first, *theirs[: last_guard + 1], *rest, *theirs[last_guard + 1 :]]
 
 
 def _unique(items: list[str]) -> list[str]:

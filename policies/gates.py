@@ -94,6 +94,9 @@ class Decision(BaseModel):
     parser: str | None = None
     by: str | None = None
     rule: str | None = None
+    # Every rule whose condition held for these facts, in the order they are tried, the one that decided first
+    # (a policy's or a session rule's decision; None for a person's answer and in journals from before it).
+    matched: list[str] | None = None
 
     def describe(self) -> str:
         """The echo a person sees before a decision takes effect."""

@@ -101,5 +101,9 @@ def self_test(policy: Policy, tests: list[PolicyTest] | None = None, source: Yam
                 f"test expects {test.expect['decide']}"
                 + (f" by rule {want_rule}" if want_rule else "")
                 + f", but the policy decides {got.action} by {got.rule or 'no rule'}"
-                + (" (with the rules of the policies it extends after its own)" if source is not None else ""),
+                + (
+                    " (with the rules of the policies it extends: their guards before its own, the rest after)"
+                    if source is not None
+                    else ""
+                ),
             )

@@ -45,6 +45,13 @@ class RuleSpec(_Strict):
     `standing` adds nothing here (it matters for a person's answer, which it turns into a session rule)."""
     note: OneLine | None = None
     """Why, in words: shown with the decision and in explanations."""
+    guard: bool = False
+    """A safety rule the policies that extend this file cannot get ahead of: their rules at this gate are tried after
+    its last guard, unless they say `before_guards`. A guard has a condition (not `when: true`) and an answer that
+    fails closed at its gate; the presets' `skip-unsafe` is one."""
+    before_guards: bool = False
+    """In a policy that extends another: try this rule before the parent's guards (e.g. to ask about an unsafe option
+    the preset would skip). Without it, a rule comes after them."""
 
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)\s*$")
@@ -276,8 +283,9 @@ class PolicyFile(_Strict):
     """The policy file format; this signoff reads version 1."""
     extends: str | None = Field(default=None, min_length=1)
     """A preset name (cautious, autonomous, ask-everything) or a path relative to this file that this policy builds on:
-    its command lists are appended to the parent's, its per-gate rules come before the parent's, deny still beats ask
-    beats allow."""
+    its command lists are appended to the parent's, its per-gate rules come after the parent's guards (rules marked
+    `guard`, such as the presets' `skip-unsafe`) and before the parent's other rules, deny still beats ask beats
+    allow."""
     name: OneLine
     """The policy's name, shown with every decision it makes."""
     description: str = ""
@@ -354,6 +362,17 @@ class Policy:
                 seen_ids[rule.id] = source.line((*loc, "id")) or 0
                 if rule.decide not in ALLOWED[kind]:
                     raise source.error((*loc, "decide"), _not_allowed(kind, rule.decide))
+                if rule.guard and rule.decide not in FAIL_CLOSED[kind]:
+                    raise source.error(
+                        (*loc, "guard"),
+                        f"a guard must fail closed: at a {kind} gate it decides one of {', '.join(FAIL_CLOSED[kind])}",
+                    )
+                if rule.guard and rule.when.strip() == "true":
+                    raise source.error(
+                        (*loc, "guard"),
+                        "a guard needs a condition: with `when: true` a policy that extends this one could add no "
+                        "rule of its own at this gate",
+                    )
                 if kind in NEEDS_TARGETS and rule.decide in ("skip", "defer", "select"):
                     raise source.error(
                         (*loc, "decide"),

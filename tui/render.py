@@ -301,6 +301,11 @@ def gate_panel(g: GateView) -> RenderableType:
         said = f' ("{g.raw}")' if g.raw else ""
         waited = f" after {g.waited_s:.0f}s" if g.waited_s else ""
         parts.append(Text(f"→ {g.action.upper()} by {g.by}{said}{waited}", style="bold cyan"))
+        matched = g.decision.get("matched")
+        if isinstance(matched, list) and len(matched) > 1:  # journals before `matched` have none
+            parts.append(
+                Text("rules that matched, the one that decided first: " + ", ".join(map(str, matched)), style="dim")
+            )
     else:
         parts.append(Text("waiting for an answer", style="bold yellow"))
     return Group(*parts)

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from agent.cli.shared import JsonOpt, PolicyOpt, SshConfigOpt
+from agent.cli.shared import JsonOpt, PolicyOpt, SshConfigOpt, StoreOpt
 from agent.errors import BAD_INPUT, FAILED
 
 
@@ -19,13 +19,16 @@ def check(
     ssh_config: SshConfigOpt = None,
     as_json: JsonOpt = False,
     strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when there are warnings.")] = False,
+    store: StoreOpt = None,
 ) -> None:
     """Check a campaign without running it: hosts, every command as it will run and what the policy
-    says of it, the gates a person will decide, the time it may take, weak measurement settings."""
+    says of it, the gates a person will decide, the time it is expected to take (from what an earlier session of
+    the campaign in the store measured, or the campaign's typical_s) and may take at most, weak measurement
+    settings."""
     from agent.run.dryrun import check as dry_run
     from agent.run.dryrun import render_text
 
-    report = dry_run(campaign, policy, ssh_config=ssh_config)
+    report = dry_run(campaign, policy, ssh_config=ssh_config, store=store)
     if as_json:
         out = report.model_dump(mode="json")
         out["errors"], out["warnings"] = len(report.errors), len(report.warnings)

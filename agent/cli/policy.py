@@ -142,7 +142,10 @@ def policy_check(
         + (f", {len(warnings)} warning(s)" if warnings else "")
     )
     if len(p.parts) > 1:
-        typer.echo(f"  resolved from {len(p.parts)} files, the first one's rules first at each gate:")
+        typer.echo(
+            f"  resolved from {len(p.parts)} files, at each gate the first one's rules first, after the guards of "
+            "those it extends:"
+        )
         for part in p.parts:
             typer.echo(
                 f"    {part.path} ({part.name}): {len(part.rules)} rules, {part.tests} tests, sha256 {part.sha256[:12]}"
@@ -161,7 +164,8 @@ def policy_explain(
     facts: Annotated[str, typer.Option("--facts", help='The gate\'s facts as JSON, e.g. \'{"verdict": "unsafe"}\'.')],
     as_json: JsonOpt = False,
 ) -> None:
-    """Show the decision a policy makes for these facts, the rule that made it, and why earlier rules did not."""
+    """Show the decision a policy makes for these facts, the rule that made it, why earlier rules did not, and every
+    later rule that matched too."""
     from policies.engine import PolicyEngine
     from policies.gates import FACTS, GATE_KINDS
     from policies.load import load_policy
@@ -193,7 +197,8 @@ def policy_explain(
     if as_json:
         out = ex.model_dump(mode="json", exclude_none=True)
         if where:
-            out["rule_files"] = {s.rule: where[s.rule] for s in ex.steps if s.rule in where}
+            tried = [s.rule for s in ex.steps] + ex.matched
+            out["rule_files"] = {r: where[r] for r in tried if r in where}
         typer.echo(json.dumps(out, indent=2))
         return
     d = ex.decision
@@ -203,6 +208,11 @@ def policy_explain(
             f"  {step.rule}: {step.outcome}"
             + (f" — {step.detail}" if step.detail else "")
             + (f"  [{where[step.rule]}]" if step.rule in where else "")
+        )
+    if ex.matched:
+        typer.echo(
+            "  rules that matched, the one that decided first: "
+            + ", ".join(r + (f" [{where[r]}]" if r in where else "") for r in ex.matched)
         )
     missing = [n for n in FACTS[gate] if n not in values]  # type: ignore[index]
     if missing:

@@ -86,6 +86,7 @@ def resolve(
             by=decision.by,
             rule=decision.rule,
             rationale=f"critical gate: {decision.by} would {decision.action}; a person must decide",
+            matched=decision.matched,
         )
     gate = gate.model_copy(update={"recommendation": decision})
     if decision.action == "ask":
@@ -96,6 +97,7 @@ def resolve(
                 by="headless-default",
                 rule=decision.rule,
                 rationale=f"nobody present; policy headless_default for {gate.kind}",
+                matched=decision.matched,
             )
         else:
             gp = ctx.policy.gate(gate.kind)

@@ -10,7 +10,7 @@ from langgraph.runtime import Runtime
 from agent.context import RunContext
 from agent.errors import CommandRefused
 from agent.journal import events as ev
-from agent.models import CommandSpec, StressSpec
+from agent.models import STRESS_CHECK_TIMEOUT_S, CommandSpec, StressSpec
 from agent.nodes.benchmark import bench_once
 from agent.nodes.liveness import liveness
 from agent.run.execute import run_spec
@@ -162,7 +162,7 @@ def _at_deadline(
 
 def _checked(ctx: RunContext, spec: StressSpec, r: StressResult, option: int, state: State) -> StressResult:
     """The scenario finished: is the server clean afterwards? (the campaign's check command)"""
-    check = CommandSpec(run=spec.check or "true", on=r.host, timeout=60)
+    check = CommandSpec(run=spec.check or "true", on=r.host, timeout=STRESS_CHECK_TIMEOUT_S)
     try:
         (result,) = run_spec(
             ctx, check, purpose=f"check:{spec.name}", option=option, approved=state.get("approved", [])

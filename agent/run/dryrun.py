@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field
 from agent.campaign import LoadedCampaign, expanded, load_campaign, refuse_literal_secrets, render
 from agent.context import RunContext
 from agent.models import Campaign, CommandSpec
+from agent.run.expected import Duration, Expected, Measured, expected, previous
 from agent.run.planning import command_class, plan, upload_class, upload_command
 from policies.engine import PolicyEngine
 from policies.gates import GATE_KINDS
@@ -80,6 +81,15 @@ class Estimate(BaseModel):
     toggles_max: int  # applies and reverts between A/B arms
     wall_s_max: float  # every command of the plan running to its timeout
     by_phase_s: dict[str, float]
+    # The expected plan (agent/run/expected.py): its wall time, per phase, its benchmark runs, the duration of
+    # each unit with its source (declared, measured, assumed), the session measured from, and what it assumes.
+    expected_s: float | None = None
+    expected_by_phase_s: dict[str, float] = Field(default_factory=dict)
+    benchmark_runs_expected: int | None = None
+    expected_durations: list[Duration] = Field(default_factory=list)
+    expected_session: str | None = None
+    expected_assumes: list[str] = Field(default_factory=list)
+    expected_note: str | None = None  # why no earlier session's measurements were used, when there were sessions
 
 
 class CheckReport(BaseModel):
@@ -117,7 +127,9 @@ class _Transport:
         return str(self.home / "sessions" / CHECK_SESSION / "hosts" / host.name)
 
 
-def check(campaign_path: Path, policy_ref: str, *, ssh_config: str | None = None) -> CheckReport:
+def check(
+    campaign_path: Path, policy_ref: str, *, ssh_config: str | None = None, store: str | None = None
+) -> CheckReport:
     """The dry run. A campaign or policy that does not load is one error finding (what `run` would say)."""
     report = CheckReport(ok=False, campaign=str(campaign_path), policy=policy_ref)
     try:
@@ -143,17 +155,24 @@ def check(campaign_path: Path, policy_ref: str, *, ssh_config: str | None = None
     report.hosts = [_host(loaded, h, ssh_config, report) for h in c.hosts]
     report.commands = _commands(ctx, loaded, policy, report)
     report.gates = _gates(policy, c, report)
-    report.estimate = estimate(c)
+    measured, note = _previous(loaded, store)
+    report.estimate = estimate(c, measured, note)
     _measurement(loaded, report)
     limit = policy.model.budgets.wall_min
-    if limit is not None and report.estimate.wall_s_max > limit * 60:
+    e = report.estimate
+    if limit is not None and e.wall_s_max > limit * 60:
+        likely = (
+            f"; it is expected to take about {_minutes(e.expected_s)}"
+            if e.expected_s is not None and e.expected_s > limit * 60
+            else ""
+        )
         report.gates.append(
             GateStop(
                 gate="budget",
                 rule=None,
                 when=f"wall time past {limit:g} min",
-                why=f"the plan may take up to {_minutes(report.estimate.wall_s_max)} if every command runs to its "
-                "timeout; the budget gate opens before the next option once the limit is passed",
+                why=f"the plan may take up to {_minutes(e.wall_s_max)} if every command runs to its "
+                f"timeout{likely}; the budget gate opens before the next option once the limit is passed",
             )
         )
     report.ok = not report.errors
@@ -406,9 +425,23 @@ def _gates(policy: Policy, c: Campaign, report: CheckReport) -> list[GateStop]:
     return stops
 
 
-def estimate(c: Campaign) -> Estimate:
+def _previous(loaded: LoadedCampaign, store: str | None) -> tuple[Measured | None, str | None]:
+    """What the newest earlier session of this campaign measured, from the store a run would use."""
+    import hashlib
+
+    from agent.store import open_store
+
+    sha = hashlib.sha256(loaded.text.encode()).hexdigest()
+    try:
+        return previous(open_store(store), loaded.campaign.name, sha)
+    except Exception as exc:  # an estimate must not fail the check: an unreadable store leaves the campaign's figures
+        return None, f"the store could not be read ({type(exc).__name__}: {str(exc)[:200]})"
+
+
+def estimate(c: Campaign, measured: Measured | None = None, note: str | None = None) -> Estimate:
     """Benchmark runs and wall time, counted from the campaign: at least `pairs` per option and no
-    settling, at most `max_pairs` with every settling run, every command running to its timeout."""
+    settling, at most `max_pairs` with every settling run, every command running to its timeout; and
+    beside that worst case the expected plan (agent/run/expected.py), from `measured` when given."""
     b, rb = c.benchmark, c.rollback
     setup_s = sum(s.timeout for s in [*c.baseline.setup, *c.baseline.health])
     per_run = b.timeout * (1 + (b.restart is not None) + (b.warmup is not None))
@@ -434,12 +467,22 @@ def estimate(c: Campaign) -> Estimate:
         "stress": n * (stress_s + b.post_stress_runs * per_run),
         "rollback": toggle_s + n * (verify_runs_max * per_run + settle_wait),
     }
+    likely: Expected = expected(c, measured, note)
     return Estimate(
         benchmark_runs_min=runs_min,
         benchmark_runs_max=runs_max,
         toggles_max=toggles,
-        wall_s_max=round(sum(phases.values()), 1),
+        # Measured time between commands (connections, journaling) lies outside every timeout: the worst case
+        # is never below what is expected.
+        wall_s_max=max(round(sum(phases.values()), 1), likely.total_s),
         by_phase_s={k: round(v, 1) for k, v in phases.items()},
+        expected_s=likely.total_s,
+        expected_by_phase_s=likely.by_phase_s,
+        benchmark_runs_expected=likely.benchmark_runs,
+        expected_durations=likely.durations,
+        expected_session=likely.session,
+        expected_assumes=likely.assumes,
+        expected_note=likely.note,
     )
 
 
@@ -509,6 +552,37 @@ def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.0f} min" if seconds >= 90 else f"{seconds:.0f} s"
 
 
+def _short(seconds: float) -> str:
+    """A unit's duration: tenths below 10 s (a simulated benchmark run takes 0.3 s)."""
+    return f"{seconds:.1f} s" if seconds < 10 else _minutes(seconds)
+
+
+def _expected_lines(e: Estimate) -> list[str]:
+    """The expected duration, with where each unit's figure came from, before the worst case."""
+    if e.expected_s is None:
+        return []
+    phases = ", ".join(f"{k} {_minutes(v)}" for k, v in e.expected_by_phase_s.items())
+    head = f"expected: about {_minutes(e.expected_s)} ({phases}), {e.benchmark_runs_expected} benchmark runs"
+    if e.expected_session:
+        head += f"; durations measured in session {e.expected_session} where the campaign declares none"
+    out = [head, "  assuming " + "; ".join(e.expected_assumes)]
+    for source in ("declared", "measured", "assumed"):
+        units = [d for d in e.expected_durations if d.source == source]
+        if units:
+            said = ", ".join(f"{d.unit} {_short(d.seconds)}" for d in units)
+            why = {
+                "declared": "typical_s",
+                "measured": "an earlier session",
+                "assumed": "timeouts where no typical_s",
+            }[source]
+            out.append(f"  {source} ({why}): {said}")
+    if e.expected_note:
+        out.append(f"  {e.expected_note}")
+    if any(d.source == "assumed" and "timeouts" in d.detail for d in e.expected_durations):
+        out.append("  give commands `typical_s`, or run the campaign once: a later check uses what it measured")
+    return out
+
+
 def render_text(report: CheckReport) -> list[str]:
     """The report for a terminal: findings first (file:line: level: message), then what was checked."""
     lines = [
@@ -545,6 +619,7 @@ def render_text(report: CheckReport) -> list[str]:
         if g.gate != "command":
             lines.append(f"  {g.gate}: {g.rule or '(no rule)'} when {g.when} — {g.why}")
     e = report.estimate
+    lines += _expected_lines(e)
     lines.append(
         f"estimate: {e.benchmark_runs_min}-{e.benchmark_runs_max} benchmark runs, up to {e.toggles_max} toggles; "
         f"at most {_minutes(e.wall_s_max)} if every command ran to its timeout ("

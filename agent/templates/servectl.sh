@@ -11,9 +11,12 @@
 #   health                 exit 0 when the server answers /health
 #   bench MODEL CONC N     N random prompts at concurrency CONC; prints the result JSON on stdout
 #   abort-storm MODEL CONC stress: CONC streaming requests cut off after 20 s; the server must answer after
-#   set FLAG VALUE         put "FLAG VALUE" in ./flags and restart the server
-#   unset FLAG             take FLAG out of ./flags and restart the server
-#   is FLAG VALUE          read-only: exit 0 when the running server was started with FLAG VALUE
+#   set FLAG [VALUE]       put "FLAG VALUE" in ./flags (FLAG alone for a flag without a value, such as
+#                          --enable-chunked-prefill) and restart the server
+#   unset FLAG             take FLAG (and its value) out of ./flags and restart the server
+#   is FLAG [VALUE]        read-only: exit 0 when the running server was started with FLAG VALUE (two
+#                          arguments, or FLAG=VALUE); without VALUE, when it was started with FLAG at all
+#                          (e.g. --no-enable-prefix-caching). Flags and values are compared as text.
 #
 # SERVE_PORT (default 8000) and PYTHON (default python3) may be set in the campaign's commands.
 set -u
@@ -27,6 +30,10 @@ PY=${PYTHON:-python3}
 touch "$DIR/flags"
 
 die() { echo "servectl: $*" >&2; exit 1; }
+
+without() { # ./flags without the line of flag $1 (its first word compared as text, not as a pattern)
+    F=$1 awk '$1 != ENVIRON["F"]' "$DIR/flags" > "$DIR/flags.new"
+}
 
 ours() { # the pid in ./server.pid, when that process runs in this directory
     [ -f "$DIR/server.pid" ] || return 1
@@ -96,12 +103,21 @@ case $CMD in
         i=0
         while ! health; do i=$((i + 1)); [ $i -lt 30 ] || die "no /health answer 30 s after the abort storm"; sleep 1; done ;;
     set)
-        grep -v -- "^${1:?flag} " "$DIR/flags" > "$DIR/flags.new"; echo "$1 ${2:?value}" >> "$DIR/flags.new"
+        without "${1:?flag}"
+        if [ $# -ge 2 ]; then echo "$1 $2" >> "$DIR/flags.new"; else echo "$1" >> "$DIR/flags.new"; fi
         mv "$DIR/flags.new" "$DIR/flags"; restart ;;
     unset)
-        grep -v -- "^${1:?flag} " "$DIR/flags" > "$DIR/flags.new"; mv "$DIR/flags.new" "$DIR/flags"; restart ;;
+        without "${1:?flag}"; mv "$DIR/flags.new" "$DIR/flags"; restart ;;
     is)
+        flag=${1:?flag}
         pid=$(ours) || exit 1
-        tr '\0' ' ' < "/proc/$pid/cmdline" | grep -q -- " ${1:?flag} ${2:?value}\( \|$\)" ;;
+        # The server's arguments one per line, each compared whole: FLAG VALUE as two arguments or FLAG=VALUE,
+        # and with no VALUE, FLAG (or FLAG=anything) anywhere.
+        tr '\0' '\n' < "/proc/$pid/cmdline" | F=$flag V=${2-} N=$# awk '
+            BEGIN { f = ENVIRON["F"]; v = ENVIRON["V"]; n = ENVIRON["N"] + 0 }
+            n < 2 && ($0 == f || index($0, f "=") == 1) { found = 1 }
+            n >= 2 && ($0 == f "=" v || (prev == f && $0 == v)) { found = 1 }
+            { prev = $0 }
+            END { exit !found }' ;;
     *) die "unknown command $CMD" ;;
 esac

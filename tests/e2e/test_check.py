@@ -178,3 +178,62 @@ def test_a_campaign_notify_command_the_policy_does_not_allow_is_named_as_not_run
         f["message"].startswith("notify command `curl -d @- https://x` will not be run") for f in r.json()["findings"]
     )
     assert not [g for g in r.json()["gates"] if g["gate"] == "command"]
+
+
+def _finished_s(home: Path, session: str) -> float:
+    """The running time a session's journal records for it (session.finished)."""
+    lines = (home / "sessions" / session / "journal.jsonl").read_text().splitlines()
+    (done,) = [e for e in map(json.loads, lines) if e["kind"] == "session.finished"]
+    return float(done["elapsed_s"])
+
+
+def test_the_expected_duration_is_near_a_real_run_and_the_worst_case_stays_above_it(cli, home, tmp_path):
+    demo = "examples/decode-campaign/campaign.yaml"
+    # Nothing known yet: every unit at its timeout, said as assumed, and still below the worst case.
+    before = cli("check", demo, "--json").json()["estimate"]
+    assert {d["source"] for d in before["expected_durations"]} == {"assumed"} and before["expected_session"] is None
+    assert before["wall_s_max"] >= before["expected_s"] > 0
+    # A real run of the demo on the simulator measures it…
+    assert cli("demo", "--headless").code == 0
+    (measured,) = [p.name for p in (home / "sessions").iterdir()]
+    # …and a later version of the campaign (fewer pairs, a calibration) is expected from what that run measured.
+    variant = campaign_file(
+        tmp_path, "decode-campaign", lambda t: t.replace("  pairs: 6\n", "  pairs: 4\n  calibrate_pairs: 2\n")
+    )
+    r = cli("check", str(variant), "--json")
+    assert r.code == 0, r.stdout + r.stderr
+    e = r.json()["estimate"]
+    assert e["expected_session"] == measured
+    assert {d["unit"] for d in e["expected_durations"] if d["source"] == "measured"} >= {
+        "setup",
+        "benchmark run",
+        "A/B run",
+        "stress",
+        "rollback",
+    }
+    assert all(
+        "earlier version of this campaign" in d["detail"] for d in e["expected_durations"] if d["source"] == "measured"
+    )
+    assert e["benchmark_runs_expected"] == 2 * 2 + 3 + 3 * (2 * 4 + 3)
+    assert e["wall_s_max"] >= e["expected_s"]
+    # The old figures are all still there.
+    assert {"benchmark_runs_min", "benchmark_runs_max", "toggles_max", "wall_s_max", "by_phase_s"} <= set(e)
+    # Now the variant runs for real. The expected figure is within a sane factor of it: it counts all three options
+    # measured and rolled back where the run finds #1 a no-go (about 1.5 times on this machine), while the worst
+    # case, every command to its timeout, is over a hundred times it.
+    assert cli("run", str(variant), "--headless").code == 0
+    (ran,) = [p.name for p in (home / "sessions").iterdir() if p.name != measured]
+    real = _finished_s(home, ran)
+    assert real / 2.5 <= e["expected_s"] <= real * 2.5, (real, e["expected_s"], e["expected_durations"])
+    assert e["wall_s_max"] > 100 * real
+    text = cli("check", str(variant)).stdout
+    assert f"durations measured in session {ran}" in text  # the newest session of the campaign now
+    assert "expected: about " in text and "  measured (an earlier session): setup " in text
+
+
+def test_a_store_that_cannot_be_read_leaves_the_campaigns_own_figures(cli):
+    r = cli("check", "examples/decode-campaign/campaign.yaml", "--json", "--store", "postgresql://x@127.0.0.1:1/none")
+    assert r.code == 0, r.stdout + r.stderr
+    e = r.json()["estimate"]
+    assert e["expected_note"].startswith("the store could not be read (") and e["expected_session"] is None
+    assert e["expected_s"] > 0 and "Traceback" not in r.stderr

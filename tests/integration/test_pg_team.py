@@ -394,3 +394,17 @@ def test_the_runners_signature_on_the_head_survives_export_and_compaction(
     assert cli("replay", session, "--verify", "--key", str(runner_key[1]), "--store", team).code == 0
     (row,) = cli("sessions", "--store", team, "--json").json()
     assert row["compacted"] and row["status"] == "finished"
+
+
+def test_check_expects_the_duration_a_teammates_run_in_the_team_store_measured(team, campaign, cli, tmp_path):
+    r = run_as(tmp_path / "teammate", "run", str(campaign), "--headless", "--store", team, "--json")
+    assert r.returncode == 0, r.stderr
+    session = json.loads(r.stdout)["session"]
+    # This machine has run nothing: `check` against the team store expects what the teammate's run measured.
+    c = cli("check", str(campaign), "--store", team, "--json")
+    assert c.code == 0, c.stdout + c.stderr
+    e = c.json()["estimate"]
+    assert e["expected_session"] == session
+    assert {d["unit"] for d in e["expected_durations"] if d["source"] == "measured"} >= {"setup", "A/B run"}
+    alone = cli("check", str(campaign), "--json").json()["estimate"]  # the local store knows nothing of it
+    assert alone["expected_session"] is None and alone["expected_s"] > e["expected_s"]

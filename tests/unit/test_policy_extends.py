@@ -1,6 +1,6 @@
-"""Policies that extend others: the merge (commands appended, the child's rules first), chains, cycles
-and bad references refused at file:line, each file's tests run against the policy resolved up to it,
-and a resolved text that is self-contained and loads back to the same decisions."""
+"""Policies that extend others: the merge (commands appended, the child's rules after the parent's guards and
+before its other rules), chains, cycles and bad references refused at file:line, each file's tests run against the
+policy resolved up to it, and a resolved text that is self-contained and loads back to the same decisions."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import hashlib
 from pathlib import Path
 
 import pytest
+import yaml
 
 from policies.engine import PolicyEngine
 from policies.load import load_policy, load_policy_text
@@ -54,7 +55,12 @@ def test_a_child_appends_commands_puts_its_rules_first_and_deny_still_wins(tmp_p
     assert classify("rm -rf /", allow=rules.allow, ask=rules.ask, deny=rules.deny).klass == "deny"
     assert classify("sh pgctl.sh init 2", allow=rules.allow, ask=rules.ask, deny=rules.deny).klass == "allow"
     safety = [(r.spec.id, Path(r.file or "").name) for r in p.rules["safety"]]
-    assert safety[0] == ("skip-inconclusive", "pg.yaml") and safety[1] == ("skip-unsafe", "cautious.yaml")
+    # The preset's guard first, then the child's rules, then the preset's others.
+    assert safety[:3] == [
+        ("skip-unsafe", "cautious.yaml"),
+        ("skip-inconclusive", "pg.yaml"),
+        ("roll-back-regression", "cautious.yaml"),
+    ]
     assert PolicyEngine(p).evaluate("safety", INCONCLUSIVE).rule == "skip-inconclusive"
     assert PolicyEngine(cautious).evaluate("safety", INCONCLUSIVE).rule == "ask-when-unclear"
     # Gates the child does not name are the parent's as they are.
@@ -151,3 +157,84 @@ def test_lint_names_the_file_of_a_parent_rule_a_child_shadows(tmp_path):
     warnings = lint(load_policy(child))
     shadowed = [w for w in warnings if "accept-verified-rollback" in w.message]
     assert shadowed and Path(shadowed[0].file or "").name == "cautious.yaml" and "always-ask" in shadowed[0].message
+
+
+KEEP_BIG_WINS = """\
+extends: cautious
+name: keep-big-wins
+gates:
+  safety:
+    rules:
+      - {id: keep-big-win, when: 'ab_verdict == "improved" && gain_pct >= 5.0', decide: continue}
+"""
+
+
+def test_a_childs_keep_rule_cannot_get_ahead_of_the_presets_skip_unsafe(tmp_path):
+    """Issue 33: a rule from `extends:` ran before the preset's `skip-unsafe`. On main the child's keep rule
+    decided an unsafe option (continue: kept); the preset's guard now decides, and the record names both."""
+    p = load_policy(write(tmp_path / "mine.yaml", KEEP_BIG_WINS))
+    assert SAFETY["verdict"] == "unsafe" and SAFETY["ab_verdict"] == "improved" and SAFETY["gain_pct"] >= 5
+    ex = PolicyEngine(p).explain("safety", SAFETY)
+    assert (ex.decision.action, ex.decision.rule, ex.decision.then) == ("skip", "skip-unsafe", "rollback")
+    assert ex.matched == ["skip-unsafe", "keep-big-win", "ask-when-unclear"]
+    assert ex.decision.matched == ex.matched  # what the journal's decision line records
+    # A safe win is still the child's to keep, before the preset's own keep rule.
+    safe = {**SAFETY, "verdict": "safe", "wedges": 0, "hazards": 0, "risk": "low"}
+    ex = PolicyEngine(p).explain("safety", safe)
+    assert ex.decision.rule == "keep-big-win" and ex.matched == ["keep-big-win", "keep-safe-win", "ask-when-unclear"]
+
+
+def test_a_rule_marked_before_guards_is_tried_before_the_presets_guard(tmp_path):
+    text = KEEP_BIG_WINS + (
+        "      - {id: ask-about-big-unsafe, when: 'verdict == \"unsafe\" && gain_pct >= 5.0', decide: ask,\n"
+        "         before_guards: true, note: a person weighs a big win against the hazard}\n"
+    )
+    p = load_policy(write(tmp_path / "mine.yaml", text))
+    assert [r.spec.id for r in p.rules["safety"]][:3] == ["ask-about-big-unsafe", "skip-unsafe", "keep-big-win"]
+    ex = PolicyEngine(p).explain("safety", SAFETY)
+    assert ex.decision.action == "ask" and ex.matched[:3] == ["ask-about-big-unsafe", "skip-unsafe", "keep-big-win"]
+    # The order survives a file that extends this one: its rules go after the last guard, which keeps this
+    # file's own `before_guards` rule ahead of it.
+    write(tmp_path / "top.yaml", "extends: mine.yaml\nname: top\ngates:\n  safety:\n    rules:\n"
+          "      - {id: keep-any-win, when: 'ab_verdict == \"improved\"', decide: continue}\n")  # fmt: skip
+    top = load_policy(tmp_path / "top.yaml")
+    assert [r.spec.id for r in top.rules["safety"]][:4] == [
+        "ask-about-big-unsafe",
+        "skip-unsafe",
+        "keep-any-win",
+        "keep-big-win",
+    ]
+    # The resolved text a session journals carries the order and the marks, and decides alike on its own.
+    again = load_policy_text(top.text, path="policy.yaml")
+    assert [r.spec.id for r in again.rules["safety"]] == [r.spec.id for r in top.rules["safety"]]
+    assert PolicyEngine(again).explain("safety", SAFETY) == PolicyEngine(top).explain("safety", SAFETY)
+
+
+def test_a_session_journaled_with_the_childs_rules_first_replays_as_it_was_decided(tmp_path):
+    """Sessions recorded before guards journaled the old order: their text is self-contained, so it is never
+    re-merged, and replay re-derives what was decided then."""
+    data = yaml.safe_load(load_policy(write(tmp_path / "mine.yaml", KEEP_BIG_WINS)).text)
+    # The text as main resolved it: the child's rule first, no guard mark.
+    rules = data["gates"]["safety"]["rules"]
+    (keep,) = [r for r in rules if r["id"] == "keep-big-win"]
+    data["gates"]["safety"]["rules"] = [
+        keep,
+        *({k: v for k, v in r.items() if k != "guard"} for r in rules if r is not keep),
+    ]
+    as_then = yaml.safe_dump(data, sort_keys=False)
+    replayed = load_policy_text(as_then, path="policy.yaml")
+    assert PolicyEngine(replayed).evaluate("safety", SAFETY).rule == "keep-big-win"
+
+
+@pytest.mark.parametrize(
+    "rule, message",
+    [
+        ("{id: g, decide: skip, guard: true}", "mine.yaml:6: .*a guard needs a condition"),
+        ("{id: g, when: 'gain_pct > 1.0', decide: continue, guard: true}", "mine.yaml:6: .*a guard must fail closed"),
+    ],
+    ids=["catch-all", "lets-it-through"],
+)
+def test_a_guard_that_would_shadow_everything_or_let_a_run_through_is_refused(tmp_path, rule, message):
+    write(tmp_path / "mine.yaml", f"extends: cautious\nname: m\ngates:\n  safety:\n    rules:\n      - {rule}\n")
+    with pytest.raises(SourceError, match=message):
+        load_policy(tmp_path / "mine.yaml")
