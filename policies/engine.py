@@ -1,7 +1,8 @@
-"""Evaluate a gate: session rules first (what a person said earlier), then the policy's rules in
-order; first match wins; no match means `ask`. The decision also names every rule that matched
-(`matched`, the deciding one first), for the record. Pure: no I/O, no clock, so replay can re-derive
-every policy decision from the journaled facts.
+"""Evaluate a gate: the policy's guards first (rules marked `guard`, such as the presets' `skip-unsafe`: they
+fail closed, so nothing a person said earlier decides instead of them), then session rules (what a person said
+earlier), then the policy's other rules in order; first match wins; no match means `ask`. The decision also
+names every rule that matched (`matched`, the deciding one first), for the record. Pure: no I/O, no clock, so
+replay can re-derive every policy decision from the journaled facts.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from policies.expr import Condition, EvalError, ExprError
 from policies.gates import ALLOWED, FACTS, GATE_KINDS, Decision, Gate, GateKind, check_facts
-from policies.schema import Policy
+from policies.schema import CompiledRule, Policy
 
 
 class SessionRule(BaseModel):
@@ -80,7 +81,10 @@ class PolicyEngine:
         self, kind: GateKind, facts: Mapping[str, Any], option: int | None, session_rules: Sequence[SessionRule]
     ) -> list[str]:
         """Every rule whose condition holds, in the order rules are tried (one that fails to evaluate did not)."""
-        out = [
+        rules = self.policy.rules.get(kind, [])
+        guards = [c for c in rules if c.spec.guard]
+        out = [c.spec.id for c in guards if _holds(c, facts)]
+        out += [
             rule.id
             for rule in session_rules
             if kind in rule.kinds
@@ -88,19 +92,23 @@ class PolicyEngine:
             and rule.decision.action in ALLOWED[kind]
             and _try(rule.when or "true", kind, facts)[0] == "matched"
         ]
-        for compiled in self.policy.rules.get(kind, []):
-            try:
-                if compiled.condition.evaluate(facts):
-                    out.append(compiled.spec.id)
-            except EvalError:
-                continue
+        out += [c.spec.id for c in rules if not c.spec.guard and _holds(c, facts)]
         return out
 
     def _first(
         self, kind: GateKind, facts: Mapping[str, Any], option: int | None, session_rules: Sequence[SessionRule]
     ) -> Explanation:
-        """Session rules first, then the policy's rules in order: the first that matches decides."""
+        """The policy's guards, then session rules, then the policy's other rules: the first that matches decides.
+
+        A guard before a person's session rule: "always skip if inconclusive" must not be what the record says
+        skipped an option that a guard skips as unsafe (both skip; the audit trail names the stronger reason)."""
         steps: list[Step] = []
+        guards = [c for c in self.policy.rules.get(kind, []) if c.spec.guard]
+        if session_rules and guards:
+            for compiled in guards:
+                if _holds(compiled, facts):
+                    steps.append(Step(rule=compiled.spec.id, outcome="matched", detail=compiled.spec.when))
+                    return Explanation(decision=self._decided(compiled), steps=steps)
         for rule in session_rules:
             if kind not in rule.kinds or (rule.targets and option not in rule.targets):
                 continue
@@ -142,20 +150,32 @@ class PolicyEngine:
                 return Explanation(decision=decision, steps=steps)
             if hit:
                 steps.append(Step(rule=spec.id, outcome="matched", detail=spec.when))
-                decision = Decision(
-                    action=spec.decide,
-                    then=spec.then,
-                    scope=spec.scope,
-                    rule=spec.id,
-                    by=f"policy:{spec.id}",
-                    rationale=spec.note,
-                )
-                return Explanation(decision=decision, steps=steps)
+                return Explanation(decision=self._decided(compiled), steps=steps)
             steps.append(Step(rule=spec.id, outcome="no match", detail=f"{spec.when} is false"))
         return Explanation(
             decision=Decision(action="ask", rule=None, by="policy:no-rule", rationale="no rule matched"),
             steps=steps,
         )
+
+    @staticmethod
+    def _decided(compiled: CompiledRule) -> Decision:
+        spec = compiled.spec
+        return Decision(
+            action=spec.decide,
+            then=spec.then,
+            scope=spec.scope,
+            rule=spec.id,
+            by=f"policy:{spec.id}",
+            rationale=spec.note,
+        )
+
+
+def _holds(compiled: CompiledRule, facts: Mapping[str, Any]) -> bool:
+    """The rule's condition holds (one that fails to evaluate does not)."""
+    try:
+        return bool(compiled.condition.evaluate(facts))
+    except EvalError:
+        return False
 
 
 _cache: dict[tuple[str, GateKind], Condition | ExprError] = {}

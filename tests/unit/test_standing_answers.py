@@ -14,10 +14,10 @@ from policies.gates import ALLOWED, Decision, Gate
 from policies.load import load_policy
 
 
-def _safety(gate_id: str, option: int, ab_verdict: str) -> Gate:
+def _safety(gate_id: str, option: int, ab_verdict: str, verdict: str = "safe") -> Gate:
     facts: dict[str, Any] = FACT_MODELS["safety"](
         option=str(option),
-        verdict="safe",
+        verdict=verdict,
         ab_verdict=ab_verdict,
         has_estimate=True,
         gain_pct=2.5,
@@ -70,3 +70,14 @@ def test_a_one_off_conditional_answer_stays_one_off() -> None:
     first = _safety("g7", 3, "inconclusive")
     said = answer(first, _read("skip it if inconclusive", first), next_rule=1)
     assert said.decision is not None and said.decision.action == "skip" and said.rules == []
+
+
+def test_the_presets_guard_decides_before_a_persons_standing_rule_and_the_record_lists_both() -> None:
+    """On the llama.cpp campaign, -ctk q4_0 (unsafe: llama.cpp's docs state its quality hazard, and its A/B
+    inconclusive) was "skipped by session-rule:1 ('always skip if inconclusive')": the same skip, but the audit
+    trail named the weaker reason. The preset's guard decides first; the person's rule is listed as matching."""
+    first = _safety("g7", 3, "inconclusive")
+    rules = answer(first, _read("always skip if inconclusive", first), next_rule=1).rules
+    decided = PolicyEngine(load_policy("cautious")).decide(_safety("g13", 7, "inconclusive", "unsafe"), rules)
+    assert (decided.action, decided.by) == ("skip", "policy:skip-unsafe")
+    assert decided.matched[:2] == ["skip-unsafe", "session-rule:1"]
