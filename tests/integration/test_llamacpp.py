@@ -134,6 +134,8 @@ def _assert_common(result: realsys.Outcome, events: list[dict[str, Any]]) -> Non
     q4 = result.option(7)
     assert q4["verdict"] == "unsafe" and q4["outcome"] == "skipped", q4
     assert any(r.startswith("hazard:") and "Beware of extreme KV quantizations" in r for r in q4["reasons"]), q4
+    (safety,) = [e for e in events if e["kind"] == "decision" and e.get("gate_kind") == "safety" and e["option"] == 7]
+    assert safety["by"] == "policy:skip-unsafe", safety  # the preset's guard names the reason, whatever else matched
     rollbacks = [e for e in events if e["kind"] == "rollback"]
     assert any(e["option"] == 7 for e in rollbacks), "option 7 was never rolled back"
     unverified = [(e["option"], e.get("detail")) for e in rollbacks if not e.get("verified")]
