@@ -1,8 +1,8 @@
-"""Evaluate a gate: the policy's guards first (rules marked `guard`, such as the presets' `skip-unsafe`: they
-fail closed, so nothing a person said earlier decides instead of them), then session rules (what a person said
-earlier), then the policy's other rules in order; first match wins; no match means `ask`. The decision also
-names every rule that matched (`matched`, the deciding one first), for the record. Pure: no I/O, no clock, so
-replay can re-derive every policy decision from the journaled facts.
+"""Evaluate a gate: session rules first (what a person said earlier), then the policy's rules in order; first
+match wins; no match means `ask`. A session rule that decides what the policy itself decides by a guard is
+recorded as the guard's decision, the stronger reason. The decision also names every rule that matched
+(`matched`, the deciding one first), for the record. Pure: no I/O, no clock, so replay can re-derive every
+policy decision from the journaled facts.
 """
 
 from __future__ import annotations
@@ -71,7 +71,10 @@ class PolicyEngine:
         # The record names every rule that matched, not only the first: an audit sees when a weaker rule
         # would have decided the same gate, or a stronger one was passed over.
         rest = [r for r in self._matching(kind, facts, option, session_rules) if r != decided.decision.rule]
-        matched = [decided.decision.rule, *rest] if decided.decision.rule else rest
+        # The deciding rule leads the list when its condition held (not when it failed to evaluate and the
+        # gate's on_error answered, nor when a person's rule decided by its otherwise-branch).
+        held = any(s.rule == decided.decision.rule and s.outcome == "matched" for s in decided.steps)
+        matched = [decided.decision.rule, *rest] if decided.decision.rule and held else rest
         if matched:
             decided.decision = decided.decision.model_copy(update={"matched": matched})
         decided.matched = matched
@@ -81,10 +84,7 @@ class PolicyEngine:
         self, kind: GateKind, facts: Mapping[str, Any], option: int | None, session_rules: Sequence[SessionRule]
     ) -> list[str]:
         """Every rule whose condition holds, in the order rules are tried (one that fails to evaluate did not)."""
-        rules = self.policy.rules.get(kind, [])
-        guards = [c for c in rules if c.spec.guard]
-        out = [c.spec.id for c in guards if _holds(c, facts)]
-        out += [
+        out = [
             rule.id
             for rule in session_rules
             if kind in rule.kinds
@@ -92,23 +92,32 @@ class PolicyEngine:
             and rule.decision.action in ALLOWED[kind]
             and _try(rule.when or "true", kind, facts)[0] == "matched"
         ]
-        out += [c.spec.id for c in rules if not c.spec.guard and _holds(c, facts)]
+        out += [c.spec.id for c in self.policy.rules.get(kind, []) if _holds(c, facts)]
         return out
 
     def _first(
         self, kind: GateKind, facts: Mapping[str, Any], option: int | None, session_rules: Sequence[SessionRule]
     ) -> Explanation:
-        """The policy's guards, then session rules, then the policy's other rules: the first that matches decides.
+        """Session rules first, then the policy's rules in order: the first that matches decides.
 
-        A guard before a person's session rule: "always skip if inconclusive" must not be what the record says
-        skipped an option that a guard skips as unsafe (both skip; the audit trail names the stronger reason)."""
+        Where a session rule decides what one of the policy's guards (the presets' `skip-unsafe`) decides too,
+        the guard is named when the policy alone decides by it: "always skip if inconclusive" and `skip-unsafe`
+        both skip an unsafe, inconclusive option, and the record should give the stronger reason (`matched`
+        lists both). A session rule that
+        decides otherwise ("ask me if it's unsafe", "retry it") is what the person said, and stands."""
         steps: list[Step] = []
         guards = [c for c in self.policy.rules.get(kind, []) if c.spec.guard]
-        if session_rules and guards:
-            for compiled in guards:
-                if _holds(compiled, facts):
-                    steps.append(Step(rule=compiled.spec.id, outcome="matched", detail=compiled.spec.when))
-                    return Explanation(decision=self._decided(compiled), steps=steps)
+
+        def said(decision: Decision) -> Explanation:
+            decision = _unsafe_kept_asks(kind, facts, decision, option)
+            if session_rules and guards:
+                # Only where the policy alone decides by that guard: replay re-derives a policy decision from
+                # the journaled facts without session rules, and must arrive at the same rule.
+                alone = self._first(kind, facts, option, ())
+                if alone.decision.action == decision.action and alone.decision.rule in {c.spec.id for c in guards}:
+                    return Explanation(decision=alone.decision, steps=[*steps, *alone.steps])
+            return Explanation(decision=decision, steps=steps)
+
         for rule in session_rules:
             if kind not in rule.kinds or (rule.targets and option not in rule.targets):
                 continue
@@ -124,15 +133,15 @@ class PolicyEngine:
             matched, detail = _try(rule.when or "true", kind, facts)
             steps.append(Step(rule=rule.id, outcome=matched, detail=detail))
             if matched == "matched":
-                decision = rule.decision.model_copy(update={"by": rule.id, "rule": rule.id})
-                return Explanation(decision=_unsafe_kept_asks(kind, facts, decision, option), steps=steps)
+                return said(rule.decision.model_copy(update={"by": rule.id, "rule": rule.id}))
             other = rule.decision.otherwise
             if matched == "no match" and other and other != "fall_through" and other in ALLOWED[kind]:
                 # "skip #2 if it's unsafe, otherwise continue": the person said what to do either way.
-                decision = rule.decision.model_copy(
-                    update={"action": other, "condition": None, "by": rule.id, "rule": rule.id, "scope": "once"}
+                return said(
+                    rule.decision.model_copy(
+                        update={"action": other, "condition": None, "by": rule.id, "rule": rule.id, "scope": "once"}
+                    )
                 )
-                return Explanation(decision=_unsafe_kept_asks(kind, facts, decision, option), steps=steps)
         gate_policy = self.policy.gate(kind)
         for compiled in self.policy.rules.get(kind, []):
             spec = compiled.spec

@@ -367,6 +367,14 @@ class Policy:
                         (*loc, "guard"),
                         f"a guard must fail closed: at a {kind} gate it decides one of {', '.join(FAIL_CLOSED[kind])}",
                     )
+                if rule.before_guards and rule.decide != "ask" and rule.decide not in FAIL_CLOSED[kind]:
+                    # Ahead of the parent's guards a rule may only be as careful as they are, or hand the gate to
+                    # a person: `before_guards` with `continue` would keep what `skip-unsafe` skips.
+                    raise source.error(
+                        (*loc, "before_guards"),
+                        f"a rule before the guards must fail closed or ask: at a {kind} gate it decides ask or one "
+                        f"of {', '.join(FAIL_CLOSED[kind])}",
+                    )
                 if rule.guard and rule.when.strip() == "true":
                     raise source.error(
                         (*loc, "guard"),

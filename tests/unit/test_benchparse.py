@@ -108,3 +108,23 @@ def test_vllm_goodput_is_a_metric_under_either_spelling(key: str) -> None:
     assert r.metric("request_goodput") == 7.25
     data[key] = None  # run without --goodput
     assert parse("vllm-json", json.dumps(data), expected=600).metric("request_goodput") is None
+
+
+@pytest.mark.parametrize(
+    ("result", "said"),
+    [
+        ('{"completed": 83, "failed": -3, "output_throughput": 100.1}', "-3 failed requests"),
+        ('{"completed": -1, "failed": 0, "output_throughput": 100.1}', "-1 completed requests"),
+        ('{"completed": 1e12, "failed": 0, "output_throughput": 100.1}', "1000000000000 completed requests"),
+    ],
+)
+def test_request_counts_no_run_can_have_are_unreadable_not_evidence(result: str, said: str) -> None:
+    """83 completed and -3 failed add up to the 80 asked for; weighed as evidence, a negative count crashed the
+    failure test (and every resume of the session) — it is an unreadable result instead."""
+    with pytest.raises(BenchParseError, match=said):
+        parse("vllm-json", result, expected=80)
+
+
+def test_a_run_that_sent_more_requests_than_asked_says_so() -> None:
+    record = parse("vllm-json", '{"completed": 80, "failed": 1, "output_throughput": 100.1}', expected=80)
+    assert record.invalid_reason() == "sent 81 requests, not the 80 asked for (1 failed)"

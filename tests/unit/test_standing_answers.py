@@ -4,14 +4,18 @@ next inconclusive one (seen on the real llama.cpp campaign: the next inconclusiv
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from agent.run.answers import answer
 from policies.decisions import parse_decision
-from policies.engine import PolicyEngine
+from policies.engine import PolicyEngine, SessionRule
 from policies.facts import FACT_MODELS
 from policies.gates import ALLOWED, Decision, Gate
 from policies.load import load_policy
+from policies.yamlsrc import SourceError
 
 
 def _safety(gate_id: str, option: int, ab_verdict: str, verdict: str = "safe") -> Gate:
@@ -81,3 +85,68 @@ def test_the_presets_guard_decides_before_a_persons_standing_rule_and_the_record
     decided = PolicyEngine(load_policy("cautious")).decide(_safety("g13", 7, "inconclusive", "unsafe"), rules)
     assert (decided.action, decided.by) == ("skip", "policy:skip-unsafe")
     assert decided.matched[:2] == ["skip-unsafe", "session-rule:1"]
+
+
+def _child(tmp_path: Path) -> PolicyEngine:
+    path = tmp_path / "policy.yaml"
+    path.write_text(
+        "extends: cautious\nname: child\ngates:\n  safety:\n    rules:\n"
+        "      - {id: ask-big-unsafe, when: 'verdict == \"unsafe\" && gain_pct >= 20.0', decide: ask,"
+        " before_guards: true}\n"
+    )
+    return PolicyEngine(load_policy(str(path)))
+
+
+def test_a_session_rule_about_other_gates_leaves_the_policys_order_alone(tmp_path: Path) -> None:
+    """An "approve always" said at a command gate must not move the safety gate's guard ahead of a rule the
+    policy tries first (here a child's `before_guards` rule): the run and `policy explain` agree."""
+    engine = _child(tmp_path)
+    unsafe = _safety("g5", 2, "improved", "unsafe").model_copy(
+        update={"facts": {**_safety("g5", 2, "improved", "unsafe").facts, "gain_pct": 25.0}}
+    )
+    command_rule = SessionRule(
+        id="session-rule:1", kinds=["command"], decision=Decision(action="approve", scope="standing")
+    )
+    alone = engine.decide(unsafe)
+    with_rule = engine.decide(unsafe, [command_rule])
+    assert (alone.action, alone.rule) == ("ask", "ask-big-unsafe")
+    assert (with_rule.action, with_rule.rule) == (alone.action, alone.rule)
+
+
+def test_a_persons_rule_that_decides_otherwise_than_the_guard_stands() -> None:
+    """ "retry it if it's unsafe": what the person said, not overridden by skip-unsafe."""
+    gate = _safety("g5", 2, "improved", "unsafe")
+    rule = SessionRule(
+        id="session-rule:1",
+        kinds=["safety"],
+        when='verdict == "unsafe"',
+        decision=Decision(action="retry", scope="standing"),
+    )
+    decided = PolicyEngine(load_policy("cautious")).decide(gate, [rule])
+    assert (decided.action, decided.by) == ("retry", "session-rule:1")
+    assert decided.matched[:2] == ["session-rule:1", "skip-unsafe"]
+
+
+def test_matched_lists_only_rules_whose_condition_held(tmp_path: Path) -> None:
+    """A rule that failed to evaluate (a fact missing) gave the gate's on_error answer: it did not match."""
+    path = tmp_path / "policy.yaml"
+    path.write_text(
+        "name: p\ngates:\n  safety:\n    rules:\n"
+        "      - {id: big-gain, when: 'gain_pct > 5.0', decide: continue}\n"
+        "      - {id: fallback, when: 'true', decide: ask}\n"
+    )
+    facts = {k: v for k, v in _safety("g1", 1, "improved").facts.items() if k != "gain_pct"}
+    explained = PolicyEngine(load_policy(str(path))).explain("safety", facts, option=1)
+    assert explained.decision.rule == "big-gain" and explained.decision.action != "continue"
+    assert explained.decision.matched == ["fallback"]
+
+
+def test_a_rule_before_the_guards_cannot_keep_what_they_skip(tmp_path: Path) -> None:
+    """`before_guards` with `continue` kept an unsafe, improved option headless, and `policy check` said OK."""
+    path = tmp_path / "policy.yaml"
+    path.write_text(
+        "extends: cautious\nname: child\ngates:\n  safety:\n    rules:\n"
+        "      - {id: keep-all, when: 'ab_verdict == \"improved\"', decide: continue, before_guards: true}\n"
+    )
+    with pytest.raises(SourceError, match=r"policy\.yaml:6: .*before the guards must fail closed or ask"):
+        load_policy(str(path))

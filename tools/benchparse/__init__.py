@@ -48,10 +48,28 @@ def parse(
     try:
         tool = _TOOLS.get(parser)
         if tool is not None:
-            return tool(text, expected)
-        return parse_fields(text, expected, paths=paths if parser == "json-path" else None, patterns=patterns)
+            record = tool(text, expected)
+        else:
+            record = parse_fields(text, expected, paths=paths if parser == "json-path" else None, patterns=patterns)
+        _check_counts(record)
+        return record
     except BenchParseError:
         raise
     except (ValueError, TypeError, OverflowError, re.error, RecursionError) as exc:
         # Whatever the output holds, a bad run is a failed data point with a reason, never a crash.
         raise BenchParseError(f"unusable result: {type(exc).__name__}: {exc}") from None
+
+
+MAX_REQUESTS = 1_000_000_000  # more requests than any benchmark run sends: a count beyond it is garbage
+
+
+def _check_counts(record: BenchRecord) -> None:
+    """Request counts a run could have: none negative, none absurd, no more failed than attempted. A tool's
+    output that says otherwise is unreadable, not evidence (the failure test would weigh it)."""
+    counts = {"completed": record.completed, "failed": record.failed}
+    for name, value in counts.items():
+        if value is not None and not 0 <= value <= MAX_REQUESTS:
+            raise BenchParseError(f"the result says {value} {name} requests: not a count a run can have")
+    attempted = record.requests()
+    if attempted is not None and not 0 <= attempted[1] <= attempted[0]:
+        raise BenchParseError(f"the result says {attempted[1]} failed of {attempted[0]} requests attempted")

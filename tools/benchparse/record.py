@@ -67,8 +67,9 @@ class BenchRecord(BaseModel):
             return self.unusable
         sent = None if self.completed is None else self.completed + (self.failed or 0)
         if self.expected is not None and sent != self.expected:
-            failed = f" ({self.failed} failed)" if self.failed else ""
-            return f"completed {self.completed} of {self.expected} requests{failed}"
+            if self.failed:
+                return f"sent {sent} requests, not the {self.expected} asked for ({self.failed} failed)"
+            return f"completed {self.completed} of {self.expected} requests"
         if (counts := self.requests()) is not None and counts[1] * 2 > counts[0]:
             return f"{counts[1]} of {counts[0]} requests failed: the run measured the failures, not the server"
         if self.output_tok_s is not None and (not math.isfinite(self.output_tok_s) or self.output_tok_s <= 0):
