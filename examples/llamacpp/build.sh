@@ -58,7 +58,7 @@ if [ ! -f "$SRC/CMakeLists.txt" ]; then
 fi
 
 if [ ! -x "$CACHE/bin/llama-server" ] || [ ! -x "$CACHE/bin/llama-batched-bench" ]; then
-    say "building llama-server and llama-batched-bench with $JOBS jobs (about 10-20 minutes on 2 cores)"
+    say "building llama-server and llama-batched-bench with $JOBS jobs (about 5 minutes on 2 quiet cores, up to 20 on a busy machine)"
     start=$(date +%s)
     # Static, CPU only, no UI assets (the prebuilt UI would be fetched from Hugging Face), no TLS, no tests.
     # llama-server links llama.cpp's multimodal library (tools/mtmd) itself, so that one is built too.

@@ -27,6 +27,7 @@
 #                         token, beside llama-batched-bench's offline decode rate at the server's slot count;
 #                         exit 1 when the server's share is under 5x the client's
 set -u
+set -f # no globbing: a flag's value such as 'blk.*=CPU' reaches llama-server as written
 
 DIR=$(pwd -P)
 PIDFILE=$DIR/llama.pid
@@ -114,7 +115,7 @@ stop() {
         sleep 0.05
         i=$((i + 1))
     done
-    if alive "$pid"; then
+    if [ "$(our_pid)" = "$pid" ]; then # still our llama-server, not a PID reused since
         echo "llama-server $pid ignored SIGTERM for 5 s; SIGKILL" >&2
         kill -KILL "$pid" 2>/dev/null
     fi
@@ -122,14 +123,26 @@ stop() {
     echo "llama-server $pid stopped"
 }
 
+one_word() { # server.args holds one flag and at most one value per line: a blank would split it
+    case "$1" in '' | *[[:space:]]*) die "$2 must be one word without blanks: '$1'" ;; esac
+}
+
 set_flag() { # FLAG [VALUE]
-    grep -v -e "^$1\$" -e "^$1[[:space:]]" server.args >server.args.new || true
-    if [ $# -eq 2 ]; then echo "$1 $2" >>server.args.new; else echo "$1" >>server.args.new; fi
+    one_word "$1" FLAG
+    case "$1" in -*) ;; *) die "FLAG starts with '-': '$1'" ;; esac
+    grep -v -F -x -e "$1" server.args | grep -v -F -e "$1 " >server.args.new || true
+    if [ $# -eq 2 ]; then
+        one_word "$2" VALUE
+        printf '%s %s\n' "$1" "$2" >>server.args.new
+    else
+        printf '%s\n' "$1" >>server.args.new
+    fi
     mv server.args.new server.args
 }
 
 unset_flag() {
-    grep -v -e "^$1\$" -e "^$1[[:space:]]" server.args >server.args.new || true
+    one_word "$1" FLAG
+    grep -v -F -x -e "$1" server.args | grep -v -F -e "$1 " >server.args.new || true
     mv server.args.new server.args
 }
 
@@ -142,8 +155,8 @@ is() { # FLAG [VALUE]: in the running server's command line, else in server.args
         where="server.args (the server is down)"
     fi
     # the word after FLAG: its value, when it takes one
-    found=$(echo "$words" | awk -v flag="$1" 'seen { print; exit } $0 == flag { seen = 1 }')
-    if ! echo "$words" | grep -qx -- "$1"; then
+    found=$(printf "%s\n" "$words" | awk -v flag="$1" 'seen { print; exit } $0 == flag { seen = 1 }')
+    if ! printf "%s\n" "$words" | grep -qxF -- "$1"; then
         echo "$1: not set in $where"
         return 1
     fi
@@ -162,6 +175,8 @@ init)
     [ $# -eq 1 ] || die "usage: init DIR|default"
     h=$1
     [ "$h" = default ] && h=$CACHE
+    one_word "$h" "the llama.cpp directory"
+
     [ -x "$h/bin/llama-server" ] || die "no llama-server in $h/bin (run examples/llamacpp/build.sh on this host)"
     [ -f "$h/model/tiny-llama.gguf" ] || die "no model in $h/model (run examples/llamacpp/build.sh on this host)"
     echo "$h" >llama.home
@@ -209,7 +224,8 @@ docs)
     case "$1" in */* | ..*) die "docs FILE is a file name in llama.cpp's docs/" ;; esac
     src=$(home)/src/llama_cpp_python-$VERSION/vendor/llama.cpp/docs
     [ -f "$src/$1" ] || die "no $src/$1"
-    grep -n -F -- "$2" "$src/$1" | sed "s|^|llama.cpp docs/$1:|"
+    found=$(grep -n -F -- "$2" "$src/$1") || exit 1
+    printf '%s\n' "$found" | sed "s|^|llama.cpp docs/$1:|"
     ;;
 sizing)
     our_pid >/dev/null || die "no llama-server of ours running: init first"
