@@ -48,6 +48,9 @@ def _shorter(text: str, *, sweep: bool) -> str:
             ),
             ("    values: [2, 4, 8]\n", "    values: [2, 8]\n"),
             ("    search: {low: 1, high: 16, steps: 4, runs: 2}\n", ""),
+            # The SLO is the example's knee on a quiet machine; a suite on two busy cores is not one, and the
+            # test asserts the fit, not where the knee lies.
+            ('slo: ["p99_tpot_ms <= 25", "p99_ttft_ms <= 2000"]', 'slo: ["p99_tpot_ms <= 1000"]'),
         )
     return realsys.edit(
         text,
