@@ -219,12 +219,13 @@ def test_the_expected_duration_is_near_a_real_run_and_the_worst_case_stays_above
     # The old figures are all still there.
     assert {"benchmark_runs_min", "benchmark_runs_max", "toggles_max", "wall_s_max", "by_phase_s"} <= set(e)
     # Now the variant runs for real. The expected figure is within a sane factor of it: it counts all three options
-    # measured and rolled back where the run finds #1 a no-go (about 1.5 times on this machine), while the worst
-    # case, every command to its timeout, is over a hundred times it.
+    # measured and rolled back where the run finds #1 a no-go (about 1.5 times on this machine; the two runs meet
+    # different loads on a shared machine, hence the margin), while the worst case, every command to its timeout,
+    # is over a hundred times it.
     assert cli("run", str(variant), "--headless").code == 0
     (ran,) = [p.name for p in (home / "sessions").iterdir() if p.name != measured]
     real = _finished_s(home, ran)
-    assert real / 2.5 <= e["expected_s"] <= real * 2.5, (real, e["expected_s"], e["expected_durations"])
+    assert real / 4 <= e["expected_s"] <= real * 4, (real, e["expected_s"], e["expected_durations"])
     assert e["wall_s_max"] > 100 * real
     text = cli("check", str(variant)).stdout
     assert f"durations measured in session {ran}" in text  # the newest session of the campaign now
