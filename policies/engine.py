@@ -114,7 +114,11 @@ class PolicyEngine:
                 # Only where the policy alone decides by that guard: replay re-derives a policy decision from
                 # the journaled facts without session rules, and must arrive at the same rule.
                 alone = self._first(kind, facts, option, ())
-                if alone.decision.action == decision.action and alone.decision.rule in {c.spec.id for c in guards}:
+                if (
+                    alone.decision.rule in {c.spec.id for c in guards}
+                    and alone.decision.action == decision.action
+                    and _plain(decision, option)
+                ):
                     return Explanation(decision=alone.decision, steps=[*steps, *alone.steps])
             return Explanation(decision=decision, steps=steps)
 
@@ -177,6 +181,17 @@ class PolicyEngine:
             by=f"policy:{spec.id}",
             rationale=spec.note,
         )
+
+
+def _plain(decision: Decision, option: int | None) -> bool:
+    """The decision does no more than its action at this gate: not "for now" (a skip that defers), not for
+    some hosts only, not about other options — so a guard deciding the same action decides the same thing."""
+    return (
+        decision.scope != "for_now"
+        and not decision.except_hosts
+        and all(t == option for t in decision.targets)
+        and decision.otherwise is None
+    )
 
 
 def _holds(compiled: CompiledRule, facts: Mapping[str, Any]) -> bool:

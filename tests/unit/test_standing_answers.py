@@ -150,3 +150,18 @@ def test_a_rule_before_the_guards_cannot_keep_what_they_skip(tmp_path: Path) -> 
     )
     with pytest.raises(SourceError, match=r"policy\.yaml:6: .*before the guards must fail closed or ask"):
         load_policy(str(path))
+
+
+def test_skip_for_now_stays_the_persons_deferral_though_the_guard_skips_too() -> None:
+    """ "Skip #2 for now if it's unsafe" defers #2 to the end of the run; `skip-unsafe` would skip it for good.
+    Same action, not the same decision: the person's stands."""
+    gate = _safety("g5", 2, "improved", "unsafe")
+    rule = SessionRule(
+        id="session-rule:1",
+        kinds=["safety"],
+        targets=[2],
+        when='verdict == "unsafe"',
+        decision=Decision(action="skip", scope="for_now", targets=[2]),
+    )
+    decided = PolicyEngine(load_policy("cautious")).decide(gate, [rule])
+    assert (decided.action, decided.scope, decided.by) == ("skip", "for_now", "session-rule:1")
