@@ -40,7 +40,23 @@ SAFETY = {
 }
 
 
+# Sessions made once per worker and shared by the tests that read them: a test using one joins its group,
+# so that one worker makes it for all of them (a test on another worker would make it again, ~10 s each).
+SHARED = {
+    "finished_session": "finished-demo",
+    "finished_demo": "finished-demo",
+    "demo_json": "demo",
+    "calibrated_session": "calibrated-report",
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's loadgroup reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        fixtures = getattr(item, "fixturenames", ())
+        group = next((g for name, g in SHARED.items() if name in fixtures), None)
+        if group is not None and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(group))
     # xdist hands out work in collection order: the longest tests go first, so that the last minute of a
     # run is short tests on every worker instead of one worker still in a long one.
     items.sort(key=lambda item: item.get_closest_marker("heavy") is None)

@@ -22,7 +22,7 @@
 #   gpu                   read-only: exit 0 when `llama-server --list-devices` lists a GPU device
 #   deprecated FLAG       read-only: exit 0 when llama-server's --help marks FLAG DEPRECATED (line shown)
 #   docs FILE PHRASE      read-only: grep -n PHRASE in llama.cpp's own docs/FILE (exit 1 when absent)
-#   sizing                is the model big enough that the server, not the client, is measured? The server's
+#   sizing [N [TOKENS]]   is the model big enough that the server, not the client, is measured? The server's
 #                         time per token through HTTP (at 8 concurrent requests) against the client's CPU per
 #                         token, beside llama-batched-bench's offline decode rate at the server's slot count;
 #                         exit 1 when the server's share is under 5x the client's
@@ -232,7 +232,8 @@ sizing)
     h=$(home)
     slots=$(is --parallel | sed -n 's/^--parallel = \([0-9]*\) .*/\1/p')
     threads=$(is --threads | sed -n 's/^--threads = \([0-9]*\) .*/\1/p')
-    loadgen bench --concurrency 8 --num-prompts 32 --output-len 32 2>/dev/null >sizing.json || die "the HTTP benchmark failed"
+    loadgen bench --concurrency 8 --num-prompts "${1:-32}" --output-len "${2:-32}" 2>/dev/null >sizing.json ||
+        die "the HTTP benchmark failed"
     "$h/bin/llama-batched-bench" -m "$h/model/tiny-llama.gguf" -c 4096 -npp 24 -ntg 128 -npl "${slots:-2}" \
         -t "${threads:-1}" >sizing.batched.log 2>&1 || die "llama-batched-bench failed (sizing.batched.log)"
     offline=$(awk -F'|' -v b="${slots:-2}" '$4 + 0 == b && $2 + 0 == 24 { gsub(/ /, "", $9); print $9 }' sizing.batched.log)

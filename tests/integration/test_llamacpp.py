@@ -182,7 +182,7 @@ def test_llamacpp_campaign_on_a_real_llama_server(tmp_path: Path) -> None:
                 assert code not in (0, None), f"option {option_id} still in effect after the run: {said}"
 
         # The model is sized so that the server, not the load client, is what a run measures.
-        code, said = hosts.run(session, "llm-1", "sh llamactl.sh sizing", timeout=120)
+        code, said = hosts.run(session, "llm-1", "sh llamactl.sh sizing 16 16", timeout=120)
         print(said)
         assert code == 0, said
 
