@@ -58,8 +58,8 @@ start() {
     i=0
     while ! health; do
         [ -n "$(ours)" ] || { tail -n 20 "$DIR/server.log" >&2; die "the server exited while starting"; }
-        i=$((i + 1)); [ $i -lt 900 ] || die "no /health answer after 900 s"
-        sleep 1
+        i=$((i + 1)); [ $i -lt 4500 ] || die "no /health answer after 900 s"
+        sleep 0.2
     done
 }
 
@@ -67,8 +67,8 @@ stop() {
     pid=$(ours) || return 0
     kill "$pid"
     i=0
-    while [ -d "/proc/$pid" ] && [ $i -lt 60 ]; do sleep 1; i=$((i + 1)); done
-    [ -d "/proc/$pid" ] && kill -9 "$pid"
+    while [ -d "/proc/$pid" ] && [ $i -lt 300 ]; do sleep 0.2; i=$((i + 1)); done
+    [ "$(ours)" = "$pid" ] && kill -9 "$pid" # still our server after 60 s, not a PID reused since
     rm -f "$DIR/server.pid"
 }
 
@@ -101,7 +101,7 @@ case $CMD in
     abort-storm)
         timeout 20 sh "$0" "$ENGINE" bench "${1:?model}" "${2:?concurrency}" $((${2} * 8)) > /dev/null 2>&1
         i=0
-        while ! health; do i=$((i + 1)); [ $i -lt 30 ] || die "no /health answer 30 s after the abort storm"; sleep 1; done ;;
+        while ! health; do i=$((i + 1)); [ $i -lt 150 ] || die "no /health answer 30 s after the abort storm"; sleep 0.2; done ;;
     set)
         without "${1:?flag}"
         if [ $# -ge 2 ]; then echo "$1 $2" >> "$DIR/flags.new"; else echo "$1" >> "$DIR/flags.new"; fi
