@@ -141,7 +141,10 @@ def _assert_common(result: realsys.Outcome, events: list[dict[str, Any]]) -> Non
     assert safety["by"] == "policy:skip-unsafe", safety  # the preset's guard names the reason, whatever else matched
     rollbacks = [e for e in events if e["kind"] == "rollback"]
     assert any(e["option"] == 7 for e in rollbacks), "option 7 was never rolled back"
-    unverified = [(e["option"], e.get("detail")) for e in rollbacks if not e.get("verified")]
+    # Each option's last rollback: a first one the drifting machine left unverified was reverted and verified
+    # again by the answer at its rollback gate (realsys.ANSWERS); a second unverified one would have paused the run.
+    last = {e["option"]: e for e in rollbacks}
+    unverified = [(o, e.get("detail")) for o, e in last.items() if not e.get("verified")]
     assert unverified == [], unverified
 
     # The journal verifies: hash chain, head, artifacts, every policy decision re-derived.
