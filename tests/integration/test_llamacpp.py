@@ -31,7 +31,7 @@ HOST = "- {name: llm-1, transport: local, roles: [llm]}"
 
 
 def _shorter(text: str, *, sweep: bool) -> str:
-    """The shipped campaign with shorter runs (16 requests of 12 tokens, about a second here) and fewer
+    """The shipped campaign with shorter runs (8 requests of 12 tokens, under a second here) and fewer
     pairs: the same options, probes, stress tests and checks."""
     text = realsys.edit(
         text,
@@ -41,7 +41,7 @@ def _shorter(text: str, *, sweep: bool) -> str:
     if sweep:
         return realsys.edit(
             text,
-            ("  num_prompts: 24\n", "  num_prompts: 16\n"),
+            ("  num_prompts: 24\n", "  num_prompts: 8\n"),
             (
                 "  pairs: 6\n  max_pairs: 8\n  calibrate_pairs: 4\n",
                 "  pairs: 3\n  max_pairs: 3\n  calibrate_pairs: 2\n",
@@ -54,7 +54,7 @@ def _shorter(text: str, *, sweep: bool) -> str:
         )
     return realsys.edit(
         text,
-        ("  num_prompts: 32\n", "  num_prompts: 16\n"),
+        ("  num_prompts: 32\n", "  num_prompts: 8\n"),
         ("  pairs: 6\n  max_pairs: 10\n  calibrate_pairs: 4\n", "  pairs: 3\n  max_pairs: 3\n  calibrate_pairs: 2\n"),
         ("--requests 32 --output-len 16", "--requests 12 --output-len 8"),
     )
