@@ -103,8 +103,8 @@ class PolicyEngine:
         Where a session rule decides what one of the policy's guards (the presets' `skip-unsafe`) decides too,
         the guard is named when the policy alone decides by it: "always skip if inconclusive" and `skip-unsafe`
         both skip an unsafe, inconclusive option, and the record should give the stronger reason (`matched`
-        lists both). A session rule that
-        decides otherwise ("ask me if it's unsafe", "retry it") is what the person said, and stands."""
+        lists both). A session rule that decides otherwise ("ask me if it's unsafe", "retry it", "skip #2 for
+        now") is what the person said, and stands."""
         steps: list[Step] = []
         guards = [c for c in self.policy.rules.get(kind, []) if c.spec.guard]
 
