@@ -20,6 +20,7 @@
 #
 # SERVE_PORT (default 8000) and PYTHON (default python3) may be set in the campaign's commands.
 set -u
+set -f # no globbing: a flag value such as a JSON list or a pattern reaches the server as written
 
 ENGINE=${1:?engine: vllm or sglang}
 CMD=${2:?command}
