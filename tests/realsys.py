@@ -243,17 +243,22 @@ def _pid_in(path: Path) -> int | None:
     return int(first) if first.isdigit() else None
 
 
-def redis_pid(workdir: Path) -> int | None:
-    """The redis-server of this working directory: the PID in its pidfile, if that process is one and runs
-    there (a stale pidfile's PID may belong to anything by now)."""
-    pid = _pid_in(workdir / "redis.pid")
-    if pid is None or not _alive(pid) or "redis-server" not in _cmdline(pid):
+def _own_server(workdir: Path, pidfile: str, program: str) -> int | None:
+    """The PID in the working directory's pidfile, if that process is `program` and runs there (a stale
+    pidfile's PID may belong to anything by now)."""
+    pid = _pid_in(workdir / pidfile)
+    if pid is None or not _alive(pid) or program not in _cmdline(pid):
         return None
     try:
         cwd = os.readlink(f"/proc/{pid}/cwd")
     except OSError:
         return None
     return pid if Path(cwd) == workdir.resolve() else None
+
+
+def redis_pid(workdir: Path) -> int | None:
+    """The redis-server of this working directory, by redisctl.sh's pidfile."""
+    return _own_server(workdir, "redis.pid", "redis-server")
 
 
 def postgres_pid(workdir: Path) -> int | None:
@@ -266,16 +271,8 @@ def postgres_pid(workdir: Path) -> int | None:
 
 
 def llama_pid(workdir: Path) -> int | None:
-    """The llama-server of this working directory: the PID in llamactl.sh's pidfile, if that process is one
-    and runs there."""
-    pid = _pid_in(workdir / "llama.pid")
-    if pid is None or not _alive(pid) or "llama-server" not in _cmdline(pid):
-        return None
-    try:
-        cwd = os.readlink(f"/proc/{pid}/cwd")
-    except OSError:
-        return None
-    return pid if Path(cwd) == workdir.resolve() else None
+    """The llama-server of this working directory, by llamactl.sh's pidfile."""
+    return _own_server(workdir, "llama.pid", "llama-server")
 
 
 def server_pid(kind: str, workdir: Path) -> int | None:
