@@ -124,6 +124,12 @@ class MutationInDoubt(SignoffError, RuntimeError):
         )
 
 
+class ConfigurationMismatch(SignoffError, RuntimeError):
+    """The hosts are not in the configuration an A/B arm needs: a toggle failed, or an option's check disagrees."""
+
+    exit_code: ClassVar[int] = FAILED
+
+
 class LLMError(SignoffError, RuntimeError):
     """A model call that failed for good (after retries) or that cannot be made (no key)."""
 

@@ -3,7 +3,7 @@
 preflight → [command gate] → setup → plan → plan gate → investigate × N (Send, a subgraph each)
   → review → [command gate for what a subagent asked to run → investigate again] → triage gate
   → pick next → [budget gate] → [command gate] → apply → benchmark → stress → assess → safety gate
-  → keep | rollback → [rollback gate] → continue-or-ask gate → pick next … → report
+  → keep | rollback → [rollback gate] → continue-or-ask gate → pick next … → confirm → [goal gate] → report
 (an apply or revert a crash left in doubt → rollback gate)
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 
 from agent.context import RunContext
-from agent.nodes import apply, assess, benchmark, gates, investigate, pick, report, rollback, setup, stress
+from agent.nodes import apply, assess, benchmark, confirm, gates, investigate, pick, report, rollback, setup, stress
 from agent.state import State
 
 
@@ -26,13 +26,13 @@ def _after_rollback(state: State) -> str:
     v = state.get("verification") or {}
     if not v.get("verified"):
         return "rollback_gate"
-    return "report" if state.get("stopping") else "continue_gate"
+    return "confirm" if state.get("stopping") else "continue_gate"
 
 
 def _after_keep(state: State) -> str:
     if state.get("route") == "unverified":  # a keep with exceptions whose rollback there did not verify
         return "rollback_gate"
-    return "report" if state.get("stopping") else "continue_gate"
+    return "confirm" if state.get("stopping") else "continue_gate"
 
 
 def build() -> StateGraph[State, RunContext, Any, Any]:
@@ -56,16 +56,18 @@ def build() -> StateGraph[State, RunContext, Any, Any]:
     g.add_node("rollback", rollback.rollback)
     g.add_node("rollback_gate", gates.rollback_gate)
     g.add_node("continue_gate", gates.continue_gate)
+    g.add_node("confirm", confirm.confirm)
+    g.add_node("goal_gate", gates.goal_gate)
     g.add_node("report", report.report)
 
     g.add_edge(START, "preflight")
-    g.add_conditional_edges("preflight", _route, {"command": "command_gate", "approved": "setup", "report": "report"})
-    g.add_conditional_edges("setup", _route, {"plan": "plan", "report": "report"})
+    g.add_conditional_edges("preflight", _route, {"command": "command_gate", "approved": "setup", "report": "confirm"})
+    g.add_conditional_edges("setup", _route, {"plan": "plan", "report": "confirm"})
     g.add_edge("plan", "plan_gate")
-    g.add_conditional_edges("plan_gate", _after_plan_gate, ["investigate", "plan_gate", "report"])
+    g.add_conditional_edges("plan_gate", _after_plan_gate, ["investigate", "plan_gate", "confirm"])
     g.add_edge("investigate", "review")
     g.add_conditional_edges("review", _route, {"permission": "command_gate", "triage": "triage_gate"})
-    g.add_conditional_edges("triage_gate", _route, {"next": "pick_next", "report": "report", "reask": "triage_gate"})
+    g.add_conditional_edges("triage_gate", _route, {"next": "pick_next", "report": "confirm", "reask": "triage_gate"})
     g.add_conditional_edges(
         "pick_next",
         _route,
@@ -73,15 +75,15 @@ def build() -> StateGraph[State, RunContext, Any, Any]:
             "apply": "apply",
             "command": "command_gate",
             "skip": "continue_gate",
-            "report": "report",
+            "report": "confirm",
             "budget": "budget_gate",
         },
     )
-    g.add_conditional_edges("budget_gate", _route, {"next": "pick_next", "report": "report", "reask": "budget_gate"})
+    g.add_conditional_edges("budget_gate", _route, {"next": "pick_next", "report": "confirm", "reask": "budget_gate"})
     g.add_conditional_edges(
         "command_gate",
         _command_route,
-        ["setup", "apply", "pick_next", "report", "command_gate", "investigate", "review"],
+        ["setup", "apply", "pick_next", "confirm", "command_gate", "investigate", "review"],
     )
     # "doubt": a crash cut an apply or revert short and nothing can tell whether it took effect.
     g.add_conditional_edges("apply", _route, {"benchmark": "benchmark", "failed": "rollback", "doubt": "rollback_gate"})
@@ -97,16 +99,18 @@ def build() -> StateGraph[State, RunContext, Any, Any]:
         _route,
         {"keep": "keep", "rollback": "rollback", "retry": "benchmark", "reask": "safety_gate"},
     )
-    g.add_conditional_edges("keep", _after_keep, ["continue_gate", "report", "rollback_gate"])
-    g.add_conditional_edges("rollback", _after_rollback, ["rollback_gate", "continue_gate", "report"])
+    g.add_conditional_edges("keep", _after_keep, ["continue_gate", "confirm", "rollback_gate"])
+    g.add_conditional_edges("rollback", _after_rollback, ["rollback_gate", "continue_gate", "confirm"])
     g.add_conditional_edges(
         "rollback_gate",
         _route,
-        {"rollback": "rollback", "continue": "continue_gate", "report": "report", "reask": "rollback_gate"},
+        {"rollback": "rollback", "continue": "continue_gate", "report": "confirm", "reask": "rollback_gate"},
     )
     g.add_conditional_edges(
-        "continue_gate", _route, {"next": "pick_next", "report": "report", "reask": "continue_gate"}
+        "continue_gate", _route, {"next": "pick_next", "report": "confirm", "reask": "continue_gate"}
     )
+    g.add_conditional_edges("confirm", _route, {"gate": "goal_gate", "report": "report"})
+    g.add_conditional_edges("goal_gate", _route, {"confirm": "confirm", "report": "report", "reask": "goal_gate"})
     g.add_edge("report", END)
     return g
 
@@ -116,7 +120,7 @@ def _after_plan_gate(state: State) -> Any:
     if route == "reask":
         return "plan_gate"
     if route == "report" or not state.get("plan"):
-        return "report"
+        return "confirm"
     return investigate.fan_out(state)
 
 
@@ -133,4 +137,4 @@ def _command_route(state: State) -> Any:
         return "setup" if not state.get("plan") else "apply"
     if route == "next":
         return "pick_next"
-    return "report"
+    return "confirm"

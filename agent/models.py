@@ -564,6 +564,11 @@ class Campaign(_Strict):
     `command:` target runs only when the policy's command rules allow it)."""
     options: list[Option] = Field(min_length=1)
     """The candidate optimizations, tried in order unless a person or the brain says otherwise."""
+    confirm: bool | Literal["pairwise"] = True
+    """When anything was kept: at the end, an interleaved A/B of the configuration the campaign started from (every kept
+    option reverted, newest first, checked) against the final one, which judges the goal by its CI and whether kept
+    options stack; the hosts end on the final configuration. `pairwise` also measures each pair of kept options (at
+    most 4 kept). `false`: no such A/B, and the report says the goal is an estimate from the single gains."""
 
     @field_validator("secrets")
     @classmethod

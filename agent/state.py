@@ -71,6 +71,8 @@ class State(TypedDict, total=False):
     tried: Annotated[list[int], appended()]  # options that reached apply (budget: options tried)
     budget: dict[str, Any] | None  # the facts of the last budget check
     budget_approved: list[str]  # limits a person or rule agreed to go past
+    confirmation: dict[str, Any] | None  # the end-of-campaign A/B of the final configuration (agent/nodes/confirm.py)
+    confirm_pairs: int | None  # a goal gate's "measure again": the pairs the next confirmation A/B runs
 
 
 def current(state: State) -> int:

@@ -423,6 +423,7 @@ _AT_GATE: dict[tuple[GateKind, Action], Action] = {
     ("command", "continue"): "approve",
     ("rollback", "rollback"): "retry",
     ("budget", "approve"): "continue",
+    ("goal", "approve"): "continue",
 }
 
 

@@ -160,6 +160,30 @@ class BudgetFacts(GateFacts):
     options_tried: int = Field(description="options applied so far")
 
 
+GoalMet = Literal["met", "not met", "unclear", "no target"]
+
+
+class GoalFacts(GateFacts):
+    goal_met: GoalMet = Field(
+        description='the goal against the confirmation A/B: "met" (the whole CI clears the target), "not met" (the '
+        'whole CI is below it), "unclear" (the CI straddles it), "no target" (the goal names none)'
+    )
+    goal_gain_pct: float = Field(description="the final configuration against the one the campaign started from, %")
+    goal_ci_low: float = Field(description="lower bound of that gain's 95% CI, %")
+    goal_ci_high: float = Field(description="upper bound of that gain's 95% CI, %")
+    target_pct: float = Field(description="the goal's target gain, % (0.0 when it names none)")
+    p_goal_met: float = Field(description="P(true gain ≥ target) read off the CI (0.0 when the goal names no target)")
+    pairs: int = Field(description="confirmation pairs behind the CI")
+    pairs_to_tell: int = Field(description="an unclear goal: about how many pairs would tell (0: none, or too many)")
+    kept: int = Field(description="options in the final configuration")
+    interaction_pct: float = Field(
+        description="the confirmed gain against the product of the kept options' single gains, % (0.0 with fewer "
+        "than two kept)"
+    )
+    interaction: bool = Field(description="that interaction is beyond its 95% CI: the kept options do not stack")
+    rounds: int = Field(description="confirmation A/Bs run so far (a retry measures again)")
+
+
 FACT_MODELS: dict[str, type[GateFacts]] = {
     "plan": PlanFacts,
     "triage": TriageFacts,
@@ -168,6 +192,7 @@ FACT_MODELS: dict[str, type[GateFacts]] = {
     "rollback": RollbackFacts,
     "command": CommandFacts,
     "budget": BudgetFacts,
+    "goal": GoalFacts,
 }
 
 _CEL_TYPES: dict[type, FactKind] = {bool: "bool", int: "int", float: "double", str: "string"}

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from policies.expr import FactSpec
 from policies.facts import FACTS
 
-GateKind = Literal["plan", "triage", "safety", "continue_or_ask", "rollback", "command", "budget"]
+GateKind = Literal["plan", "triage", "safety", "continue_or_ask", "rollback", "command", "budget", "goal"]
 Action = Literal["continue", "approve", "select", "skip", "defer", "retry", "rollback", "ask", "stop", "reject"]
 Scope = Literal["once", "for_now", "standing"]
 
@@ -25,6 +25,7 @@ GATE_KINDS: tuple[GateKind, ...] = (
     "rollback",
     "command",
     "budget",
+    "goal",
 )
 ACTIONS: tuple[Action, ...] = (
     "continue", "approve", "select", "skip", "defer", "retry", "rollback", "ask", "stop", "reject"
@@ -38,6 +39,14 @@ ALLOWED: dict[GateKind, tuple[Action, ...]] = {
     "rollback": ("approve", "continue", "retry", "stop", "ask"),
     "command": ("approve", "reject", "skip", "stop", "ask"),
     "budget": ("continue", "stop", "ask"),
+    "goal": ("continue", "retry", "stop", "ask"),
+}
+
+# Gate kinds added after policies were first written, and what one that names no rule for the kind answers: a goal
+# gate's answer changes no host (the hosts are on the final configuration either way), so a policy from before it
+# keeps running headless as it did, and the report says the goal as measured.
+UNNAMED: dict[GateKind, tuple[Action, str]] = {
+    "goal": ("continue", "the policy has no goal rules: the goal is reported as measured"),
 }
 
 # What "go ahead" means at each gate, for the one-key answers and the echo.
@@ -51,6 +60,11 @@ MEANING: dict[GateKind, dict[str, str]] = {
     },
     "continue_or_ask": {"continue": "try the next option", "select": "try the named option next"},
     "rollback": {"approve": "accept the rollback as is", "retry": "revert and verify again"},
+    "goal": {
+        "continue": "accept the measured result and finish on the final configuration",
+        "retry": "measure the final configuration against the start again, with more pairs",
+        "stop": "finish on the final configuration without accepting the result",
+    },
     "command": {"approve": "run it", "reject": "do not run it; the option is not tried"},
 }
 
@@ -69,6 +83,7 @@ def suggested_answer(kind: GateKind, facts: dict[str, Any]) -> str:
         "rollback": "revert and verify",
         "command": "approve",
         "budget": "continue",
+        "goal": "continue",
     }[kind]
 
 

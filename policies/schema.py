@@ -115,6 +115,7 @@ FAIL_CLOSED: dict[str, tuple[str, ...]] = {
     "rollback": ("ask", "stop"),
     "command": ("ask", "stop", "reject"),
     "budget": ("ask", "stop"),
+    "goal": ("ask", "stop"),
 }
 # At these gates skip/defer/select need option ids, which a policy rule cannot name.
 NEEDS_TARGETS = {"plan", "triage", "continue_or_ask"}

@@ -66,11 +66,11 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
      r"|roll (?:it )?back again", "retry", ("rollback",)),
     (r"revert and verify", "roll back", None),
     (r"accept (?:it |this |that |the rollback |the state )?as is|accept (?:it|this|that|the rollback)|accept",
-     "approve", ("rollback",)),
+     "approve", ("rollback", "goal")),
     (r"leave (?:it|things) as is|live with it", "approve", ("rollback",)),
     (r"keep (?:it|this|that) on|leave (?:it|this|that) on", "keep", ("safety",)),
-    (r"measure (?:it |this |that )?again|re-?measure|benchmark (?:it )?again|re-?benchmark|more (?:runs|pairs)",
-     "retry", ("safety", "rollback")),
+    (r"measure (?:it |this |that )?again|re-?measure|benchmark (?:it )?again|re-?benchmark"
+     r"|(?:run )?more (?:runs|pairs)", "retry", ("safety", "rollback", "goal")),
     (r"(?:do|try|run|test) (#?\d+) next", r"go with \1", None),
     (r"(#?\d+) next", r"go with \1", None),
     (r"go for it|do it|go on|let's go|lets go|make it so|send it", "continue", None),
@@ -93,7 +93,7 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
     (r"finish(?: up)?(?: with the report)?|end (?:it|the run|here)|stop (?:with|and write) the report"
      r"|stop and (?:give me|write|show me|send me) the report|stop the (?:campaign|run|whole thing)", "stop", None),
     (r"(?:push|move|put) (.+?) to the end", r"defer \1", ("plan", "triage", "continue_or_ask")),
-    (r"(?:re-?run|redo|repeat) the (?:benchmark|bench|a/b|measurement)s?", "retry", ("safety", "rollback")),
+    (r"(?:re-?run|redo|repeat) the (?:benchmark|bench|a/b|measurement)s?", "retry", ("safety", "rollback", "goal")),
     (r"revert (?:it )?and (?:check|verify|measure)(?: it)?(?: again)?", "retry", ("rollback",)),
     (r"run (?:em|'em)", "run them", ("command",)),
     (r"reject (?:them all|all of them|all|everything)", "reject", ("command",)),

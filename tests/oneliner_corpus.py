@@ -303,6 +303,17 @@ CORPUS: list[tuple[str, str, str]] = [
     ("budget", "stop", "stop"),
     ("budget", "stop here", "stop"),
     ("budget", "skip 2", "refuse"),
+    # ---------------------------------------------------------------- goal gate
+    ("goal", "continue", "continue"),
+    ("goal", "accept", "continue"),
+    ("goal", "ok", "continue"),
+    ("goal", "approve", "continue"),
+    ("goal", "measure again", "retry"),
+    ("goal", "retry with 12 pairs", "retry"),
+    ("goal", "stop", "stop"),
+    ("goal", "stop here", "stop"),
+    ("goal", "skip 2", "refuse"),
+    ("goal", "roll it back", "refuse"),
 ]  # fmt: skip
 
 # Wrong actions an attack review found in the first tolerant parser (all must stay refused or read right).

@@ -152,6 +152,7 @@ class SessionView:
     events: int = 0
     error: str | None = None
     report: ev.Report | None = None
+    confirmation: ev.GoalConfirmed | None = None  # the last end-of-campaign A/B of the final configuration
     ended: ev.SessionFinished | ev.SessionFailed | None = None
     run_s: float = 0.0  # time the runner spent running, summed over every run (start, resumes)
     rules_added: int = 0
@@ -319,6 +320,8 @@ class SessionView:
                 self.rules_added += 1
             case ev.Report():
                 self._report(e)
+            case ev.GoalConfirmed():
+                self.confirmation = e
             case ev.CommandStarted():
                 if e.key:
                     self.mutations_started[e.key] = {**e.fields(), "kind": e.kind, "ts": entry.ts}

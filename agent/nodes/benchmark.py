@@ -8,7 +8,7 @@ first verdict is inconclusive.
 from __future__ import annotations
 
 import statistics
-from typing import Any
+from typing import Any, Protocol
 
 from langgraph.runtime import Runtime
 
@@ -204,12 +204,24 @@ def _fleet_run(
     )
 
 
+class ABArms(Protocol):
+    """The two arms of an interleaved A/B, as `measure_level` drives them: one option (`Arms`) or two configurations
+    of the kept options (agent/nodes/confirm.py)."""
+
+    option_id: int | None  # the option the runs' events name; None: no one option
+
+    def set(self, arm: str) -> None: ...
+
+    def run(self, pair: int, arm: Arm, level: float | None, purpose: str = "ab") -> BenchRun: ...
+
+
 class Arms:
     """The option between the two arms of an A/B: the apply node left it on (arm B); each switch runs its
     apply or revert commands."""
 
     def __init__(self, ctx: RunContext, option: Option, approved: list[str]) -> None:
         self.ctx, self.option, self.approved = ctx, option, approved
+        self.option_id: int | None = option.id
         self.applied = True
         # Every A/B run, an outlier pair's first measurement too: its requests were sent and their failures are
         # evidence even when the pair's throughput is measured again (a pair with failures reads low).
@@ -245,12 +257,12 @@ class Arms:
 
 
 def measure_level(
-    ctx: RunContext, state: State, arms: Arms, level: float | None, target: int
+    ctx: RunContext, state: State, arms: ABArms, level: float | None, target: int
 ) -> tuple[list[BenchRun], ABResult | None]:
     """The interleaved A/B at one level: `target` pairs, outlier pairs measured again, one extension when the
     verdict is inconclusive. None for the result when the first pairs gave no reading in either arm."""
     spec = ctx.campaign.benchmark
-    option = arms.option.id
+    option = arms.option_id
     at: dict[str, Any] = {"level": level} if level is not None else {}  # no `level` on an unswept line
     runs: list[BenchRun] = []
 

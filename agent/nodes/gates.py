@@ -18,6 +18,7 @@ from policies.facts import (
     CommandClass,
     CommandFacts,
     ContinueFacts,
+    GoalFacts,
     PlanFacts,
     RollbackFacts,
     SafetyFacts,
@@ -93,6 +94,44 @@ def budget_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     if decision.action in ("continue", "approve"):
         return {**update, "route": "next", "budget_approved": list(b.get("limits", []))}
     return {**update, "route": "report", "stopping": True}
+
+
+# ---------------------------------------------------------------- goal
+
+CONFIRM_PAIRS_MAX = 50  # a policy's "measure again" without a number runs at most this many pairs
+
+
+def goal_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    c = state.get("confirmation") or {}
+    goal = c["goal"]
+    found = c.get("interactions") or []
+    whole = found[0] if found and sorted(found[0]["options"]) == sorted(c["kept"]) else None
+    facts = GoalFacts(
+        goal_met=goal["met"],
+        goal_gain_pct=float(goal["gain_pct"]),
+        goal_ci_low=float(goal["ci_low"]),
+        goal_ci_high=float(goal["ci_high"]),
+        target_pct=float(goal["target_pct"] or 0.0),
+        p_goal_met=float(goal["p_met"] or 0.0),
+        pairs=int(goal["pairs"]),
+        pairs_to_tell=int(goal["pairs_to_tell"] or 0),
+        kept=len(c["kept"]),
+        interaction_pct=float(whole["interaction_pct"]) if whole else 0.0,
+        interaction=any(i["kind"] != "none" for i in found),
+        rounds=int(c.get("rounds", 1)),
+    )
+    kept = ", ".join(f"#{o}" for o in c["kept"])
+    lines = [f"The final configuration ({kept} kept) against the one the campaign started from: {c['summary']}."]
+    lines += [f"{i['words']}." for i in found]
+    lines.append("Accept it, measure again with more pairs, or stop?")
+    gate = make_gate(state, "goal", "\n".join(lines), facts, options=c["kept"])
+    decision, update = resolve(state, runtime, gate)
+    if decision is None:
+        return update
+    if decision.action == "retry":
+        asked = decision.runs or facts.pairs_to_tell or 2 * facts.pairs
+        return {**update, "route": "confirm", "confirm_pairs": max(2, min(asked, CONFIRM_PAIRS_MAX))}
+    return {**update, "route": "report", **({"stopping": True} if decision.action == "stop" else {})}
 
 
 # ---------------------------------------------------------------- triage

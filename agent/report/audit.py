@@ -43,6 +43,20 @@ def _duration(seconds: float) -> str:
 # ---------------------------------------------------------------------- Markdown
 
 
+def _goal_lines(c: ev.GoalConfirmed | None) -> list[str]:
+    """The goal as the end-of-campaign A/B measured it (or why it was not)."""
+    if c is None:
+        return []
+    if c.summary:
+        lines = [f"- goal, final configuration against the start: {c.summary}"]
+    else:
+        lines = [f"- goal not measured ({c.skipped or c.error}): the gain above is an estimate from the single gains"]
+    lines += [f"  - {i.get('words')}" for i in c.interactions if isinstance(i, dict)]
+    if c.summary and c.error:
+        lines.append(f"  - {c.error}")
+    return lines
+
+
 def markdown(view: SessionView) -> str:
     s = view.started_event or ev.SessionStarted()
     status = view.ended.status if view.ended is not None and view.ended.status else view.status
@@ -56,6 +70,7 @@ def markdown(view: SessionView) -> str:
     ]
     if view.report is not None and view.report.estimated_gain_pct is not None:
         out.append(f"- estimated gain of what was kept: {pct(view.report.estimated_gain_pct)}")
+    out += _goal_lines(view.confirmation)
     cal = _fields(view.calibration)
     if isinstance(cal.get("sd_pct"), int | float) and isinstance(cal.get("noise_floor_pct"), int | float):
         out.append(
@@ -470,6 +485,7 @@ def to_json(view: SessionView, verification: Mapping[str, Any] | None = None) ->
         "wall_s": round(view.wall_s, 3),
         "run_s": round(view.run_s, 3),
         "estimated_gain_pct": view.report.estimated_gain_pct if view.report is not None else None,
+        "confirmation": _fields(view.confirmation) or None,
         "calibration": calibration,
         "options": options,
         "gates": [

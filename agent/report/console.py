@@ -168,7 +168,12 @@ def print_report(out: Any, console: Console | None = None) -> None:
         )
     console.print(table)
     goal = out.goal or {}
-    if goal.get("estimated_pct") is not None:
+    if goal.get("measured"):
+        style = {"met": "bold green", "not met": "bold red"}.get(goal["verdict"], "bold yellow")
+        console.print(Text(f"goal: {goal['text']} — final configuration against the start: {goal['summary']}", style))
+        for words in goal.get("interactions", []):
+            console.print(Text(f"  {words}"))
+    elif goal.get("estimated_pct") is not None:
         target = (
             f" (target {goal['target_pct']:+g}%: {'met' if goal['met'] else 'not met'})"
             if goal.get("target_pct") is not None
@@ -180,6 +185,8 @@ def print_report(out: Any, console: Console | None = None) -> None:
                 style="bold",
             )
         )
+        if goal.get("not_measured"):
+            console.print(f"  an estimate from the single gains, not measured: {goal['not_measured']}")
     cal = out.calibration or {}
     if cal.get("sd_pct") is not None:
         # The session's A/A calibration, before any change; each option below has its own noise figure.

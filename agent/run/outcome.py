@@ -112,7 +112,7 @@ def outcome_of(
         ],
         session_rules=[r for r in values.get("session_rules", [])],
         pending_gate=pending,
-        goal=goal_summary(campaign.goal, summary.get("estimated_gain_pct")),
+        goal=goal_summary(campaign.goal, summary.get("estimated_gain_pct"), summary.get("confirmation")),
         calibration=summary.get("calibration"),
         deferred={"options": summary["deferred"], "revisit": f"signoff resume {session} --revisit"}
         if summary["deferred"] and not snapshot.interrupts
@@ -123,15 +123,41 @@ def outcome_of(
     )
 
 
-def goal_summary(goal: Any, estimated: float | None) -> dict[str, Any]:
-    met = None if goal.target_pct is None or estimated is None else estimated >= goal.target_pct
-    return {
+def goal_summary(goal: Any, estimated: float | None, confirmation: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The goal as the report and `--json` say it. Measured (the end-of-campaign A/B): `met` is true when the whole CI
+    clears the target, false when the whole CI is below it, None when unclear. Not measured: `met` compares the
+    product of the single gains (`estimated_pct`) with the target, as before the confirmation existed."""
+    measured = (confirmation or {}).get("goal")
+    if measured is not None:
+        verdict = measured["met"]
+        met = {"met": True, "not met": False}.get(verdict)
+    else:
+        met = None if goal.target_pct is None or estimated is None else estimated >= goal.target_pct
+        verdict = "estimate" if estimated is not None else None
+    out = {
         "text": goal.text,
         "metric": goal.metric,
         "target_pct": goal.target_pct,
         "estimated_pct": estimated,
         "met": met,
+        "verdict": verdict,
+        "measured": measured is not None,
     }
+    if measured is not None:
+        out.update(
+            measured_pct=measured["gain_pct"],
+            ci=[measured["ci_low"], measured["ci_high"]],
+            pairs=measured["pairs"],
+            p_met=measured["p_met"],
+            pairs_to_tell=measured["pairs_to_tell"],
+            summary=confirmation["summary"],  # type: ignore[index]
+        )
+    if confirmation:
+        out["interactions"] = [i["words"] for i in confirmation.get("interactions", [])]
+        why = confirmation.get("skipped") or confirmation.get("error")
+        if why:
+            out["not_measured"] = why
+    return out
 
 
 def brain_usage(view: SessionView, name: str) -> dict[str, Any]:

@@ -37,7 +37,7 @@ def recent(values: Sequence[float], n: int = RECENT) -> list[float]:
 
 
 def state_check(
-    ctx: RunContext, option_id: int, hosts: list[str], approved: list[str]
+    ctx: RunContext, option_id: int, hosts: list[str], approved: list[str], *, purpose: str = "check:rollback"
 ) -> tuple[bool | None, str, dict[str, str]]:
     """Run the option's `check` on each host: (all say "not in effect", detail, host → what it said).
     None when the option has no check."""
@@ -49,7 +49,7 @@ def state_check(
     for host in hosts:
         spec = CommandSpec(run=option.check.run, on=host, timeout=option.check.timeout)
         try:
-            (result,) = run_spec(ctx, spec, purpose="check:rollback", option=option_id, approved=approved)
+            (result,) = run_spec(ctx, spec, purpose=purpose, option=option_id, approved=approved)
         except CommandRefused as exc:
             said[host] = "not run"
             problems.append(f"{host}: check not run ({exc})")

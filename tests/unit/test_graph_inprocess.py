@@ -265,7 +265,7 @@ def test_a_clear_win_is_kept_journaled_as_kept_and_the_view_agrees(tmp_path: Pat
     # What the hosts were asked: the option applied on both decode hosts, the benchmark on gpu-a only
     # (3 baseline runs, then 4 A/B pairs), and the option left on, since it was kept.
     assert {r.host for r in run.mock.sent(" bench ")} == {"gpu-a"}
-    assert len(run.mock.sent(" bench ")) == 3 + 2 * 4
+    assert len(run.mock.sent(" bench ")) == 3 + 2 * 4 + 2 * 4  # calibration, the A/B, the goal's confirmation
     assert {r.host for r in run.mock.sent("apply moe-occupancy")} == {"gpu-a", "gpu-b"}
     for host in ("gpu-a", "gpu-b"):
         assert last_index(run.mock, "apply moe-occupancy", host) > last_index(run.mock, "revert moe-occupancy", host)

@@ -36,7 +36,15 @@ from agent.journal.events.commands import (
     MutationRecovered,
     MutationWaiting,
 )
-from agent.journal.events.gates import Decision, DecisionRejected, GateOpened, NotifySent, Report, RuleAdded
+from agent.journal.events.gates import (
+    Decision,
+    DecisionRejected,
+    GateOpened,
+    GoalConfirmed,
+    NotifySent,
+    Report,
+    RuleAdded,
+)
 from agent.journal.events.investigation import (
     Finding,
     PermissionRequested,
@@ -112,6 +120,7 @@ __all__ = [
     "FileUploaded",
     "Finding",
     "GateOpened",
+    "GoalConfirmed",
     "HostkeyPinned",
     "Json",
     "Kept",
@@ -213,6 +222,7 @@ KnownEvent = Annotated[
     | DecisionRejected
     | RuleAdded
     | NotifySent
+    | GoalConfirmed
     | Report
     | BrainFallback
     | LlmCall

@@ -71,6 +71,24 @@ class Report(Event):
     deferred: list[Json] = Field(default_factory=list)
     estimated_gain_pct: float | None = None
     error: str | None = None
+    confirmation: dict[str, Json] | None = None  # the goal as measured at the end (goal.confirmed), when it was
+
+
+class GoalConfirmed(Event):
+    """The end-of-campaign A/B of the final configuration against the start (agent/nodes/confirm.py): the goal judged
+    by its CI, and whether the kept options stack. `skipped` says why none ran; `error` why it stopped short."""
+
+    kind: Literal["goal.confirmed"] = "goal.confirmed"
+    kept: list[int] = Field(default_factory=list)
+    rounds: int | None = None
+    level: float | None = None
+    goal: dict[str, Json] | None = None
+    summary: str | None = None
+    ab: dict[str, Json] | None = None
+    interactions: list[dict[str, Json]] = Field(default_factory=list)
+    interaction_note: str | None = None
+    skipped: str | None = None
+    error: str | None = None
 
 
 class NotifySent(Event):

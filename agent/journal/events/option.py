@@ -41,7 +41,7 @@ class BenchRun(Event):
 
 class BenchProgress(Event):
     kind: Literal["bench.progress"] = "bench.progress"
-    option: int
+    option: int | None  # None: the end-of-campaign confirmation A/B, which no one option owns
     pair: int
     of: int
     level: float | None = None  # the sweep level being measured
@@ -49,7 +49,7 @@ class BenchProgress(Event):
 
 class BenchOutlier(Event):
     kind: Literal["bench.outlier"] = "bench.outlier"
-    option: int
+    option: int | None  # None: the end-of-campaign confirmation A/B, which no one option owns
     pair: int
     action: str
     values: Json = None
@@ -58,7 +58,7 @@ class BenchOutlier(Event):
 
 class BenchExtended(Event):
     kind: Literal["bench.extended"] = "bench.extended"
-    option: int
+    option: int | None  # None: the end-of-campaign confirmation A/B, which no one option owns
     from_pairs: int
     to_pairs: int
     reason: str | None = None
