@@ -566,9 +566,10 @@ class Campaign(_Strict):
     """The candidate optimizations, tried in order unless a person or the brain says otherwise."""
     confirm: bool | Literal["pairwise"] = True
     """When anything was kept: at the end, an interleaved A/B of the configuration the campaign started from (every kept
-    option reverted, newest first, checked) against the final one, which judges the goal by its CI and whether kept
-    options stack; the hosts end on the final configuration. `pairwise` also measures each pair of kept options (at
-    most 4 kept). `false`: no such A/B, and the report says the goal is an estimate from the single gains."""
+    option reverted, newest first, checked) against the final one, which judges the goal by its CI; with two or more
+    kept, each option kept after the first is also measured on its own against the start, to tell whether they stack.
+    The hosts end on the final configuration. `pairwise` also measures each pair of kept options (at most 4 kept).
+    `false`: none of this, and the report says the goal is an estimate from the single gains."""
 
     @field_validator("secrets")
     @classmethod

@@ -62,7 +62,7 @@ MEANING: dict[GateKind, dict[str, str]] = {
     "rollback": {"approve": "accept the rollback as is", "retry": "revert and verify again"},
     "goal": {
         "continue": "accept the measured result and finish on the final configuration",
-        "retry": "measure the final configuration against the start again, with more pairs",
+        "retry": "measure the final configuration against the start again, with more pairs (at least the benchmark's)",
         "stop": "finish on the final configuration without accepting the result",
     },
     "command": {"approve": "run it", "reject": "do not run it; the option is not tried"},

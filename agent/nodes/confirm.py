@@ -1,5 +1,6 @@
 """The goal measured: at the end, an interleaved A/B of the configuration the campaign started from against the
-final one (every kept option applied), with the statistics of any A/B; then whether the kept options stack.
+final one (every kept option applied), with the statistics of any A/B; then whether the kept options stack, from
+each option measured on its own against the start (`configurations`).
 
 The arms switch by running the kept options' reverts (newest first) and applies (in the order they were kept), only
 on the hosts each was kept on; the first switch into each configuration is checked with the options' `check`
@@ -124,7 +125,26 @@ def _why_not(ctx: RunContext, state: State, order: list[int]) -> str | None:
     return None
 
 
-def _single(state: State, option_id: int) -> Single | None:
+def configurations(order: list[int], *, pairwise: bool) -> list[frozenset[int]]:
+    """What the confirmation measures against the start: the final configuration; with two or more kept, each option
+    kept after the first on its own (its A/B measured it on top of the earlier ones, so its recorded gain is what it
+    adds to them — that says nothing of whether they stack); `pairwise`, each pair too (up to PAIRWISE_MAX kept)."""
+    configs = [frozenset(order)]
+    if len(order) >= 2:
+        configs += [frozenset([o]) for o in order[1:]]
+    if pairwise and 2 < len(order) <= PAIRWISE_MAX:
+        configs += [frozenset(c) for c in combinations(order, 2)]
+    return configs
+
+
+def _single(state: State, option_id: int, alone: Any) -> Single | None:
+    """An option's gain on its own against the start: measured alone here, or (the first kept) its own A/B."""
+    if alone is not None:
+        if alone.effect_pct is None or alone.ci_low is None or alone.ci_high is None:
+            return None
+        return Single(
+            option=option_id, gain_pct=alone.effect_pct, ci_low=alone.ci_low, ci_high=alone.ci_high, pairs=alone.pairs
+        )
     o = state.get("options", {}).get(str(option_id), {})
     ab = state.get("ab", {}).get(str(option_id), {})
     if o.get("gain_pct") is None or not o.get("ci") or not ab.get("pairs"):
@@ -146,9 +166,7 @@ def confirm(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     level = outside_level(ctx.campaign)
     ctx.journal.append(ev.Phase(phase="confirm", pairs=pairs, hosts=None, **({"level": level} if level else {})))
     final = frozenset(order)
-    configs: list[frozenset[int]] = [final]
-    if ctx.campaign.confirm == "pairwise" and 2 < len(order) <= PAIRWISE_MAX:
-        configs += [frozenset(c) for c in combinations(order, 2)]
+    configs = configurations(order, pairwise=ctx.campaign.confirm == "pairwise")
     # Measured as any A/B: the goal's own target plays no part in when it stops; `current` None keeps any one
     # option's expected gain out of it.
     measuring: State = {**state, "current": None, "retry_pairs": pairs if state.get("confirm_pairs") else None}
@@ -158,6 +176,8 @@ def confirm(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     try:
         for config in configs:
             arms.arms["B"] = config
+            named = " + ".join(f"#{o}" for o in order if o in config)
+            ctx.journal.append(ev.Phase(phase="confirm.arm", pairs=pairs, title=f"{named} against the start"))
             _, result = measure_level(ctx, measuring, arms, level, pairs)
             results[config] = result
     except (MutationInDoubt, CommandRefused, ConfigurationMismatch, RuntimeError) as exc:
@@ -200,14 +220,16 @@ def summarize(
     out["summary"] = goal.words()
     out["ab"] = {k: getattr(result, k) for k in ("pairs", "effect_pct", "ci_low", "ci_high", "verdict", "ratios")}
     found: list[Interaction] = []
-    singles = {o: s for o in order if (s := _single(state, o)) is not None}
+    singles = {o: s for o in order if (s := _single(state, o, results.get(frozenset([o])))) is not None}
+    if len(order) >= 2:
+        out["singles"] = [s.model_dump(mode="json") for s in singles.values()]
     if len(order) >= 2:
         if len(singles) == len(order):
             found.append(interaction(result.ratios, [singles[o] for o in order]))
         else:
             out["interaction_note"] = "a kept option has no single gain with a CI: no interaction to judge"
     for config, r in results.items():
-        if config == final or r is None or r.effect_pct is None or len(r.ratios) < 2:
+        if len(config) < 2 or config == final or r is None or r.effect_pct is None or len(r.ratios) < 2:
             continue
         if all(o in singles for o in config):
             found.append(interaction(r.ratios, [singles[o] for o in order if o in config]))

@@ -130,7 +130,8 @@ def goal_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         return update
     if decision.action == "retry":
         asked = decision.runs or facts.pairs_to_tell or 2 * facts.pairs
-        return {**update, "route": "confirm", "confirm_pairs": max(2, min(asked, CONFIRM_PAIRS_MAX))}
+        least = runtime.context.campaign.benchmark.pairs  # fewer than any A/B of the campaign would tell less
+        return {**update, "route": "confirm", "confirm_pairs": max(least, min(asked, CONFIRM_PAIRS_MAX))}
     return {**update, "route": "report", **({"stopping": True} if decision.action == "stop" else {})}
 
 

@@ -85,6 +85,7 @@ class GoalConfirmed(Event):
     goal: dict[str, Json] | None = None
     summary: str | None = None
     ab: dict[str, Json] | None = None
+    singles: list[dict[str, Json]] = Field(default_factory=list)  # each kept option's gain on its own vs the start
     interactions: list[dict[str, Json]] = Field(default_factory=list)
     interaction_note: str | None = None
     skipped: str | None = None
