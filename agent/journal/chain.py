@@ -33,7 +33,9 @@ FORMAT_VERSION = 1
 GENESIS = "0" * 64
 # fsync these at once and commit the head after them: they are what an auditor asks about first, and (policy
 # changes, proposed options, lines adopted after a crash) what a head must vouch for before a resume acts on it.
-DURABLE_KINDS = ("session.", "gate.", "decision", "rule.", "rollback", "report", "policy.", "plan", "log.")
+DURABLE_KINDS = (
+    "session.", "gate.", "decision", "rule.", "rollback", "report", "policy.", "plan", "log.", "goal."
+)  # fmt: skip
 # fsync these too (a mutation's started/finished lines carry an `effect`): after a crash they decide
 # whether it may run again. The head follows at the next line above, or at close.
 LEDGER_KINDS = ("mutation.",)

@@ -249,6 +249,10 @@ def describe(e: dict[str, Any], view: SessionView | None = None) -> str | None:
         return f"{opt}finding: {'feasible' if e['feasible'] else 'NO-GO'} {'; '.join(e['blockers'] + e['hazards'])}"
     if k == "ab.result":
         return f"{opt}A/B: {e['summary']}"
+    if k == "goal.confirmed":
+        said = e.get("summary") or f"not measured: {e.get('skipped') or e.get('error')}"
+        words = [i.get("words") for i in e.get("interactions") or [] if isinstance(i, dict)]
+        return f"goal, final configuration against the start: {said}" + "".join(f"; {w}" for w in words)
     if k == "stress.result":
         return f"{opt}stress {e['scenario']} run {e['run']}: {e['outcome']} — {e['evidence']}"
     if k == "gate.opened":
