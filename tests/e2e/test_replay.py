@@ -38,7 +38,10 @@ def rewrite(journal: Path, edit, *, db: bool = True) -> None:
 def test_replay_timeline_and_verify(cli, finished_session):
     session, journal = finished_session["session"], Path(finished_session["journal"])
     v = cli("replay", session, "--verify")
-    assert v.code == 0 and v.stdout.startswith("OK: ") and "6 gates, 6 policy decisions re-derived" in v.stdout
+    # plan, triage, #2's safety and continue gates, #3's, and the goal gate after the confirmation A/B
+    assert v.code == 0 and v.stdout.startswith("OK: ") and "7 gates, 7 policy decisions re-derived" in v.stdout
+    g = cli("replay", session, "--kind", "goal.confirmed")
+    assert g.code == 0 and "goal, final configuration against the start: measured +" in g.stdout
     t = cli("replay", session, "--kind", "decision", "--option", "2")
     assert t.code == 0 and "skip by policy:skip-unsafe" in t.stdout
     j = cli("replay", session, "--kind", "stress.result", "--json")
