@@ -75,7 +75,11 @@ def test_two_options_that_hide_the_same_overhead_are_reported_as_overlapping(cli
     assert i["words"].startswith("#1 and #2 overlap: together +14%")
     assert goal["interactions"] == [i["words"]]
     # The hosts end on the final configuration, checked: both on.
-    runs = [e for e in journal_events(out["journal"]) if e["kind"] == "command.finished" and e.get("purpose") == "check:confirm"]
+    runs = [
+        e
+        for e in journal_events(out["journal"])
+        if e["kind"] == "command.finished" and e.get("purpose") == "check:confirm"
+    ]
     assert runs and runs[-1]["exit"] == 0
     gate = next(g for g in out["gates"] if g["kind"] == "goal")
     assert (gate["action"], gate["by"]) == ("continue", "policy:no-goal-rules")
