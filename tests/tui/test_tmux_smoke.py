@@ -67,7 +67,7 @@ def test_make_demo_in_a_terminal_shows_the_run_and_the_report(tmp_path: Path, si
         assert "kept" in kept and re.search(r"\+2\d\.\d%", kept) and re.search(r"\+\d+\.\d…\+\d+\.\d", kept), kept
         assert "no-go" in plan_row(screen, "#1")
         assert re.search(r"pairs? [\d—]", screen) and re.search(r"stress \d/\d", screen)  # the counts
-        assert "gate g6" in screen  # the event stream follows to the end (the last line may sit under a toast)
+        assert "gate g7" in screen  # the event stream follows to the end (the last line may sit under a toast)
         term.tmux("send-keys", "-t", "smoke", "q")
         report = term.wait_for("EXIT=0", timeout=60)
         assert "#3 kept" in report and "journal:" in report
