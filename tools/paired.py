@@ -21,6 +21,16 @@ from pydantic import BaseModel
 
 from tools.noise import Band, Noise, band, calibration_against_pairs, delta_pct
 
+# Pairs the post-stress check may grow to when its configured ones cannot see a loss below the rollback ceiling
+# (as many runs as the unpaired check's 10 were).
+POST_STRESS_MAX_PAIRS = 5
+
+
+def rollback_pairs(verify_runs: int) -> int:
+    """Pairs a rollback measures when its readings were slower than the baseline (agent/nodes/rollback.py)."""
+    return max(2, verify_runs)
+
+
 # A pair's ratio has two runs' noise: k standard errors of a per-run noise, times √2 (`band` takes per-run noise).
 K = 3.0
 PAIRED_K = K * math.sqrt(2)

@@ -21,7 +21,7 @@ from agent.run.execute import run_spec
 from agent.run.verification import judge, judge_paired, recent, settled, slower, state_check
 from agent.state import State, current
 from tools.noise import noise_of
-from tools.paired import pair_noise
+from tools.paired import pair_noise, rollback_pairs
 
 
 def keep(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
@@ -335,7 +335,7 @@ def paired_back(
     arms = Arms(ctx, option, approved)
     arms.applied = False  # reverted by the rollback
     pairs: list[tuple[float, float]] = []
-    n = max(2, rb.verify_runs)
+    n = rollback_pairs(rb.verify_runs)
     ctx.journal.append(ev.Phase(phase="rollback.paired", option=option.id, pairs=n))
     try:
         for i in range(n):

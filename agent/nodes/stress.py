@@ -17,7 +17,7 @@ from agent.run.execute import run_spec
 from agent.run.verification import recent
 from agent.state import State, current
 from tools.noise import noise_of, runs_for
-from tools.paired import PAIRED_K, oriented, pair_noise, post_stress, shift
+from tools.paired import PAIRED_K, POST_STRESS_MAX_PAIRS, oriented, pair_noise, post_stress, shift
 from tools.stress import StressResult, classify
 from tools.transport import Host
 
@@ -64,11 +64,6 @@ def stress(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
                 results.append(r.model_dump(mode="json"))
     results += degraded_check(ctx, state, option)
     return {"stress": {str(option): results}, "route": "assess"}
-
-
-# Pairs the check may grow to when the configured ones cannot see a loss below the rollback ceiling (each pair is
-# a run of each arm: as many runs as the unpaired check's 10).
-POST_STRESS_MAX_PAIRS = 5
 
 
 def degraded_check(ctx: RunContext, state: State, option: int) -> list[dict[str, Any]]:
