@@ -139,8 +139,8 @@ def post_stress(
     b = band(noise, len(now), len(ab_ratios), k=PAIRED_K, floor_pct=floor_pct, ceiling_pct=ceiling_pct)
     limit = b.pct if b.pct is not None else tolerance_pct
     said = (
-        f"after stress the option's arm read {now_pct:+.1f}% against the baseline arm beside it, {then_pct:+.1f}% "
-        f"in the A/B ({change:+.1f}%) over {len(now)} interleaved pair(s), "
+        f"after stress the option's arm read {now_pct:+.1f}% against the baseline arm beside it ({change:+.1f}% "
+        f"against the A/B's {then_pct:+.1f}%) over {len(now)} interleaved pair(s), "
         f"band {b.describe() if b.pct is not None else f'±{limit:g}% (fixed)'}"
     )
     out = PostStress(outcome="ok", evidence=said, pairs=len(now), change_pct=change, band_pct=limit)

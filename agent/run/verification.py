@@ -281,7 +281,7 @@ def judge_paired(
     tells = abs(math.log1p(then_pct / 100)) > 2 * math.log1p(limit / 100)
     lines = [
         f"paired after the revert: the option applied again between reverted runs read {now_pct:+.1f}% against "
-        f"them, {then_pct:+.1f}% in the A/B ({change:+.1f}% over {len(now)} interleaved pairs, band "
+        f"them ({change:+.1f}% against the A/B's {then_pct:+.1f}%) over {len(now)} interleaved pairs (band "
         f"{b.describe() if b.pct is not None else f'±{limit:g}%'})"
     ]
     reverted = [a for a, _ in pairs]

@@ -10,6 +10,7 @@ import pytest
 from scipy import stats
 
 from agent.models import RollbackSpec
+from agent.report.figures import plain
 from agent.run.verification import judge_paired, slower
 from tools.noise import Noise, calibration_against_pairs, disagreement, f_cdf, f_quantile, noise_of, successive_df
 from tools.paired import pair_noise, post_stress, shift
@@ -178,3 +179,15 @@ def test_slower_reads_the_judges_own_yardsticks() -> None:
     assert not slower({"delta_recent_pct": 30.0, "band_pct": 5.0}, True)
     assert slower({"drift_pct": 30.0, "band_pct": 5.0}, False)
     assert not slower({"delta_recent_pct": -3.0, "drift_pct": None, "band_pct": 5.0}, True)
+
+
+def test_a_report_quotes_the_paired_checks_without_restating_the_ab_gain() -> None:
+    a, _, ratios = ab()
+    then = f"{(math.exp(sum(math.log(r) for r in ratios) / len(ratios)) - 1) * 100:+.1f}%"
+    now = list(zip(noisy(650, 3, seed=8), noisy(780, 3, seed=9), strict=True))
+    for text in (
+        check(now, ratios, pair_noise(None, ratios)).evidence,
+        paired(now, ratios, a, state_ok=True)["detail"],
+    ):
+        assert then in text and then not in plain(text) and "against the A/B's)" in plain(text)
+        assert "noise ±" not in plain(text)
