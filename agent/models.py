@@ -87,8 +87,8 @@ class Probe(CommandSpec):
     reproduced_by: list[OneLine] = Field(default_factory=list)
     """Only with `on_fail: hazard`: the stress scenarios (by `name`) that exercise this hazard. A bad outcome of one of
     them (wedge, dead, saturated, crash, leak) is the hazard reproduced (`hazard_reproduced`); nothing else is (an
-    unrelated stress failure, a failed benchmark request, a slow post-stress check make the option unsafe for their
-    own reasons). Without it a confirmed hazard is never called reproduced."""
+    unrelated stress failure, a failed benchmark request, a post-stress check that lost ground make the option unsafe
+    for their own reasons). Without it a confirmed hazard is never called reproduced."""
     timeout: float = Field(default=30.0, gt=0, le=3600)
     """Seconds before the probe is killed (a probe that times out has failed)."""
 
@@ -279,8 +279,9 @@ class BenchSpec(CommandSpec):
     """A/A pairs measured at setup: the run's own noise floor, which every later band is judged against (4-6
     recommended; 0 leaves it to the A/B's spread)."""
     post_stress_runs: StrictInt = Field(default=0, ge=0, le=10)
-    """Candidate-arm runs after the stress tests, compared with the A/B's: a server left slower by stress is `degraded`.
-    """
+    """Pairs of runs after the stress tests, the option's arm and the baseline's interleaved (the option toggled as in
+    the A/B): the option's arm losing ground to the baseline's since the A/B is `degraded`; both slower is the machine
+    (a neighbour, or damage a revert does not undo), said as such, and the safety verdict `unknown`."""
     timeout: float = Field(default=600.0, gt=0, le=86_400)
     """Seconds before a benchmark run is killed (the run is then invalid)."""
     typical_s: float | None = Field(default=None, gt=0, le=3 * 86_400)

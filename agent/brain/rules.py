@@ -117,6 +117,8 @@ class RuleBrain:
             failed = 0
         reasons.extend(stress_reasons(stress))
         reasons.extend(s["evidence"] for s in stress if s["evidence"].startswith("not judged"))
+        machine = [f"{s['scenario']}: {s['machine']}" for s in stress if s.get("machine")]
+        reasons.extend(machine)
         if failed:
             # A run with no readable result (exit status, deadline, unreadable output, most requests failed).
             reasons.append(f"{failed} candidate benchmark run(s) failed or were unreadable")
@@ -140,6 +142,10 @@ class RuleBrain:
         elif not stress:
             verdict = "unknown"
             reasons.append("no stress tests configured")
+        elif machine:
+            # Both arms slower after the stress than during the A/B: a neighbour, or damage a revert does not undo.
+            # Not the option's degradation (its arm kept its ground beside the baseline's), and no acquittal either.
+            verdict = "unknown"
         else:
             verdict = "safe"
         if reproduced:

@@ -7,6 +7,7 @@ first verdict is inconclusive.
 
 from __future__ import annotations
 
+import math
 import statistics
 from typing import Any, Protocol
 
@@ -21,9 +22,10 @@ from agent.nodes.liveness import liveness
 from agent.nodes.sweep import judged_at_level, search_capacity, summarize, sweep_summary
 from agent.run.execute import run_spec
 from agent.state import State, current
-from tools.abstats import ABResult, Arm, BenchRun, analyse, outlier_pairs, pair_order
+from tools.abstats import ABResult, Arm, BenchRun, analyse, outlier_pairs, pair_order, t975
 from tools.benchparse import BenchParseError, BenchRecord, parse
 from tools.failures import counted, one_line
+from tools.noise import calibration_against_pairs
 from tools.stress import Stall, stall
 from tools.transport import CommandResult
 
@@ -439,15 +441,34 @@ def _analyse(ctx: RunContext, runs: list[BenchRun], state: State | None = None) 
     spec = ctx.campaign.benchmark
     calibration = (state or {}).get("calibration") or {}
     option = ctx.campaign.option(current(state)) if state and state.get("current") is not None else None
-    return analyse(
-        runs,
-        metric=spec.metric,
-        higher_is_better=spec.higher_is_better,
-        min_pairs=min(5, spec.pairs),
-        noise_pct=spec.noise_pct,
-        equivalence_pct=spec.equivalence_pct,
-        noise_floor_pct=None if calibration.get("warning") else calibration.get("noise_floor_pct"),
-        max_pairs=spec.max_pairs,
-        guardrail_pct=spec.guardrail_pct,
-        expected_pct=option.expected_gain_pct if option else None,
-    )
+
+    def with_floor(floor: float | None) -> ABResult:
+        return analyse(
+            runs,
+            metric=spec.metric,
+            higher_is_better=spec.higher_is_better,
+            min_pairs=min(5, spec.pairs),
+            noise_pct=spec.noise_pct,
+            equivalence_pct=spec.equivalence_pct,
+            noise_floor_pct=floor,
+            max_pairs=spec.max_pairs,
+            guardrail_pct=spec.guardrail_pct,
+            expected_pct=option.expected_gain_pct if option else None,
+        )
+
+    result = with_floor(None if calibration.get("warning") else calibration.get("noise_floor_pct"))
+    if spec.equivalence_pct is None and (overruled := calibration_against_pairs(calibration, result.ratios)):
+        # An A/A calibration taken under a neighbour's load (or before one came) is not this A/B's noise: the
+        # equivalence margin follows the pairs' own spread, and the verdict says so.
+        own, why = overruled
+        floor = round(t975(spec.max_pairs - 1) * own / math.sqrt(spec.max_pairs), 3)
+        result = with_floor(floor)
+        result = result.model_copy(
+            update={
+                "reasons": [
+                    *result.reasons,
+                    f"equivalence margin ±{result.equivalence_pct:g}% from this A/B's own pairs: {why}",
+                ]
+            }
+        )
+    return result

@@ -13,12 +13,15 @@ from langgraph.runtime import Runtime
 from agent.context import RunContext
 from agent.errors import CommandRefused, MutationInDoubt
 from agent.journal import events as ev
-from agent.nodes.benchmark import bench_once
+from agent.models import Option
+from agent.nodes.benchmark import Arms, bench_once
 from agent.nodes.gating import option_hosts
+from agent.nodes.stress import ab_ratios
 from agent.run.execute import run_spec
-from agent.run.verification import judge, settled, state_check
+from agent.run.verification import judge, judge_paired, recent, settled, slower, state_check
 from agent.state import State, current
 from tools.noise import noise_of
+from tools.paired import pair_noise, rollback_pairs
 
 
 def keep(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
@@ -293,6 +296,13 @@ def rollback(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     measure_back(ctx, option.id, take, back, can_settle=state_ok is not False)
     j = verdict
     after = readings[-ctx.campaign.rollback.verify_runs :]
+    if not j["verified"] and state_ok is not False and slower(j, ctx.campaign.benchmark.higher_is_better):
+        if (why_not := _no_reapply(state, key)) is None:
+            paired, after_paired = paired_back(ctx, state, option, approved, ab)
+            j, after = {**j, **paired, "detail": f"{j['detail']}; {paired['detail']}"}, after_paired or after
+            state_ok = j.get("state_ok", state_ok)
+        else:
+            j = {**j, "detail": f"{j['detail']}; not measured paired: {why_not}"}
     detail = j["detail"] if state_ok is not False else f"{state_detail}; {j['detail']}"
     if state_ok:
         detail = f"{state_detail}; {detail}"
@@ -300,6 +310,65 @@ def rollback(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx.journal.append(ev.Rollback(option=option.id, **v))
     update = _noted(state, option.id, v)
     return {**update, "baseline_now": after} if v["verified"] else update
+
+
+def _no_reapply(state: State, key: str) -> str | None:
+    """Why the option may not be applied again to pair the rollback's readings (None: it may). Only an option the
+    assessment found no harm in (its stress clean, no hazard, no failing requests): the A/B ran it already."""
+    verdict = (state.get("assessments", {}).get(key) or {}).get("verdict")
+    if verdict is None:
+        return "the option was never assessed"
+    if verdict == "unsafe":
+        return "the option was judged unsafe, so it is not applied again to compare with"
+    return None
+
+
+def paired_back(
+    ctx: RunContext, state: State, option: Option, approved: list[str], ab: dict[str, Any]
+) -> tuple[dict[str, Any], list[float]]:
+    """The rollback's readings were slower than the baseline by every yardstick: the revert, or the machine? The
+    option is applied again between reverted runs (A B, B A, …, as the A/B toggles it, `Arms`), and the arms'
+    ratio is judged against the A/B's own (`judge_paired`): a revert that undoes the option gives the A/B's
+    ratio back however slow the machine is now; one that does nothing gives no ratio. It ends reverted, and the
+    option's `check` is asked again. Returns the verdict's fields and the reverted readings."""
+    rb, hib = ctx.campaign.rollback, ctx.campaign.benchmark.higher_is_better
+    arms = Arms(ctx, option, approved)
+    arms.applied = False  # reverted by the rollback
+    pairs: list[tuple[float, float]] = []
+    n = rollback_pairs(rb.verify_runs)
+    ctx.journal.append(ev.Phase(phase="rollback.paired", option=option.id, pairs=n))
+    try:
+        for i in range(n):
+            got: dict[str, float | None] = {}
+            for arm in ("A", "B") if i % 2 == 0 else ("B", "A"):  # from the reverted state, back to it
+                run = arms.run(i, arm, None, purpose="verify-paired")
+                got[arm] = run.value if run.valid else None
+            a, b = got["A"], got["B"]
+            if a is not None and b is not None:
+                pairs.append((a, b))
+        arms.set("A")
+    except (CommandRefused, RuntimeError) as exc:
+        out: dict[str, Any] = {"verified": False, "detail": f"the paired check could not toggle the option: {exc}"}
+        if isinstance(exc, MutationInDoubt):
+            out["in_doubt"] = True
+        return out, []
+    state_ok, state_detail, _ = state_check(ctx, option.id, option_hosts(ctx, option.id), approved)
+    ratios = ab_ratios(ctx, ab)
+    a_values, reference = ab.get("a_values") or [], state.get("reference") or []
+    out = judge_paired(
+        pairs,
+        ab_ratios=ratios,
+        noise=pair_noise(state.get("calibration"), ratios),
+        level_noise=noise_of(state.get("calibration"), a_values, ab.get("b_values") or [], reference),
+        recent_a=recent(a_values),
+        reference=reference,
+        spec=rb,
+        higher_is_better=hib,
+        state_ok=state_ok,
+    )
+    if state_ok is False:
+        out["detail"] = f"{state_detail}; {out['detail']}"
+    return out, [a for a, _ in pairs]
 
 
 def measure_back(

@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
-import statistics
 from typing import Any
 
 from langgraph.runtime import Runtime
 
+from agent.campaign import outside_level
 from agent.context import RunContext
 from agent.errors import CommandRefused
 from agent.journal import events as ev
 from agent.models import STRESS_CHECK_TIMEOUT_S, CommandSpec, StressSpec
-from agent.nodes.benchmark import bench_once
+from agent.nodes.benchmark import Arms, bench_once
 from agent.nodes.liveness import liveness
 from agent.run.execute import run_spec
 from agent.run.verification import recent
 from agent.state import State, current
-from tools.noise import band, delta_pct, noise_of, runs_for
+from tools.noise import noise_of, runs_for
+from tools.paired import PAIRED_K, POST_STRESS_MAX_PAIRS, oriented, pair_noise, post_stress, shift
 from tools.stress import StressResult, classify
 from tools.transport import Host
 
@@ -65,68 +66,98 @@ def stress(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     return {"stress": {str(option): results}, "route": "assess"}
 
 
-POST_STRESS_MAX_RUNS = 10
-
-
 def degraded_check(ctx: RunContext, state: State, option: int) -> list[dict[str, Any]]:
-    """A short benchmark of the candidate after the stress: is it still as fast as at the end of its A/B?
+    """A short interleaved benchmark after the stress: has the option lost ground to the baseline beside it?
 
-    Judged against the noise of this run (a band over the option's own recent B readings); when the
-    configured runs are too few to see a slowdown below the ceiling, more are run (up to 10), and when
-    even that is not enough the check says it could not judge instead of calling noise a degradation."""
+    `post_stress_runs` pairs of runs (B A, A B, …: the first run is the option's arm as the stress left it, before
+    any toggle), the option toggled by its own revert/apply commands as in the A/B (`Arms`), and no restart (a
+    restart would wipe exactly the damage this check is looking for). The arms' ratio now is judged against the
+    A/B's own ratio with the noise of its pairs (`tools.paired`): a neighbour's load moves both arms and is not
+    the option's degradation. Both arms slower than at the end of the A/B is reported as what it is — the whole
+    machine slower, a neighbour or damage the revert does not undo — and makes the safety verdict `unknown`
+    (agent/brain/rules.py), not `unsafe`. When the configured pairs are too few to see a loss below the
+    rollback ceiling, more are run (up to POST_STRESS_MAX_PAIRS), and when even that is not enough the check
+    says it could not judge. The option ends applied, as the stress left it."""
     runs = ctx.campaign.benchmark.post_stress_runs
     ab = state.get("ab", {}).get(str(option), {})
-    b_values = ab.get("b_values") or []
+    a_values, b_values = ab.get("a_values") or [], ab.get("b_values") or []
     if not runs or not b_values:
         return []
-    rb = ctx.campaign.rollback
-    before = recent(b_values)
-    noise = noise_of(state.get("calibration"), ab.get("a_values") or [], b_values)
-    enough = runs_for(noise, len(before), within_pct=rb.ceiling_pct, limit=POST_STRESS_MAX_RUNS) or POST_STRESS_MAX_RUNS
-    values: list[float] = []
-    for i in range(max(runs, min(enough, POST_STRESS_MAX_RUNS))):
-        # No restart here: a restart would wipe exactly the damage this check is looking for.
-        run = bench_once(
-            ctx,
-            pair=i,
-            arm="B",
-            option=option,
-            approved=state.get("approved", []),
-            purpose="post-stress",
-            restart=False,
-        )
-        if run.valid and run.value is not None:
-            values.append(run.value)
-    mean_before = statistics.fmean(before)
-    if not values:
-        outcome, evidence = "degraded", "no valid benchmark run after the stress tests"
-    else:
-        delta = delta_pct(before, values)
-        worse = -delta if ctx.campaign.benchmark.higher_is_better else delta
-        b = band(noise, len(values), len(before), floor_pct=rb.floor_pct, ceiling_pct=rb.ceiling_pct)
-        limit = b.pct if b.pct is not None else rb.tolerance_pct
-        said = (
-            f"after stress {statistics.fmean(values):.1f} vs {mean_before:.1f} at the end of the A/B ({delta:+.1f}%) "
-            f"over {len(values)} run(s), band {b.describe() if b.pct is not None else f'±{limit:g}% (fixed)'}"
-        )
-        if worse > limit:  # only a slowdown is degradation; one beyond even a wide band is still measured
-            outcome, evidence = "degraded", said
-        elif b.too_noisy:
-            # Not a verdict either way: no power to see a slowdown smaller than the band.
-            outcome, evidence = "ok", f"not judged, too noisy: {said}; only a slowdown beyond ±{limit:.0f}% could show"
-        else:
-            outcome, evidence = "ok", said
+    rb, hib = ctx.campaign.rollback, ctx.campaign.benchmark.higher_is_better
+    ratios = ab_ratios(ctx, ab)
+    noise = pair_noise(state.get("calibration"), ratios)
+    limit = POST_STRESS_MAX_PAIRS
+    enough = runs_for(noise, len(ratios), k=PAIRED_K, within_pct=rb.ceiling_pct, limit=limit) or limit
+    approved = state.get("approved", [])
+    arms = Arms(ctx, ctx.campaign.option(option), approved)
+    pairs: list[tuple[float, float]] = []
+    broken: str | None = None
+    try:
+        for i in range(max(runs, min(enough, limit))):
+            got: dict[str, float | None] = {}
+            for arm in ("B", "A") if i % 2 == 0 else ("A", "B"):  # starts and (with an even count) ends applied
+                arms.set(arm)
+                run = bench_once(
+                    ctx, pair=i, arm=arm, option=option, approved=approved, purpose="post-stress", restart=False
+                )
+                got[arm] = run.value if run.valid else None
+            a, b = got["A"], got["B"]
+            if a is not None and b is not None:
+                pairs.append((a, b))
+        arms.set("B")
+    except (CommandRefused, RuntimeError) as exc:  # a toggle failed (or was cut short): judged on what there is
+        broken = f"the check could not switch arms after the stress: {exc}"
+    verdict = post_stress(
+        pairs,
+        ab_ratios=ratios,
+        noise=noise,
+        higher_is_better=hib,
+        floor_pct=rb.floor_pct,
+        ceiling_pct=rb.ceiling_pct,
+        tolerance_pct=rb.tolerance_pct,
+    )
+    outcome, evidence = verdict.outcome, verdict.evidence
+    extra: dict[str, Any] = {"pairs": verdict.pairs}
+    if verdict.change_pct is not None:
+        extra["change_pct"] = verdict.change_pct
+    if broken:
+        outcome, evidence = "degraded", f"{broken}; {evidence}"
+    machine = shift(
+        pairs,
+        recent_a=recent(a_values),
+        recent_b=recent(b_values),
+        noise=noise_of(state.get("calibration"), a_values, b_values),
+        higher_is_better=hib,
+        floor_pct=rb.floor_pct,
+        ceiling_pct=rb.ceiling_pct,
+    )
+    if machine is not None:
+        extra["machine_pct"] = machine.pct
+        if machine.slower:
+            extra["machine"] = machine.describe()
+            evidence = f"{evidence}; {machine.describe()}"
     r = StressResult(
         scenario="post-stress benchmark",
         run=1,
         host=ctx.campaign.benchmark.on,
-        outcome=outcome,
+        outcome=outcome,  # type: ignore[arg-type]
         duration_s=0.0,
         timeout_s=ctx.campaign.benchmark.timeout,
         evidence=evidence,
     )
-    ctx.journal.append(ev.StressResult(option=option, **r.model_dump(mode="json")))
-    return [r.model_dump(mode="json")]
+    ctx.journal.append(ev.StressResult(option=option, **r.model_dump(mode="json"), **extra))
+    return [{**r.model_dump(mode="json"), **extra}]
+
+
+def ab_ratios(ctx: RunContext, ab: dict[str, Any]) -> list[float]:
+    """The A/B's own oriented pair ratios at the level the check runs at: its pairs' (a sweep judged at another
+    level than the one outside it has only the arms' readings there, compared as their means)."""
+    if ab.get("ratios") and (not ab.get("sweep") or ab.get("level") == outside_level(ctx.campaign)):
+        return list(ab["ratios"])
+    a, b = ab.get("a_values") or [], ab.get("b_values") or []
+    n = min(len(a), len(b))
+    hib = ctx.campaign.benchmark.higher_is_better
+    return [oriented(x, y, hib) for x, y in zip(a[:n], b[:n], strict=True)]
 
 
 def _at_deadline(

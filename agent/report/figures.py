@@ -199,6 +199,8 @@ _CUTS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(rf", band (?:{_BAND}|±{_N}% \(fixed\))"), ""),  # agent.nodes.stress, post-stress check
     (re.compile(rf"; only a slowdown beyond ±{_N}% could show"), "; only a larger slowdown could show"),
     (re.compile(rf"the option's own effect \({_N}%\)"), "the option's own effect"),
+    # tools.paired and agent.run.verification.judge_paired: the A/B's gain restated beside a paired check's
+    (re.compile(rf" against the A/B's {_N}%\)"), " against the A/B's)"),
     (re.compile(_NOISE), "the noise"),  # any other place a per-run noise is restated
 ]
 

@@ -31,6 +31,7 @@ from policies.gates import GATE_KINDS
 from policies.load import load_policy
 from policies.schema import Policy, SourceError
 from tools.commands import allowed_words
+from tools.paired import POST_STRESS_MAX_PAIRS, rollback_pairs
 from tools.transport import Host
 
 CHECK_SESSION = "SESSION"  # what {{session}} reads as here: a run's own id is made when it starts
@@ -455,12 +456,18 @@ def estimate(c: Campaign, measured: Measured | None = None, note: str | None = N
     stress_s = sum(s.runs * (s.timeout + (30.0 if s.check else 0.0)) for s in c.stress)
     verify_runs_max = rb.verify_runs + rb.settle_runs
     settle_wait = sum(min(b.timeout * 2**k, rb.settle_wait_s) for k in range(rb.settle_runs))
+    # The post-stress check's pairs (grown up to POST_STRESS_MAX_PAIRS on a noisy system) and a rollback read slower
+    # than the baseline measured paired against the option applied again: two runs and a toggle or so a pair.
+    post_pairs = max(b.post_stress_runs, POST_STRESS_MAX_PAIRS) if b.post_stress_runs else 0
+    paired = rollback_pairs(rb.verify_runs)
     # The end's confirmation A/Bs (agent/nodes/confirm.py), with every option kept: the final configuration and each
     # later-kept option alone against the start, and with `pairwise` each pair; a switch toggles up to every option.
     confirms = 0 if c.confirm is False or not n else n + (n * (n - 1) // 2 if c.confirm == "pairwise" and n <= 4 else 0)
-    runs_max = setup_runs + n * (2 * b.max_pairs * levels + search_max + b.post_stress_runs + verify_runs_max)
+    runs_max = setup_runs + n * (2 * b.max_pairs * levels + search_max + 2 * post_pairs + verify_runs_max + 2 * paired)
     runs_max += confirms * 2 * b.max_pairs
-    toggles_per_option = b.max_pairs * levels + (2 * search.steps if search else 0)
+    toggles_per_option = (
+        b.max_pairs * levels + (2 * search.steps if search else 0) + (post_pairs + 1 if post_pairs else 0) + paired + 1
+    )
     toggles = n * toggles_per_option + confirms * b.max_pairs * n
     per_option_probe = max((sum(p.timeout for p in o.probes) for o in c.options), default=0.0)
     toggle_s = sum(max(sum(s.timeout for s in o.apply), sum(s.timeout for s in o.revert)) for o in c.options)
@@ -468,8 +475,9 @@ def estimate(c: Campaign, measured: Measured | None = None, note: str | None = N
         "setup": setup_s + setup_runs * per_run,
         "investigation": per_option_probe * n,
         "benchmark": n * (2 * b.max_pairs * levels + search_max) * per_run + toggle_s * toggles_per_option,
-        "stress": n * (stress_s + b.post_stress_runs * per_run),
-        "rollback": toggle_s + n * (verify_runs_max * per_run + settle_wait),
+        # toggle_s is every option's toggle once: the toggles of one option each, for all of them
+        "stress": n * (stress_s + 2 * post_pairs * per_run) + (post_pairs + 1 if post_pairs else 0) * toggle_s,
+        "rollback": (paired + 2) * toggle_s + n * ((verify_runs_max + 2 * paired) * per_run + settle_wait),
         "confirm": confirms * (2 * b.max_pairs * per_run + b.max_pairs * toggle_s),
     }
     likely: Expected = expected(c, measured, note)

@@ -38,7 +38,7 @@ CANDIDATES = 20  # newest sessions of the campaign looked at for one that measur
 SHOWN_PARTS = 3  # parts named in a unit's detail; the rest are counted
 ASSUMES = [
     "every option feasible, measured at `pairs` without an extension and rolled back once",
-    "no settling run after a rollback",
+    "no settling run after a rollback, nor a paired one (a rollback read slower than the baseline)",
     "the policy answers every gate (no time waiting for a person)",
 ]
 
@@ -121,7 +121,8 @@ def expected(c: Campaign, measured: Measured | None = None, note: str | None = N
         "apply", [p for i, o in enumerate(c.options) for p in _parts(f"options[{i}].apply", o.apply, per_option)]
     )
     stress_parts = [_Part(f"stress[{i}]", s.typical_s, _stress_bound(s), float(s.runs)) for i, s in enumerate(c.stress)]
-    stress = resolve("stress", stress_parts, b.post_stress_runs, bench)
+    # The post-stress check: a pair of runs per configured run, the option toggled between them as in the A/B.
+    stress = resolve("stress", stress_parts, 2 * b.post_stress_runs, ab)
     checks = [
         _Part(f"options[{i}].check", o.check.typical_s, o.check.timeout, per_option)
         for i, o in enumerate(c.options)
@@ -147,7 +148,7 @@ def expected(c: Campaign, measured: Measured | None = None, note: str | None = N
     return Expected(
         total_s=round(sum(phases.values()), 1),
         by_phase_s={k: round(v, 1) for k, v in phases.items()},
-        benchmark_runs=setup_runs + n * (ab_runs + b.post_stress_runs + rb.verify_runs),
+        benchmark_runs=setup_runs + n * (ab_runs + 2 * b.post_stress_runs + rb.verify_runs),
         durations=[setup, bench, ab, investigation, apply, stress, rollback],
         session=measured.session if measured else None,
         same_campaign=measured.same_campaign if measured else None,

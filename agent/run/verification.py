@@ -28,6 +28,7 @@ from agent.models import CommandSpec, RollbackSpec
 from agent.run.execute import run_spec
 from agent.run.planning import plan
 from tools.noise import Band, Noise, band, delta_pct, trend_level
+from tools.paired import PAIRED_K, gmean_pct, oriented
 
 RECENT = 4  # baseline-arm readings taken as "the baseline now": the last few of the A/B
 
@@ -109,7 +110,7 @@ def judge(
 ) -> dict[str, Any]:
     """The performance half of the verdict, given the state check's answer; a dict for the journal."""
     recent_a, recent_b = recent(a_series), recent(b_series)
-    out: dict[str, Any] = {"noise": noise.model_dump(), "state_ok": state_ok}
+    out: dict[str, Any] = {"noise": noise.logged(), "state_ok": state_ok}
     if not after:
         return {**out, "verified": False, "delta_pct": None, "detail": "no valid benchmark run after the revert"}
     mean = statistics.fmean(after)
@@ -237,4 +238,84 @@ def judge(
     out["performance_ok"] = perf_ok
     out["detail"] = f"baseline {mean:.1f} over {len(after)} run(s): " + "; ".join(lines)
     out["higher_is_better"] = higher_is_better
+    return out
+
+
+def slower(verdict: dict[str, Any], higher_is_better: bool) -> bool:
+    """Did `judge` find the readings after the revert slower than the baseline beyond its band, by a yardstick
+    it had (the recent baseline-arm readings, the known-good baseline)? What a neighbour's load looks like, and
+    damage too; only a comparison with the option's arm beside them tells the revert from the machine."""
+    sign = 1 if higher_is_better else -1
+    limit = verdict.get("band_pct") or 0
+    return any(
+        sign * verdict[key] < -limit for key in ("delta_recent_pct", "drift_pct") if verdict.get(key) is not None
+    )
+
+
+def judge_paired(
+    pairs: Sequence[tuple[float, float]],
+    *,
+    ab_ratios: Sequence[float],
+    noise: Noise,
+    level_noise: Noise,
+    recent_a: Sequence[float],
+    reference: Sequence[float],
+    spec: RollbackSpec,
+    higher_is_better: bool,
+    state_ok: bool | None,
+) -> dict[str, Any]:
+    """The rollback judged paired: (reverted, option re-applied) readings interleaved after the revert, their
+    ratio against the A/B's own (`tools.paired`). The revert is verified when the ratio is the A/B's again within
+    the band and either the option's effect is larger than the comparison can resolve (a revert that did nothing
+    would give no ratio) or its `check` says it is off; how far the reverted state itself moved since the A/B
+    (the machine: a neighbour's load, or damage the revert does not undo) is reported, not held against it."""
+    out: dict[str, Any] = {"noise": noise.logged(), "state_ok": state_ok, "paired_pairs": len(pairs)}
+    if len(pairs) < 2 or len(ab_ratios) < 2:
+        return {**out, "verified": False, "performance_ok": None, "detail": "too few paired readings after the revert"}
+    now = [oriented(a, b, higher_is_better) for a, b in pairs]
+    now_pct, then_pct = gmean_pct(now), gmean_pct(ab_ratios)
+    change = round(((1 + now_pct / 100) / (1 + then_pct / 100) - 1) * 100, 3)
+    b = band(noise, len(now), len(ab_ratios), k=PAIRED_K, floor_pct=spec.floor_pct, ceiling_pct=spec.ceiling_pct)
+    limit = b.pct if b.pct is not None else spec.tolerance_pct
+    matches = abs(change) <= limit and not b.too_noisy
+    tells = abs(math.log1p(then_pct / 100)) > 2 * math.log1p(limit / 100)
+    lines = [
+        f"paired after the revert: the option applied again between reverted runs read {now_pct:+.1f}% against "
+        f"them ({change:+.1f}% against the A/B's {then_pct:+.1f}%) over {len(now)} interleaved pairs (band "
+        f"{b.describe() if b.pct is not None else f'±{limit:g}%'})"
+    ]
+    reverted = [a for a, _ in pairs]
+    for name, base in (("the A/B's baseline arm", recent_a), ("the known-good baseline", reference)):
+        if base:
+            moved = delta_pct(base, reverted)
+            lb = band(level_noise, len(reverted), len(base), floor_pct=spec.floor_pct, ceiling_pct=spec.ceiling_pct)
+            out.setdefault("machine_pct", moved)
+            if lb.pct is not None and abs(moved) > lb.pct:
+                lines.append(f"the reverted state read {moved:+.1f}% against {name}")
+    if matches and (tells or state_ok):
+        perf_ok = True
+        if any(line.startswith("the reverted state") for line in lines):
+            lines.append(
+                "both arms moved together: the machine (a neighbour's load, or damage the revert does not undo), "
+                "not the revert"
+            )
+        if not tells:
+            lines.append("the option's own effect is smaller than this comparison resolves; the check says it is off")
+    elif b.too_noisy:
+        perf_ok = None
+        lines.append(f"too noisy to tell (band wider than the ±{spec.ceiling_pct:g}% ceiling)")
+    elif matches:
+        perf_ok = None  # a revert that did nothing would read the same: only the check could tell
+        lines.append("the option's own effect is smaller than this comparison resolves, so the ratio cannot tell")
+    else:
+        perf_ok = False
+        lines.append("the arms' ratio is not the A/B's: the revert does not undo the option as it did in the A/B")
+    if state_ok is False:
+        verified = False
+    elif perf_ok is None:
+        verified = bool(state_ok)  # as `judge`: only the check can speak, and without one nothing verifies
+    else:
+        verified = perf_ok
+    out.update(verified=verified, performance_ok=perf_ok, paired_change_pct=change, paired_band_pct=limit)
+    out["detail"] = "; ".join(lines)
     return out

@@ -93,6 +93,17 @@ def rng(state: dict, salt: str) -> random.Random:
     return random.Random(f"{state['seed']}:{salt}:{state['calls']}")
 
 
+def slowing(state: dict) -> bool:
+    """Is a stress's slow aftermath (`stress --slow-after`) still on for this run?"""
+    slow = state.get("slow") or {}
+    if not slow.get("left"):
+        return False
+    if slow.get("if"):
+        key, value_on, _ = FEATURES[slow["if"]]
+        return state[key] == value_on
+    return True
+
+
 def step_ms(state: dict, concurrency: int) -> float:
     step = 18.0 + 1.05 * concurrency
     if state["overlap_scheduler"]:
@@ -105,10 +116,16 @@ def step_ms(state: dict, concurrency: int) -> float:
     if state.get("degraded"):
         step *= 1.25  # e.g. KV blocks leaked by aborted requests: fewer fit, smaller batches
     slow = state.get("slow") or {}
-    if slow.get("left"):
+    if slowing(state):
         # The aftermath of a stress run (crash recovery, a vacuum backlog, cold caches): slower for a few
-        # runs, fading out; nothing an option or a revert did.
+        # runs, fading out; nothing an option or a revert did — unless `if` names the option whose own state
+        # the stress left slow (its revert undoes it).
         step *= 1 + slow["pct"] / 100 * slow["left"] / slow["of"]
+    near = state.get("neighbour") or {}
+    if near.get("pct") and near["from"] <= state["calls"] < near["from"] + near["calls"]:
+        # A neighbour's load on the shared machine for a window of calls: every run is slower, whichever option is
+        # on (both arms of any comparison alike); nothing an option, a revert or a stress did.
+        step *= 1 + near["pct"] / 100
     if state.get("drift_pct"):
         # A machine that drifts: throughput moves linearly by drift_pct over drift_calls calls, then stays.
         done = min(state["calls"] / max(state.get("drift_calls", 1), 1), 1.0)
@@ -124,6 +141,7 @@ def cmd_init(args: argparse.Namespace) -> None:
             "occupancy_effect": args.occupancy_effect,
             "drift_pct": args.drift_pct,
             "drift_calls": args.drift_calls,
+            "neighbour": {"pct": args.neighbour_pct, "from": args.neighbour_from, "calls": args.neighbour_calls},
         }
     )
     src = Path("src")
@@ -190,7 +208,7 @@ def cmd_bench(args: argparse.Namespace) -> None:
     state = load()
     r = rng(state, "bench")
     step = step_ms(state, args.concurrency) * math.exp(r.gauss(0.0, args.noise))
-    if (state.get("slow") or {}).get("left"):
+    if slowing(state):
         state["slow"]["left"] -= 1
         save(state)
     time.sleep(args.wall)
@@ -264,8 +282,13 @@ def cmd_stress(args: argparse.Namespace) -> None:
     r = rng(state, f"stress-{args.scenario}")
     time.sleep(args.wall)
     print(f"{args.scenario}: sent {args.requests} requests", flush=True)
+    if args.neighbour_runs:
+        # A neighbour's load arrives with the stress and stays for the next N calls (the post-stress check, a
+        # rollback's verification): the machine is slower in every configuration for that long.
+        state["neighbour"] = {"pct": args.neighbour_pct, "from": state["calls"] + 1, "calls": args.neighbour_runs}
+        save(state)
     if args.slow_after:
-        state["slow"] = {"left": args.slow_after, "of": args.slow_after, "pct": args.slow_pct}
+        state["slow"] = {"left": args.slow_after, "of": args.slow_after, "pct": args.slow_pct, "if": args.slow_if}
         save(state)
     if args.die:
         # The engine dies under the load; the client, like many, waits on its open streams in silence.
@@ -337,6 +360,9 @@ def main() -> None:
     p.add_argument("--occupancy-effect", type=float, default=0.83, help="step-time factor of tuned occupancy")
     p.add_argument("--drift-pct", type=float, default=0.0, help="throughput drifts by this much over the run")
     p.add_argument("--drift-calls", type=int, default=100, help="… reaching it after this many bench/stress calls")
+    p.add_argument("--neighbour-pct", type=float, default=0.0, help="a neighbour's load slows every run by this much")
+    p.add_argument("--neighbour-from", type=int, default=1, help="… from this bench/stress call (1: the first)")
+    p.add_argument("--neighbour-calls", type=int, default=0, help="… for this many calls")
     for name in ("apply", "revert", "check"):
         p = sub.add_parser(name)
         p.add_argument("feature", choices=sorted(FEATURES))
@@ -368,7 +394,10 @@ def main() -> None:
     p.add_argument("--die", action="store_true", help="the server dies under the load (health fails from then)")
     p.add_argument("--slow-after", type=int, default=0, help="the next N benchmark runs are slower, fading out")
     p.add_argument("--slow-pct", type=float, default=40.0, help="… by up to this much (step time)")
+    p.add_argument("--slow-if", choices=sorted(FEATURES), help="… only the runs with this feature on (its own state)")
     p.add_argument("--crash", action="store_true", help="the engine dies under load (the client exits 0)")
+    p.add_argument("--neighbour-runs", type=int, default=0, help="a neighbour's load for the next N calls, any config")
+    p.add_argument("--neighbour-pct", type=float, default=30.0, help="… slowing every run by this much (step time)")
     args = ap.parse_args()
     if args.cmd == "init":
         cmd_init(args)

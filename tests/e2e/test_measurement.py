@@ -124,27 +124,31 @@ options:
 
 def test_calibration_warmup_and_a_server_left_degraded_by_stress(cli, variant):
     r = cli("run", str(variant(CALIBRATED, name="calibrated")), "--policy", "autonomous", "--json")
-    # The leak survives the revert, so the rollback cannot verify: a critical gate, even for `autonomous`.
-    assert r.code == 3, r.stderr
+    assert r.code == 0, r.stderr
     out = r.json()
-    assert out["pending_gate"]["kind"] == "rollback" and out["pending_gate"]["facts"]["delta_pct"] < -10
     cal = out["calibration"]
     assert cal["pairs"] == 4 and 0 < cal["sd_pct"] < 10 and cal["noise_floor_pct"] > 0
     assert cal["options"]["2"]["below_noise_floor"] is True and cal["options"]["1"]["below_noise_floor"] is False
     one = {o["id"]: o for o in out["options"]}[1]
-    # +20 % measured, but the server was slower after the stress test: that is a hazard, not a win.
-    assert one["gain_pct"] > 10 and one["verdict"] == "unsafe" and one["outcome"] == "skipped"
-    assert any(x.startswith("rollback NOT verified") for x in one["reasons"])
-    assert any("post-stress benchmark: DEGRADED" in x for x in one["reasons"]), one["reasons"]
+    # +20 % measured, but the server was slower after the stress test with the option on and off (the leak survives
+    # the revert): not the option's measured degradation, and no win to keep either — `unknown`, deferred.
+    assert one["gain_pct"] > 10 and one["verdict"] == "unknown" and one["outcome"] == "deferred"
+    assert any(x.startswith("post-stress benchmark: both arms read slower") for x in one["reasons"]), one["reasons"]
     events = journal_events(out["journal"])
+    # The revert undid the option (paired against it applied again), and the machine stays slower: said, with the
+    # change against the known-good baseline that a policy can ask on (`delta_pct`).
+    rollback = next(e for e in events if e["kind"] == "rollback" and e["option"] == 1)
+    assert rollback["verified"] is True and rollback["delta_pct"] < -10 and rollback["machine_pct"] < -10
+    assert "both arms moved together: the machine" in rollback["detail"]
     purposes = [e["purpose"] for e in events if e["kind"] == "command.started"]
     benches = [i for i, p in enumerate(purposes) if p.startswith("bench:")]
     assert {purposes[i] for i in benches} == {"bench:A", "bench:B"}
     for i in benches:  # every run of either arm gets the same preparation…
         arm = purposes[i][-1]
         assert purposes[i - 1] == f"warmup:{arm}"
-        # …including a restart, except the post-stress check, where a restart would hide the damage.
-        assert purposes[i - 2] in (f"restart:{arm}", "stress:leaky", f"bench:{arm}")
+        # …including a restart, except the post-stress check, where a restart would hide the damage (its runs follow
+        # the stress, the run before, or the option's toggle between its arms).
+        assert purposes[i - 2] in (f"restart:{arm}", "stress:leaky", f"bench:{arm}", "toggle")
     assert any(e["kind"] == "calibration" for e in events)
 
 

@@ -170,9 +170,9 @@ def test_check_counts_every_level_and_the_search_in_its_estimate() -> None:
     e = estimate(campaign)
     # 3 verify runs at setup; 3 options × (5 pairs × 2 arms × 3 levels + a search meeting at the top: 2 × 3 runs)
     assert e.benchmark_runs_min == 3 + 3 * (2 * 5 * 3 + 2 * 3)
-    # … at most 6 pairs a level and 6 probes of 3 runs an arm, plus 3 + 6 rollback runs; and at the end, all three
-    # kept, the confirmation's 3 A/Bs (the final configuration, #2 and #3 alone) of up to 6 pairs
-    assert e.benchmark_runs_max == 3 + 3 * (2 * 6 * 3 + 2 * 6 * 3 + 3 + 6) + 3 * 2 * 6
+    # … at most 6 pairs a level and 6 probes of 3 runs an arm, plus 3 + 6 rollback runs and 3 pairs measured paired;
+    # and at the end, all three kept, the confirmation's 3 A/Bs (the final configuration, #2 and #3 alone) of 6 pairs
+    assert e.benchmark_runs_max == 3 + 3 * (2 * 6 * 3 + 2 * 6 * 3 + 3 + 6 + 2 * 3) + 3 * 2 * 6
 
 
 def test_a_run_at_another_load_than_the_level_asked_is_not_a_data_point() -> None:
