@@ -56,6 +56,7 @@ from agent.journal.events.option import (
     BenchOutlier,
     BenchProgress,
     BenchRun,
+    BenchStopped,
     Kept,
     Rollback,
     RollbackSettling,
@@ -97,6 +98,7 @@ __all__ = [
     "BenchOutlier",
     "BenchProgress",
     "BenchRun",
+    "BenchStopped",
     "BrainFallback",
     "Calibration",
     "CheckpointUnreadable",
@@ -197,6 +199,7 @@ KnownEvent = Annotated[
     | BenchProgress
     | BenchOutlier
     | BenchExtended
+    | BenchStopped
     | BenchAborted
     | BenchBroken
     | ABResult
