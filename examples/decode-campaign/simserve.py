@@ -177,7 +177,7 @@ def cmd_probe(args: argparse.Namespace) -> None:
 def cmd_bench(args: argparse.Namespace) -> None:
     state = load()
     r = rng(state, "bench")
-    step = step_ms(state, args.concurrency) * math.exp(r.gauss(0.0, args.noise))
+    step = step_ms(state, args.concurrency) * math.exp(r.gauss(0.0, args.noise)) / _jump(state, args)
     if (state.get("slow") or {}).get("left"):
         state["slow"]["left"] -= 1
         save(state)
@@ -245,6 +245,20 @@ def _failed_requests(state: dict, args: argparse.Namespace) -> int:
         state["failing_runs"] = done + 1
         save(state)
     return min(args.fail, args.num_prompts)
+
+
+def _jump(state: dict, args: argparse.Namespace) -> float:
+    """`--jump-pct P --jump-if FEATURE --jump-runs 2,3`: those runs of the ones with FEATURE on (counted from 1) are
+    P % faster — an effect that shows only in some runs, which two such runs agree on."""
+    if not args.jump_pct or not args.jump_if:
+        return 1.0
+    key, value_on, _ = FEATURES[args.jump_if]
+    if state[key] != value_on:
+        return 1.0
+    seen = state["jump_seen"] = state.get("jump_seen", 0) + 1
+    save(state)
+    runs = {int(x) for x in args.jump_runs.split(",") if x.strip()}
+    return 1 + args.jump_pct / 100 if seen in runs else 1.0
 
 
 def cmd_stress(args: argparse.Namespace) -> None:
@@ -343,6 +357,9 @@ def main() -> None:
     p.add_argument("--fail", type=int, default=0, help="this many requests of a run fail (a client error)")
     p.add_argument("--fail-if", choices=sorted(FEATURES), help="… only while this feature is on")
     p.add_argument("--fail-runs", type=int, default=0, help="… only in the first N such runs (0: every one)")
+    p.add_argument("--jump-pct", type=float, default=0.0, help="some runs with a feature on are this much faster")
+    p.add_argument("--jump-if", choices=sorted(FEATURES), help="… the feature")
+    p.add_argument("--jump-runs", default="", help="… which of its runs, counted from 1 (e.g. 2,3)")
     p = sub.add_parser("stress")
     p.add_argument("scenario", choices=["abort-cascade", "idle-busy-bursts"])
     p.add_argument("--requests", type=int, default=200)

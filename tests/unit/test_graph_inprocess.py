@@ -115,7 +115,8 @@ def option(oid: int, feature: str) -> dict[str, Any]:
     }
 
 
-def campaign(*options: dict[str, Any]) -> Campaign:
+def campaign(*options: dict[str, Any], **bench: Any) -> Campaign:
+    """The tiny campaign; `bench`: benchmark fields to set (the rest as below)."""
     return Campaign.model_validate(
         {
             "name": "inprocess-mock",
@@ -134,6 +135,7 @@ def campaign(*options: dict[str, Any]) -> Campaign:
                 "pairs": 4,
                 "max_pairs": 4,
                 "timeout": 30,
+                **bench,
             },
             "stress": [
                 {
@@ -273,6 +275,48 @@ def test_a_clear_win_is_kept_journaled_as_kept_and_the_view_agrees(tmp_path: Pat
     assert len(run.mock.sent(" stress ")) == 2 and not run.mock.sent(" dump")
     assert all(r.stdin is None and r.timeout > 0 for r in run.mock.requests)
     assert [c.method for c in run.brain.calls if c.method != "plan"] == ["investigate", "assess"]
+
+
+def test_a_clear_win_is_decided_sequentially_in_fewer_pairs_than_pairs_and_says_why(tmp_path: Path) -> None:
+    # The demo's benchmark settings (pairs 6, max_pairs 10, noise_pct 1) and its option #3: +22 %, 18 % expected.
+    three = {**option(3, "moe-occupancy"), "expected_gain_pct": 18}
+    demo = campaign(three, pairs=6, max_pairs=10, noise_pct=1.0)
+    assert demo.benchmark.sequential  # the default
+    run = InProcess(tmp_path, demo, "autonomous", TinyServer({"moe-occupancy": 1.22}))
+    run.start()
+
+    (ab,) = run.events("ab.result", option=3)
+    assert ab["verdict"] == "improved" and 20 < ab["effect_pct"] < 24
+    assert ab["stopped_by"] == "improved" and ab["pairs"] == ab["pairs_run"] < 6
+    assert ab["cs_low"] > 1.0 and ab["cs_low"] < ab["ci_low"]  # the always-valid sequence cleared the noise band
+    (stopped,) = run.events("bench.stopped", option=3)
+    assert stopped["stopped_by"] == "improved" and stopped["pairs"] == ab["pairs"] and stopped["max_pairs"] == 10
+    assert stopped["runs"] == 2 * ab["pairs"] and "clears +1%" in stopped["reason"]
+    assert len(run.mock.sent(" bench ")) == 3 + 2 * ab["pairs"]  # the baseline runs, then the pairs it took
+    assert [e["of"] for e in run.events("bench.progress", option=3)] == [10] * ab["pairs"]
+    view = run.view()
+    assert view.options[3].status == "kept" and not view.unrecognized
+
+
+def test_sequential_false_is_the_fixed_n_a_b_pairs_then_one_extension(tmp_path: Path) -> None:
+    three = {**option(3, "moe-occupancy"), "expected_gain_pct": 18}
+    fixed = campaign(three, pairs=6, max_pairs=10, noise_pct=1.0, sequential=False)
+    run = InProcess(tmp_path, fixed, "autonomous", TinyServer({"moe-occupancy": 1.22}))
+    run.start()
+    (ab,) = run.events("ab.result", option=3)
+    assert ab["verdict"] == "improved" and ab["pairs"] == 6 and ab["stopped_by"] == "fixed"
+    assert ab["cs_low"] is None and not run.events("bench.stopped")
+    assert [e["of"] for e in run.events("bench.progress", option=3)] == [6] * 6
+    assert len(run.mock.sent(" bench ")) == 3 + 2 * 6
+
+    # +1 %, at the edge of the noise band: inconclusive at 6 pairs, extended once to 10, as before sequential tests.
+    (tmp_path / "edge").mkdir()
+    edge = campaign(option(2, "tweak"), pairs=6, max_pairs=10, sequential=False)
+    run = InProcess(tmp_path / "edge", edge, "autonomous", TinyServer({"tweak": 1.01}))
+    run.start()
+    (ab,) = run.events("ab.result", option=2)
+    (extended,) = run.events("bench.extended", option=2)
+    assert (extended["from_pairs"], extended["to_pairs"]) == (6, 10) and ab["pairs"] == 10
 
 
 def test_an_option_whose_stress_run_hangs_is_judged_unsafe_and_rolled_back(tmp_path: Path) -> None:
