@@ -242,7 +242,10 @@ benchmark:
   timeout: 20
 rollback: {verify_runs: 2, settle_wait_s: 0}
 options:
-  - {id: 1, title: occupancy, apply: ["{{simserve}} apply moe-occupancy"], revert: ["{{simserve}} revert moe-occupancy"]}
+  - id: 1
+    title: occupancy
+    apply: ["{{simserve}} apply moe-occupancy"]
+    revert: ["{{simserve}} revert moe-occupancy"]
 """
 
 
