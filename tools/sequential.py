@@ -49,12 +49,13 @@ from typing import Literal
 from tools.abstats import ABResult, BenchRun, outliers, t975
 
 ALPHA = 0.025  # the confidence sequence's error: P(it ever misses the true mean) ≤ ALPHA
-MIXTURE = 10.0  # g, the variance of the standardized effect δ = μ/σ the mixture spreads over (tightest at n ≈ 4-8)
+# g, the variance of the standardized effect δ = μ/σ the mixture spreads over: large enough that three pairs can
+# decide (the sequence bounds the mean at n = 3 only when 1 + 3g > 1/α); by simulation (bench/sequential.py) any g
+# from 10 to 100 spends about the same runs.
+MIXTURE = 30.0
 FUTILITY = 0.2  # conditional power below which an A/B cannot show the expected gain within its budget
 FIRST_LOOK = 3  # the earliest look: with two pairs no always-valid test can decide
-FUTILE_FROM = (
-    5  # no futility before 5 complete pairs, the fewest the outlier check reads: a lone outlier looks like a loss
-)
+FUTILE_FROM = 5  # no futility before 5 complete pairs, the fewest the outlier check reads: an outlier looks like a loss
 RERUNS = 2  # outlier pairs an A/B measures again, at most
 BROKEN_AFTER_PAIRS = 2  # a benchmark that gave no reading in either arm for this many pairs is broken
 

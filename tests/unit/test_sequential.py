@@ -79,11 +79,13 @@ def test_the_sequence_is_where_the_mixture_ratio_stays_below_one_over_alpha():
     assert high - low > 2 * 2.364624 * sd / math.sqrt(8)
 
 
-def test_the_sequence_cannot_bound_two_or_three_pairs_nor_a_spread_of_zero():
+def test_the_sequence_cannot_bound_two_pairs_nor_a_spread_of_zero_and_three_pairs_only_with_a_wide_mixture():
     assert confidence_sequence([0.1, 0.2]) == (-math.inf, math.inf)
-    assert confidence_sequence([0.1, 0.2, 0.15]) == (-math.inf, math.inf)
     assert confidence_sequence([0.1, 0.1, 0.1, 0.1]) == (-math.inf, math.inf)
-    assert all(map(math.isfinite, confidence_sequence([0.1, 0.2, 0.15, 0.12])))
+    three = [0.1, 0.2, 0.15]
+    assert all(map(math.isfinite, confidence_sequence(three)))  # g = 30: 1 + 3g > 1/α
+    assert confidence_sequence(three, g=10) == (-math.inf, math.inf)
+    assert all(map(math.isfinite, confidence_sequence([*three, 0.12], g=10)))
 
 
 def test_the_sequence_covers_the_true_mean_at_every_look_at_least_1_minus_alpha_of_the_time():
