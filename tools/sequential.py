@@ -56,6 +56,7 @@ MIXTURE = 30.0
 FUTILITY = 0.2  # conditional power below which an A/B cannot show the expected gain within its budget
 FIRST_LOOK = 3  # the earliest look: with two pairs no always-valid test can decide
 FUTILE_FROM = 5  # no futility before 5 complete pairs, the fewest the outlier check reads: an outlier looks like a loss
+PER_HOST_PAIRS = 5  # the pairs a host's own A/B needs before a fleet's A/B may stop (agent.nodes.benchmark.per_host)
 RERUNS = 2  # outlier pairs an A/B measures again, at most
 BROKEN_AFTER_PAIRS = 2  # a benchmark that gave no reading in either arm for this many pairs is broken
 
@@ -75,10 +76,11 @@ class Design:
     alpha: float = ALPHA
     mixture: float = MIXTURE
     futility: float = FUTILITY
+    first: int = FIRST_LOOK  # the earliest look (a sweep's levels look from `pairs`: their runs fit a model too)
 
     @property
     def first_look(self) -> int:
-        return min(self.pairs, FIRST_LOOK)
+        return min(self.pairs, self.first)
 
     @property
     def budget(self) -> int:
@@ -240,7 +242,10 @@ class Planner:
     def _sequential(self, runs: Sequence[BenchRun]) -> Step:
         d = self.design
         budget = d.budget
-        if self.next_pair < d.first_look:
+        # A benchmark over several hosts also judges each host on its own pairs (a fixed-sample t from 5 pairs): it
+        # does not stop before they can, so a host the option hurts is still seen behind the fleet's gain.
+        first = min(d.pairs, PER_HOST_PAIRS) if any(r.hosts for r in runs) else d.first_look
+        if self.next_pair < first:
             return self._pair(budget)
         if (pair := self._lone_outlier(runs)) is not None:
             return self._rerun(runs, pair)

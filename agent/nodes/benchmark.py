@@ -24,7 +24,7 @@ from agent.state import State, current
 from tools.abstats import ABResult, Arm, BenchRun, analyse, pair_order
 from tools.benchparse import BenchParseError, BenchRecord, parse
 from tools.failures import counted, one_line
-from tools.sequential import BROKEN_AFTER_PAIRS, Design, Planner, Step, drive
+from tools.sequential import BROKEN_AFTER_PAIRS, FIRST_LOOK, Design, Planner, Step, drive
 from tools.stress import Stall, stall
 from tools.transport import CommandResult
 
@@ -262,6 +262,8 @@ def measure_level(
         max_pairs=target if retry else max(target, spec.max_pairs),
         sequential=spec.sequential,
         extend=not retry,
+        # A sweep's level also fits the step-time model and judges SLOs from its runs: at least `pairs` of them.
+        first=target if spec.sweep is not None else FIRST_LOOK,
     )
     # A sequential look may judge from its first look on: the always-valid sequence, not a minimum count, guards
     # the early verdicts.

@@ -269,3 +269,18 @@ def test_log_ratios_orient_lower_is_better_metrics():
     runs = _runs([1.1, 1.2])
     assert log_ratios(runs) == pytest.approx([math.log(1.1), math.log(1.2)])
     assert log_ratios(runs, higher_is_better=False) == pytest.approx([-math.log(1.1), -math.log(1.2)])
+
+
+def test_a_fleet_does_not_stop_before_each_host_can_be_judged_nor_a_sweep_level_before_pairs():
+    clear = noisy(22, 1, 10)
+    fleet = Scripted(clear)
+
+    def on_two_hosts(pair: int) -> list[BenchRun]:
+        return [r.model_copy(update={"hosts": {"h1": r.value, "h2": r.value}}) for r in fleet(pair)]
+
+    _, step = drive(Planner(Design(), judge()), on_two_hosts)
+    assert step.stopped_by == "improved" and step.result is not None and step.result.pairs == 5
+    _, step, target = run(clear, Design(first=6))  # a sweep's level: its runs fit a model too
+    assert step.stopped_by == "improved" and len(target.asked) == 6
+    _, step, target = run(clear)
+    assert len(target.asked) == 3  # alone, three pairs of a clear +22 % are enough
