@@ -21,7 +21,7 @@ Definitions (a verdict "improved" keeps the option):
 Targets (met/not met in `make bench`): sequential uses ≥ 30 % fewer runs than fixed-N; its false-keep rate is
 ≤ 5 %; its false-discard rate is no higher than fixed-N's within the simulation's error — the paired difference
 (sequential − fixed-N, the same runs) is at most 1.96 standard errors above zero. Seeded: the same figures every
-run. SEQ_SIMS sets the A/Bs per cell (default 150: 6 effects × 6 noises × 150 = 5 400 per setting).
+run. SEQ_SIMS sets the A/Bs per cell (default 80: 6 effects × 6 noises × 80 = 2 880 A/Bs per design and setting).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from tools.sequential import Design, Planner, drive  # noqa: E402
 
 EFFECTS = (-5.0, -2.0, 0.0, 2.0, 5.0, 20.0)
 NOISES = (1.0, 2.0, 3.0, 5.0, 10.0, 20.0)
-SIMS = int(os.environ.get("SEQ_SIMS", "150"))
+SIMS = int(os.environ.get("SEQ_SIMS", "80"))
 OUTLIER_P, OUTLIER_FACTOR = 0.1, 0.7
 DRIFT_PCT = 0.5
 CLAIM = 10.0
