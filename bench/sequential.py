@@ -169,7 +169,7 @@ def report(setting: Setting, tallies: dict[tuple[bool, float, float], Tally], *,
         f"(difference {diff:+.2%} ± {se:.2%} SE, paired)"
     )
     print(f"   not improved at +2%: fixed-N {statistics.fmean(two[1]):.1%}, sequential {statistics.fmean(two[0]):.1%}")
-    tag = setting.name if headline else f"grid: {setting.name}"
+    tag = "demo settings" if headline else f"grid: {setting.name}"
     record(
         f"sequential A/B runs per verdict ({tag})",
         f"{seq_runs:.1f} runs",
