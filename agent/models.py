@@ -257,9 +257,19 @@ class BenchSpec(CommandSpec):
     higher_is_better: bool = True
     """Whether a larger value is better (throughput) or worse (latency, duration)."""
     pairs: StrictInt = Field(default=6, ge=2, le=50)
-    """A/B pairs per option, interleaved AB BA AB … so that drift cancels out."""
+    """A/B pairs per option, interleaved AB BA AB … so that drift cancels out. Sequential: the look that judges as
+    fixed-N does (the test may stop earlier, from min(pairs, 3) pairs); fixed-N: the pairs every A/B runs."""
     max_pairs: StrictInt = Field(default=10, ge=2, le=50)
-    """Pairs an inconclusive first verdict may be extended to (once)."""
+    """The budget: a sequential A/B stops here at the latest; fixed-N extends an inconclusive first verdict to it
+    (once)."""
+    sequential: bool = True
+    """Stop each A/B as soon as its verdict is decided: after every pair from min(pairs, 3) on, an always-valid
+    confidence sequence (Lai's t-mixture, 95%) on the paired log-ratios decides improved, regressed or equivalent,
+    or the A/B stops as futile (its expected gain, or the gain so far, cannot clear noise_pct within max_pairs);
+    the paired t still judges at `pairs` and `max_pairs`, as fixed-N would. A sweep's levels (their runs also fit the
+    step-time model and judge SLOs) run at least `pairs`, a benchmark over several hosts (each host judged on its
+    own) at least 5. Each verdict says how many pairs it took and why it stopped. false: fixed-N (`pairs`, one
+    extension to `max_pairs`)."""
     noise_pct: float = Field(default=1.0, ge=0)
     """The smallest effect, in %, the verdict calls improved or regressed: the CI must clear ±noise_pct."""
     equivalence_pct: float | None = Field(default=None, ge=0)

@@ -15,7 +15,17 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SCRIPTS = ["startup.py", "overhead.py", "journal.py", "store.py", "ssh_latency.py", "tui.py", "commands.py", "sweep.py"]
+SCRIPTS = [
+    "startup.py",
+    "overhead.py",
+    "journal.py",
+    "store.py",
+    "ssh_latency.py",
+    "tui.py",
+    "commands.py",
+    "sweep.py",
+    "sequential.py",
+]
 
 
 def record(name: str, measured: str, reference: str, ratio: float | None, target: str, met: bool) -> None:

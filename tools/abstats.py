@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from typing import Literal, TypedDict
+from typing import Literal, NamedTuple, TypedDict
 
 from pydantic import BaseModel
 
@@ -114,6 +114,19 @@ class ABResult(BaseModel):
     spread_ratio: float | None = None
     spread_p: float | None = None
     spread_changed: bool = False
+    # Outlying pairs kept in the estimate (they agree with another pair's ratio, or read the same when measured
+    # again), and the effect with its CI without them ([effect, low, high] in %; None with fewer than 2 left).
+    flagged_pairs: list[int] = []
+    without_flagged: list[float] | None = None
+    # How the A/B ended (tools.sequential): why it stopped (improved, regressed, equivalent, guardrail, futile,
+    # budget; fixed for fixed-N), in words, the pairs it measured and the benchmark runs it took (re-runs too),
+    # and, for a sequential test, its always-valid 95% confidence sequence at the stop (%).
+    stopped_by: str | None = None
+    stop_reason: str | None = None
+    pairs_run: int | None = None
+    bench_runs: int | None = None
+    cs_low: float | None = None
+    cs_high: float | None = None
 
     def summary(self) -> str:
         if self.effect_pct is None:
@@ -246,20 +259,50 @@ def wilcoxon_p(diffs: Sequence[float]) -> float:
     return min(1.0, 2 * tail / 2**n)
 
 
-def outlier_pairs(runs: Sequence[BenchRun], *, k: float = 3.0) -> list[int]:
-    """Pairs whose log ratio is more than k robust SDs (1.4826·MAD) from the median: re-run, not dropped."""
+class Outliers(NamedTuple):
+    """Pairs whose log ratio is more than k robust SDs (1.4826·MAD) from the median: a lone one is measured again
+    (`rerun`); one whose ratio agrees with another pair's is a second reading of the same thing, not an accident,
+    and is kept and flagged (`flagged`)."""
+
+    rerun: list[int]
+    flagged: list[int]
+
+
+# Two readings of the same ratio differ by more than 2·√2 robust SDs (their difference has √2 times the spread)
+# about 5 % of the time: closer than that, an outlying pair agrees with the other.
+AGREE_SDS = 2 * math.sqrt(2)
+
+
+def outliers(runs: Sequence[BenchRun], *, k: float = 3.0) -> Outliers:
+    """The outlying pairs among complete ones (at least 5): which to measure again and which agree with another
+    pair's ratio (flag, don't drop: two pairs at 1.65× among 1.0× pairs are evidence, not two accidents)."""
     complete = {
         i: math.log(p["B"].value / p["A"].value)  # type: ignore[operator]
         for i, p in _pairs(runs).items()
         if "A" in p and "B" in p and p["A"].valid and p["B"].valid
     }
     if len(complete) < 5:
-        return []
+        return Outliers([], [])
     med = statistics.median(complete.values())
     mad = statistics.median(abs(d - med) for d in complete.values())
     if mad == 0:
-        return []
-    return sorted(i for i, d in complete.items() if abs(d - med) > k * 1.4826 * mad)
+        return Outliers([], [])
+    sd = 1.4826 * mad
+    far = sorted(i for i, d in complete.items() if abs(d - med) > k * sd)
+    agreeing = [i for i in far if any(j != i and abs(complete[i] - d) <= AGREE_SDS * sd for j, d in complete.items())]
+    return Outliers([i for i in far if i not in agreeing], agreeing)
+
+
+def outlier_pairs(runs: Sequence[BenchRun], *, k: float = 3.0) -> list[int]:
+    """Lone outlier pairs (more than k robust SDs from the median, agreeing with no other pair): measured again,
+    the first measurement journaled, not dropped silently."""
+    return outliers(runs, k=k).rerun
+
+
+def _far(runs: Sequence[BenchRun], *, k: float = 3.0) -> list[int]:
+    """Every outlying pair still in the estimate (flagged ones, and lone ones whose re-run read the same)."""
+    found = outliers(runs, k=k)
+    return sorted(found.rerun + found.flagged)
 
 
 def _pairs(runs: Sequence[BenchRun]) -> dict[int, dict[Arm, BenchRun]]:
@@ -401,8 +444,27 @@ def analyse(
             f"the option changes the run-to-run spread: ×{spread[0]:.2f} the baseline arm's "
             f"(Pitman–Morgan p={spread[1]:.3f})"
         )
+    flagged = _far(runs)
+    without = None
+    if flagged:
+        kept = [r for (a, _), r in zip(complete, ratios, strict=True) if a.pair not in flagged]
+        shown = ", ".join(f"{p} (B/A ×{math.exp(_log_of(complete, p)):.2f})" for p in flagged)
+        why = (
+            "kept in the estimate, flagged: each agrees with another pair's ratio or read the same when measured again"
+        )
+        if len(kept) >= 2:
+            w_effect, w_low, w_high = paired_ci(kept)
+            without = [round(w_effect, 3), round(w_low, 3), round(w_high, 3)]
+            reasons.append(
+                f"outlying pair(s) {shown} {why}; without them: {w_effect:+.1f}% "
+                f"(95% CI {w_low:+.1f}%…{w_high:+.1f}%, {len(kept)} pairs)"
+            )
+        else:
+            reasons.append(f"outlying pair(s) {shown} {why}")
     return ABResult(
         **base,
+        flagged_pairs=flagged,
+        without_flagged=without,
         detectable_pct=detectable,
         expected_pct=expected_pct,
         pairs_for_expected=pairs_for_expected,
@@ -422,6 +484,12 @@ def analyse(
 
 
 PAIRS_LIMIT = 200
+
+
+def _log_of(complete: Sequence[tuple[BenchRun, BenchRun]], pair: int) -> float:
+    """A pair's log ratio B/A (as the outlier test sees it)."""
+    a, b = next((a, b) for a, b in complete if a.pair == pair)
+    return math.log(b.value / a.value)  # type: ignore[operator]
 
 
 def breaches(guardrail_effects: dict[str, list[float]], guardrail_pct: float) -> list[str]:

@@ -1,8 +1,8 @@
 """Interleaved A/B benchmark of the current option against the baseline.
 
 Pairs alternate AB, BA, AB, … (ABBA counterbalancing) and the option is toggled with its own
-apply/revert commands between arms, so drift cancels out. One extension (to `max_pairs`) when the
-first verdict is inconclusive.
+apply/revert commands between arms, so drift cancels out. When to stop is `tools.sequential`'s: after every
+pair from the first look (sequential, the default), or `pairs` and one extension to `max_pairs` (fixed-N).
 """
 
 from __future__ import annotations
@@ -22,10 +22,11 @@ from agent.nodes.liveness import liveness
 from agent.nodes.sweep import judged_at_level, search_capacity, summarize, sweep_summary
 from agent.run.execute import run_spec
 from agent.state import State, current
-from tools.abstats import ABResult, Arm, BenchRun, analyse, outlier_pairs, pair_order, t975
+from tools.abstats import ABResult, Arm, BenchRun, analyse, pair_order, t975
 from tools.benchparse import BenchParseError, BenchRecord, parse
 from tools.failures import counted, one_line
 from tools.noise import calibration_against_pairs
+from tools.sequential import BROKEN_AFTER_PAIRS, FIRST_LOOK, Design, Planner, Step, drive
 from tools.stress import Stall, stall
 from tools.transport import CommandResult
 
@@ -259,47 +260,67 @@ class Arms:
 
 
 def measure_level(
-    ctx: RunContext, state: State, arms: ABArms, level: float | None, target: int
+    ctx: RunContext, state: State, arms: ABArms, level: float | None, target: int, *, sequential: bool | None = None
 ) -> tuple[list[BenchRun], ABResult | None]:
-    """The interleaved A/B at one level: `target` pairs, outlier pairs measured again, one extension when the
-    verdict is inconclusive. None for the result when the first pairs gave no reading in either arm."""
+    """The interleaved A/B at one level, run by `tools.sequential.Planner` to its verdict: sequential (the default)
+    looks after every pair from min(`target`, 3) on and stops when the verdict is decided, fixed-N
+    (`benchmark.sequential: false`) runs `target` pairs and one extension when inconclusive; both measure a lone
+    outlier pair again. `max_pairs` is the budget (`target` on a person's retry). None for the result when the
+    first pairs gave no reading in either arm. `sequential` overrides the campaign's choice (the goal's confirmation
+    is judged against a target the stopping rule does not know: fixed-N)."""
     spec = ctx.campaign.benchmark
+    sequential = spec.sequential if sequential is None else sequential
     option = arms.option_id
     at: dict[str, Any] = {"level": level} if level is not None else {}  # no `level` on an unswept line
-    runs: list[BenchRun] = []
+    retry = bool(state.get("retry_pairs"))
+    design = Design(
+        pairs=target,
+        max_pairs=target if retry else max(target, spec.max_pairs),
+        sequential=sequential,
+        extend=not retry,
+        # A sweep's level also fits the step-time model and judges SLOs from its runs: at least `pairs` of them.
+        first=target if spec.sweep is not None else FIRST_LOOK,
+    )
+    # A sequential look may judge from its first look on: the always-valid sequence, not a minimum count, guards
+    # the early verdicts.
+    min_pairs = design.first_look if sequential else None
+    planner = Planner(
+        design, lambda rs: _analyse(ctx, list(rs), state, min_pairs=min_pairs), higher_is_better=spec.higher_is_better
+    )
 
-    def run_pairs(start: int, stop: int, of: int | None = None) -> None:
-        for pair in range(start, stop):
-            for arm in pair_order(pair):
-                runs.append(arms.run(pair, arm, level))
-            ctx.journal.append(ev.BenchProgress(option=option, pair=pair + 1, of=of or stop, **at))
+    def measure(pair: int) -> list[BenchRun]:
+        return [arms.run(pair, arm, level) for arm in pair_order(pair)]
 
-    first = min(BROKEN_AFTER_PAIRS, target)
-    run_pairs(0, first, target)
-    if all(not r.valid for r in runs):
-        # Not one reading in either arm: the benchmark itself is broken here, which says nothing about
-        # the option. Stop measuring (more pairs would fail the same way) and let a person look.
-        return runs, None
-    run_pairs(first, target)
-    for pair in outlier_pairs(runs)[:2]:
-        # An outlier pair is measured again and the first measurement kept in the journal, not dropped.
-        old = [r for r in runs if r.pair == pair]
-        ctx.journal.append(
-            ev.BenchOutlier(option=option, pair=pair, values={r.arm: r.value for r in old}, action="re-run", **at)
-        )
-        runs[:] = [r for r in runs if r.pair != pair]
-        for arm in pair_order(pair):
-            runs.append(arms.run(pair, arm, level))
-    result = _analyse(ctx, runs, state)
-    if result.verdict == "inconclusive" and target < spec.max_pairs and not state.get("retry_pairs"):
-        ctx.journal.append(
-            ev.BenchExtended(
-                option=option, from_pairs=target, to_pairs=spec.max_pairs, reason="; ".join(result.reasons), **at
+    def note(step: Step, runs: list[BenchRun]) -> None:
+        if step.action == "pair":
+            ctx.journal.append(ev.BenchProgress(option=option, pair=step.pair + 1, of=step.of, **at))
+        elif step.action == "rerun":
+            # An outlier pair is measured again and the first measurement kept in the journal, not dropped.
+            ctx.journal.append(ev.BenchOutlier(option=option, pair=step.pair, values=step.old, action="re-run", **at))
+        elif step.action == "extend":
+            ctx.journal.append(
+                ev.BenchExtended(option=option, from_pairs=target, to_pairs=step.of, reason=step.reason, **at)
             )
-        )
-        run_pairs(target, spec.max_pairs)
-        result = _analyse(ctx, runs, state)
-    return runs, result
+        elif step.result is not None and sequential and step.stopped_by is not None:
+            r = step.result
+            ctx.journal.append(
+                ev.BenchStopped(
+                    option=option,
+                    pairs=r.pairs_run or 0,
+                    valid_pairs=r.pairs,
+                    runs=r.bench_runs,
+                    max_pairs=design.budget,
+                    stopped_by=step.stopped_by,
+                    verdict=r.verdict,
+                    reason=step.reason,
+                    cs_low=r.cs_low,
+                    cs_high=r.cs_high,
+                    **at,
+                )
+            )
+
+    runs, step = drive(planner, measure, note)
+    return runs, step.result
 
 
 def benchmark(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
@@ -373,9 +394,6 @@ def benchmark(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     return {"ab": {key: ab}, "route": "stress"}
 
 
-BROKEN_AFTER_PAIRS = 2
-
-
 def _arm_requests(runs: list[BenchRun]) -> dict[str, Any]:
     """Each arm's requests over its runs (every level of a sweep), for the assessment to compare; nothing when the
     tool counts none. A run with a few failed requests is still a data point: the failures are weighed here, arm
@@ -437,7 +455,9 @@ def per_host(ctx: RunContext, runs: list[BenchRun], state: State | None = None) 
     return out
 
 
-def _analyse(ctx: RunContext, runs: list[BenchRun], state: State | None = None) -> ABResult:
+def _analyse(
+    ctx: RunContext, runs: list[BenchRun], state: State | None = None, *, min_pairs: int | None = None
+) -> ABResult:
     spec = ctx.campaign.benchmark
     calibration = (state or {}).get("calibration") or {}
     option = ctx.campaign.option(current(state)) if state and state.get("current") is not None else None
@@ -447,7 +467,7 @@ def _analyse(ctx: RunContext, runs: list[BenchRun], state: State | None = None) 
             runs,
             metric=spec.metric,
             higher_is_better=spec.higher_is_better,
-            min_pairs=min(5, spec.pairs),
+            min_pairs=min_pairs if min_pairs is not None else min(5, spec.pairs),
             noise_pct=spec.noise_pct,
             equivalence_pct=spec.equivalence_pct,
             noise_floor_pct=floor,

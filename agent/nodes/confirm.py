@@ -167,8 +167,9 @@ def confirm(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx.journal.append(ev.Phase(phase="confirm", pairs=pairs, hosts=None, **({"level": level} if level else {})))
     final = frozenset(order)
     configs = configurations(order, pairwise=ctx.campaign.confirm == "pairwise")
-    # Measured as any A/B: the goal's own target plays no part in when it stops; `current` None keeps any one
-    # option's expected gain out of it.
+    # Measured as any fixed-N A/B (`pairs`, one extension when inconclusive): a sequential stop is decided by the
+    # noise band, not the goal's target, and its CI would then be read against a target it never looked at;
+    # `current` None keeps any one option's expected gain out of it.
     measuring: State = {**state, "current": None, "retry_pairs": pairs if state.get("confirm_pairs") else None}
     results: dict[frozenset[int], Any] = {}
     error = None
@@ -178,7 +179,7 @@ def confirm(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
             arms.arms["B"] = config
             named = " + ".join(f"#{o}" for o in order if o in config)
             ctx.journal.append(ev.Phase(phase="confirm.arm", pairs=pairs, title=f"{named} against the start"))
-            _, result = measure_level(ctx, measuring, arms, level, pairs)
+            _, result = measure_level(ctx, measuring, arms, level, pairs, sequential=False)
             results[config] = result
     except (MutationInDoubt, CommandRefused, ConfigurationMismatch, RuntimeError) as exc:
         error = f"the confirmation A/B stopped: {exc}"

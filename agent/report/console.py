@@ -59,6 +59,9 @@ def progress_line(event: Record) -> str | None:
         return f"{opt}benchmark pair {d['pair']} of {d['of']}"
     if k == "bench.run" and not d["valid"]:
         return f"{opt}run {d['arm']}{d['pair']} not counted: {d['reason']}"
+    if k == "bench.stopped":
+        of = f" of at most {d['max_pairs']}" if d.get("max_pairs") else ""
+        return f"{opt}A/B stopped after {d['pairs']}{of} pairs ({d['stopped_by']}): {d.get('reason')}"
     if k == "bench.extended":
         return f"{opt}inconclusive at {d['from_pairs']} pairs; extending to {d['to_pairs']}"
     if k == "rollback.settling":

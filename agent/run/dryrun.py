@@ -32,6 +32,7 @@ from policies.load import load_policy
 from policies.schema import Policy, SourceError
 from tools.commands import allowed_words
 from tools.paired import POST_STRESS_MAX_PAIRS, rollback_pairs
+from tools.sequential import FIRST_LOOK, PER_HOST_PAIRS
 from tools.transport import Host
 
 CHECK_SESSION = "SESSION"  # what {{session}} reads as here: a run's own id is made when it starts
@@ -440,7 +441,8 @@ def _previous(loaded: LoadedCampaign, store: str | None) -> tuple[Measured | Non
 
 
 def estimate(c: Campaign, measured: Measured | None = None, note: str | None = None) -> Estimate:
-    """Benchmark runs and wall time, counted from the campaign: at least `pairs` per option and no
+    """Benchmark runs and wall time, counted from the campaign: at least `pairs` per option (min(pairs, 3) for a
+    sequential A/B) and no
     settling, at most `max_pairs` with every settling run, every command running to its timeout; and
     beside that worst case the expected plan (agent/run/expected.py), from `measured` when given."""
     b, rb = c.benchmark, c.rollback
@@ -452,7 +454,11 @@ def estimate(c: Campaign, measured: Measured | None = None, note: str | None = N
     search = b.sweep.search if b.sweep else None
     # A capacity search: each arm at least one probe (it meets at the top), at most `steps`.
     search_min, search_max = (2 * search.runs, 2 * search.steps * search.runs) if search else (0, 0)
-    runs_min = setup_runs + n * (2 * b.pairs * levels + search_min)
+    # A sequential A/B may stop at its first look: 3 pairs; 5 on several hosts (each host is judged on its own);
+    # a sweep's levels run at least `pairs` (their runs fit the step-time model too).
+    fleet = len(c.targets(b.on)) > 1
+    first = min(b.pairs, PER_HOST_PAIRS if fleet else FIRST_LOOK) if b.sequential and b.sweep is None else b.pairs
+    runs_min = setup_runs + n * (2 * first * levels + search_min)
     stress_s = sum(s.runs * (s.timeout + (30.0 if s.check else 0.0)) for s in c.stress)
     verify_runs_max = rb.verify_runs + rb.settle_runs
     settle_wait = sum(min(b.timeout * 2**k, rb.settle_wait_s) for k in range(rb.settle_runs))

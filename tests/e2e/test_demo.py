@@ -37,7 +37,11 @@ def test_demo_reaches_the_evidence_based_verdicts(demo_json):
     assert 3.0 < two["gain_pct"] < 10.0
 
     ev = two["evidence"]
-    assert ev["ab"]["pairs"] == len(ev["ab"]["ratios"]) >= 5 and ev["ab"]["wilcoxon_p"] is not None
+    # A sequential A/B: as many pairs as its verdict took (its ab.result says why it stopped), and the Wilcoxon
+    # cross-check from 6 pairs on.
+    (ab2,) = [e for e in journal_events(out["journal"]) if e["kind"] == "ab.result" and e["option"] == 2]
+    assert ev["ab"]["pairs"] == len(ev["ab"]["ratios"]) == ab2["pairs_run"] >= 3 and ab2["stopped_by"] == "improved"
+    assert (ev["ab"]["wilcoxon_p"] is not None) is (ev["ab"]["pairs"] >= 6)
     assert [s["outcome"] for s in ev["stress"] if s["scenario"] == "abort-cascade"].count("wedge") >= 1
     assert all(s["artifact"].startswith("sha256-") for s in ev["stress"])
 
@@ -96,6 +100,7 @@ def test_demo_report_is_readable_and_listed(cli):
     ):
         assert text in r.stdout, text
     # Progress went to stderr as plain lines (not a terminal here).
-    assert "benchmark pair 1 of 6" in r.stderr and "WEDGE" in r.stderr
+    # The budget is max_pairs (a sequential A/B stops when its verdict is in, and says so).
+    assert "benchmark pair 1 of 10" in r.stderr and "A/B stopped after" in r.stderr and "WEDGE" in r.stderr
     rows = cli("sessions", "--json").json()
     assert len(rows) == 1 and rows[0]["status"] == "finished" and rows[0]["demo"] is True

@@ -115,7 +115,8 @@ def test_one_failed_request_in_eighty_is_a_fact_shown_not_an_unsafe_verdict(cli,
     test = assessment["request_failures"]
     assert test["option"]["failed"] == 1 and test["baseline"]["failed"] == 0 and test["higher"] is False
     attempted_b, attempted_a = test["option"]["attempted"], test["baseline"]["attempted"]
-    assert attempted_b == 80 * test["option"]["runs"] and attempted_a == 80 * test["baseline"]["runs"] >= 480
+    # Every run the A/B took, in each arm (a sequential A/B: at least its first look's 3 pairs).
+    assert attempted_b == 80 * test["option"]["runs"] and attempted_a == 80 * test["baseline"]["runs"] >= 80 * 3
     said = f"failed requests: 1 of {attempted_b} with the option, 0 of {attempted_a} on the baseline"
     (reason,) = [x for x in assessment["reasons"] if x.startswith("failed requests: ")]
     assert reason.startswith(said) and "not credibly more than the baseline at the 0.05 level" in reason

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import journal_events
 from tests.e2e.test_evidence import ALLOW_ALL, MINI
 from tools.abstats import BenchRun, outlier_pairs
@@ -222,3 +224,48 @@ def test_a_saturated_and_a_dead_server_are_outcomes_of_their_own_in_the_journal_
     assert safety["facts"]["saturated_runs"] == 1 and safety["facts"]["dead_runs"] == 1
     assert safety["facts"]["wedges"] == 0 and safety["facts"]["verdict"] == "unsafe"
     assert "SATURATED in 1 of 1 runs" in safety["question"] and "DEAD in 1 of 1 runs" in safety["question"]
+
+
+AGREEING = """\
+name: agreeing-outliers
+goal: {text: "two runs that agree are evidence, not accidents"}
+hosts: [{name: h1, roles: [server]}]
+vars: {simserve: "{{python}} simserve.py"}
+baseline:
+  upload: [{src: simserve.py}]
+  setup: ["{{simserve}} init --seed 5 --occupancy-effect 1.0"]
+  health: ["{{simserve}} health"]
+benchmark:
+  # The option does nothing, except in its 2nd and 3rd runs (pairs 1 and 2), which read 65 % faster: two pairs at
+  # 1.65x among 1.0x pairs, as two sysbench pairs did on a shared MariaDB host.
+  run: "{{simserve}} bench --wall 0 --noise 0.005 --jump-pct 65 --jump-if moe-occupancy --jump-runs 2,3"
+  on: h1
+  num_prompts: 900
+  pairs: 6
+  max_pairs: 6
+  timeout: 20
+rollback: {verify_runs: 2, settle_wait_s: 0}
+options:
+  - id: 1
+    title: occupancy
+    apply: ["{{simserve}} apply moe-occupancy"]
+    revert: ["{{simserve}} revert moe-occupancy"]
+"""
+
+
+def test_outlying_pairs_that_agree_with_each_other_are_flagged_and_kept_not_measured_again(cli, variant):
+    r = cli("run", str(variant(AGREEING, name="agreeing")), "--policy", "autonomous", "--json")
+    assert r.code in (0, 3), r.stderr
+    events = journal_events(r.json()["journal"])
+    (ab,) = [e for e in events if e["kind"] == "ab.result"]
+    # Not re-run: a re-run would read 1.0x and leave a narrow CI around zero that misses what two pairs saw.
+    assert not [e for e in events if e["kind"] == "bench.outlier"]
+    runs = [e for e in events if e["kind"] == "bench.run" and e.get("purpose") == "ab"]
+    assert len(runs) == 2 * ab["pairs_run"] and len({(e["pair"], e["arm"]) for e in runs}) == len(runs)
+    assert ab["flagged_pairs"] == [1, 2]
+    assert sorted(ab["ratios"])[-2:] == [pytest.approx(1.65, abs=0.05)] * 2
+    # The CI with them (the estimate) and without them (reported beside it).
+    assert ab["effect_pct"] > 10 and ab["ci_high"] > 20 and ab["verdict"] != "no_effect"
+    effect, low, high = ab["without_flagged"]
+    assert abs(effect) < 2 and low < 0 < high
+    assert any("without them" in reason for reason in ab["reasons"])

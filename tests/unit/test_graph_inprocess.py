@@ -115,7 +115,8 @@ def option(oid: int, feature: str) -> dict[str, Any]:
     }
 
 
-def campaign(*options: dict[str, Any]) -> Campaign:
+def campaign(*options: dict[str, Any], **bench: Any) -> Campaign:
+    """The tiny campaign; `bench`: benchmark fields to set (the rest as below)."""
     return Campaign.model_validate(
         {
             "name": "inprocess-mock",
@@ -134,6 +135,7 @@ def campaign(*options: dict[str, Any]) -> Campaign:
                 "pairs": 4,
                 "max_pairs": 4,
                 "timeout": 30,
+                **bench,
             },
             "stress": [
                 {
@@ -244,7 +246,9 @@ def test_a_clear_win_is_kept_journaled_as_kept_and_the_view_agrees(tmp_path: Pat
     assert not snapshot.interrupts and not snapshot.next  # the graph reached its end
 
     (ab,) = run.events("ab.result", option=1)
-    assert ab["verdict"] == "improved" and 18 < ab["effect_pct"] < 22 and ab["pairs"] == 4
+    assert ab["verdict"] == "improved" and 18 < ab["effect_pct"] < 22
+    pairs = ab["pairs"]  # a sequential A/B: as many as it took, within the campaign's 4
+    assert pairs == ab["pairs_run"] <= 4 and ab["stopped_by"] == "improved"
     (assessment,) = run.events("assessment", option=1)
     assert (assessment["verdict"], assessment["recommendation"]) == ("safe", "keep")
     assert [(e["option"], e["by"]) for e in run.events("kept")] == [(1, "policy:keep-win")]
@@ -257,15 +261,16 @@ def test_a_clear_win_is_kept_journaled_as_kept_and_the_view_agrees(tmp_path: Pat
     o = view.options[1]
     assert (o.status, o.outcome, o.decided_by) == ("kept", "kept", "policy:keep-win")
     assert o.ab_verdict == "improved" and o.gain_pct == ab["effect_pct"] and o.verdict == "safe"
-    assert len(o.pairs()) == 4 and all(b > a for _, a, b in o.pairs() if a and b)
+    assert len(o.pairs()) == pairs and all(b > a for _, a, b in o.pairs() if a and b)
     assert all((tmp_path / "artifacts" / r.artifact).is_file() for r in o.runs if r.artifact)  # output kept
     assert all(r.artifact for r in o.runs)
     assert view.report is not None and view.report.kept == [1] and not view.unrecognized
 
     # What the hosts were asked: the option applied on both decode hosts, the benchmark on gpu-a only
-    # (3 baseline runs, then 4 A/B pairs), and the option left on, since it was kept.
+    # (3 baseline runs, then the A/B pairs), and the option left on, since it was kept.
     assert {r.host for r in run.mock.sent(" bench ")} == {"gpu-a"}
-    assert len(run.mock.sent(" bench ")) == 3 + 2 * 4 + 2 * 4  # calibration, the A/B, the goal's confirmation
+    confirm = len(run.events("bench.run", purpose="confirm"))  # the goal's confirmation A/B at the end
+    assert confirm >= 2 * 4 and len(run.mock.sent(" bench ")) == 3 + 2 * pairs + confirm
     assert {r.host for r in run.mock.sent("apply moe-occupancy")} == {"gpu-a", "gpu-b"}
     for host in ("gpu-a", "gpu-b"):
         assert last_index(run.mock, "apply moe-occupancy", host) > last_index(run.mock, "revert moe-occupancy", host)
@@ -273,6 +278,48 @@ def test_a_clear_win_is_kept_journaled_as_kept_and_the_view_agrees(tmp_path: Pat
     assert len(run.mock.sent(" stress ")) == 2 and not run.mock.sent(" dump")
     assert all(r.stdin is None and r.timeout > 0 for r in run.mock.requests)
     assert [c.method for c in run.brain.calls if c.method != "plan"] == ["investigate", "assess"]
+
+
+def test_a_clear_win_is_decided_sequentially_in_fewer_pairs_than_pairs_and_says_why(tmp_path: Path) -> None:
+    # The demo's benchmark settings (pairs 6, max_pairs 10, noise_pct 1) and its option #3: +22 %, 18 % expected.
+    three = {**option(3, "moe-occupancy"), "expected_gain_pct": 18}
+    demo = campaign(three, pairs=6, max_pairs=10, noise_pct=1.0)
+    assert demo.benchmark.sequential  # the default
+    run = InProcess(tmp_path, demo, "autonomous", TinyServer({"moe-occupancy": 1.22}))
+    run.start()
+
+    (ab,) = run.events("ab.result", option=3)
+    assert ab["verdict"] == "improved" and 20 < ab["effect_pct"] < 24
+    assert ab["stopped_by"] == "improved" and ab["pairs"] == ab["pairs_run"] < 6
+    assert ab["cs_low"] > 1.0 and ab["cs_low"] < ab["ci_low"]  # the always-valid sequence cleared the noise band
+    (stopped,) = run.events("bench.stopped", option=3)
+    assert stopped["stopped_by"] == "improved" and stopped["pairs"] == ab["pairs"] and stopped["max_pairs"] == 10
+    assert stopped["runs"] == 2 * ab["pairs"] and "clears +1%" in stopped["reason"]
+    assert len(run.mock.sent(" bench ")) == 3 + 2 * ab["pairs"]  # the baseline runs, then the pairs it took
+    assert [e["of"] for e in run.events("bench.progress", option=3)] == [10] * ab["pairs"]
+    view = run.view()
+    assert view.options[3].status == "kept" and not view.unrecognized
+
+
+def test_sequential_false_is_the_fixed_n_a_b_pairs_then_one_extension(tmp_path: Path) -> None:
+    three = {**option(3, "moe-occupancy"), "expected_gain_pct": 18}
+    fixed = campaign(three, pairs=6, max_pairs=10, noise_pct=1.0, sequential=False)
+    run = InProcess(tmp_path, fixed, "autonomous", TinyServer({"moe-occupancy": 1.22}))
+    run.start()
+    (ab,) = run.events("ab.result", option=3)
+    assert ab["verdict"] == "improved" and ab["pairs"] == 6 and ab["stopped_by"] == "fixed"
+    assert ab["cs_low"] is None and not run.events("bench.stopped")
+    assert [e["of"] for e in run.events("bench.progress", option=3)] == [6] * 6
+    assert len(run.mock.sent(" bench ")) == 3 + 2 * 6
+
+    # +1 %, at the edge of the noise band: inconclusive at 6 pairs, extended once to 10, as before sequential tests.
+    (tmp_path / "edge").mkdir()
+    edge = campaign(option(2, "tweak"), pairs=6, max_pairs=10, sequential=False)
+    run = InProcess(tmp_path / "edge", edge, "autonomous", TinyServer({"tweak": 1.01}))
+    run.start()
+    (ab,) = run.events("ab.result", option=2)
+    (extended,) = run.events("bench.extended", option=2)
+    assert (extended["from_pairs"], extended["to_pairs"]) == (6, 10) and ab["pairs"] == 10
 
 
 def test_an_option_whose_stress_run_hangs_is_judged_unsafe_and_rolled_back(tmp_path: Path) -> None:

@@ -64,6 +64,7 @@ from agent.journal.events.option import (
     BenchOutlier,
     BenchProgress,
     BenchRun,
+    BenchStopped,
     Kept,
     Rollback,
     RollbackSettling,
@@ -105,6 +106,7 @@ __all__ = [
     "BenchOutlier",
     "BenchProgress",
     "BenchRun",
+    "BenchStopped",
     "BrainFallback",
     "Calibration",
     "CheckpointUnreadable",
@@ -206,6 +208,7 @@ KnownEvent = Annotated[
     | BenchProgress
     | BenchOutlier
     | BenchExtended
+    | BenchStopped
     | BenchAborted
     | BenchBroken
     | ABResult

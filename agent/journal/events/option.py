@@ -65,6 +65,25 @@ class BenchExtended(Event):
     level: float | None = None
 
 
+class BenchStopped(Event):
+    """Where a sequential A/B stopped (tools.sequential): after how many pairs of its budget, why (`stopped_by`:
+    improved, regressed, equivalent, guardrail, futile or budget, and in words) and its always-valid 95%
+    confidence sequence then (%)."""
+
+    kind: Literal["bench.stopped"] = "bench.stopped"
+    option: int
+    pairs: int  # pairs measured
+    valid_pairs: int | None = None  # of them, pairs with both runs valid (what the verdict rests on)
+    runs: int | None = None  # benchmark runs it took, an outlier pair's first measurement too
+    max_pairs: int | None = None  # the budget
+    stopped_by: str
+    verdict: str | None = None
+    reason: str | None = None
+    cs_low: float | None = None
+    cs_high: float | None = None
+    level: float | None = None
+
+
 class BenchAborted(Event):
     kind: Literal["bench.aborted"] = "bench.aborted"
     option: int
@@ -95,6 +114,17 @@ class ABResult(Event):
     spread_ratio: float | None = None  # the option's arm's run-to-run spread over the baseline arm's
     spread_p: float | None = None
     spread_changed: bool | None = None
+    # Written since sequential A/Bs (tools.sequential); absent from older lines.
+    stopped_by: str | None = (
+        None  # why the A/B stopped: improved, regressed, equivalent, guardrail, futile, budget, fixed
+    )
+    stop_reason: str | None = None
+    pairs_run: int | None = None  # pairs measured (valid or not)
+    bench_runs: int | None = None  # benchmark runs taken, an outlier pair's first measurement too
+    cs_low: float | None = None  # a sequential A/B's always-valid 95% confidence sequence at its stop, %
+    cs_high: float | None = None
+    flagged_pairs: list[int] | None = None  # outlying pairs kept in the estimate (they agree with another's ratio)
+    without_flagged: list[float] | None = None  # [effect, CI low, CI high] % without them
 
 
 class SweepResult(Event):
