@@ -107,16 +107,25 @@ def noise_of(calibration: dict | None, *series: Sequence[float]) -> Noise:
 def calibration_against_pairs(calibration: dict | None, ratios: Sequence[float]) -> tuple[float, str] | None:
     """An A/B's own pairs against the A/A calibration, both spreads of a pair's log ratio: (the pairs' own SD in
     %, why the calibration is overruled) when they disagree beyond their sampling error (`disagreement`), else
-    None — also when either rests on fewer than MIN_RUNS pairs (a thin calibration is not used alone anyway)."""
+    None — also when the calibration rests on fewer than MIN_RUNS pairs (a thin calibration is not used alone anyway)
+    or the A/B on fewer than F_TEST_PAIRS."""
     cal = calibration or {}
     logs = [math.log(r) for r in ratios if r and r > 0]
-    if cal.get("sd_pct") is None or cal.get("warning") or int(cal.get("pairs", 0)) < MIN_RUNS or len(logs) < MIN_RUNS:
+    if (
+        cal.get("sd_pct") is None
+        or cal.get("warning")
+        or int(cal.get("pairs", 0)) < MIN_RUNS
+        or len(logs) < F_TEST_PAIRS
+    ):
         return None
     own = statistics.stdev(logs) * 100
     said = disagreement(cal["sd_pct"] / math.sqrt(2), int(cal["pairs"]) - 1, own / math.sqrt(2), len(logs) - 1)
     return (own, said) if said is not None else None
 
 
+# An A/B's pairs may overrule a calibration from this many on (2 degrees of freedom): few, but the F test's own
+# sampling error is what decides, and a sequential A/B may stop at three pairs.
+F_TEST_PAIRS = 3
 # Two variance estimates disagree when the two-sided F test of their ratio rejects equality at this level.
 DISAGREE_ALPHA = 0.05
 

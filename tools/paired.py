@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
-from tools.noise import Band, Noise, band, calibration_against_pairs, delta_pct
+from tools.noise import F_TEST_PAIRS, Band, Noise, band, calibration_against_pairs, delta_pct
 
 # Pairs the post-stress check may grow to when its configured ones cannot see a loss below the rollback ceiling
 # (as many runs as the unpaired check's 10 were).
@@ -55,7 +55,9 @@ def pair_noise(calibration: dict | None, ratios: Sequence[float]) -> Noise:
     cal = calibration or {}
     if cal.get("sd_pct") is not None:
         calibrated = Noise(sd_pct=cal["sd_pct"] / math.sqrt(2), runs=int(cal.get("pairs", 0)), source="calibration")
-        if pairs.thin:
+        # Three pairs are few to estimate a noise from, but enough for the F test to see a calibration ten times
+        # too wide (a sequential A/B may stop there); the test's own degrees of freedom say how sure it is.
+        if pairs.thin and (calibrated.thin or len(logs) < F_TEST_PAIRS):
             return calibrated
         if not calibrated.thin:
             overruled = calibration_against_pairs(calibration, ratios)

@@ -20,6 +20,7 @@ from agent.errors import CommandRefused, ConfigurationMismatch, MutationInDoubt
 from agent.journal import events as ev
 from agent.nodes.benchmark import bench_once, measure_level
 from agent.run.execute import run_spec
+from agent.run.ledger import Effect
 from agent.run.verification import state_check
 from agent.state import State
 from tools.abstats import Arm, BenchRun
@@ -46,8 +47,9 @@ class ConfigArms:
 
     def switch(self, target: frozenset[int], *, check: bool = False) -> None:
         approved = self.state.get("approved", [])
-        steps = [(o, "revert") for o in reversed(self.order) if o in self.on and o not in target]
-        steps += [(o, "apply") for o in self.order if o not in self.on and o in target]
+        off = [o for o in reversed(self.order) if o in self.on and o not in target]
+        on = [o for o in self.order if o not in self.on and o in target]
+        steps: list[tuple[int, Effect]] = [*((o, "revert") for o in off), *((o, "apply") for o in on)]
         for option_id, effect in steps:
             option = self.ctx.campaign.option(option_id)
             specs = option.apply if effect == "apply" else option.revert
@@ -164,7 +166,11 @@ def confirm(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         return {"route": "report", "confirmation": {"kept": order, "skipped": why_not} if order else None}
     pairs = state.get("confirm_pairs") or ctx.campaign.benchmark.pairs
     level = outside_level(ctx.campaign)
-    ctx.journal.append(ev.Phase(phase="confirm", pairs=pairs, hosts=None, **({"level": level} if level else {})))
+    ctx.journal.append(
+        ev.Phase(phase="confirm", pairs=pairs, level=level)
+        if level is not None
+        else ev.Phase(phase="confirm", pairs=pairs)
+    )
     final = frozenset(order)
     configs = configurations(order, pairwise=ctx.campaign.confirm == "pairwise")
     # Measured as any fixed-N A/B (`pairs`, one extension when inconclusive): a sequential stop is decided by the

@@ -119,7 +119,7 @@ def build_report(state: State, campaign_name: str) -> dict[str, Any]:
         "deferred": [o["id"] for o in options if o["outcome"] == "deferred"],
         "error": report.get("error"),
         "calibration": state.get("calibration"),
-        **({"confirmation": state["confirmation"]} if state.get("confirmation") else {}),
+        **({"confirmation": confirmation} if (confirmation := state.get("confirmation")) else {}),
     }
 
 

@@ -295,7 +295,8 @@ def test_a_clear_win_is_decided_sequentially_in_fewer_pairs_than_pairs_and_says_
     (stopped,) = run.events("bench.stopped", option=3)
     assert stopped["stopped_by"] == "improved" and stopped["pairs"] == ab["pairs"] and stopped["max_pairs"] == 10
     assert stopped["runs"] == 2 * ab["pairs"] and "clears +1%" in stopped["reason"]
-    assert len(run.mock.sent(" bench ")) == 3 + 2 * ab["pairs"]  # the baseline runs, then the pairs it took
+    confirm = len(run.events("bench.run", purpose="confirm"))  # then the goal's confirmation A/B
+    assert len(run.mock.sent(" bench ")) == 3 + 2 * ab["pairs"] + confirm  # the baseline runs, the pairs it took
     assert [e["of"] for e in run.events("bench.progress", option=3)] == [10] * ab["pairs"]
     view = run.view()
     assert view.options[3].status == "kept" and not view.unrecognized
@@ -310,7 +311,7 @@ def test_sequential_false_is_the_fixed_n_a_b_pairs_then_one_extension(tmp_path: 
     assert ab["verdict"] == "improved" and ab["pairs"] == 6 and ab["stopped_by"] == "fixed"
     assert ab["cs_low"] is None and not run.events("bench.stopped")
     assert [e["of"] for e in run.events("bench.progress", option=3)] == [6] * 6
-    assert len(run.mock.sent(" bench ")) == 3 + 2 * 6
+    assert len(run.mock.sent(" bench ")) == 3 + 2 * 6 + len(run.events("bench.run", purpose="confirm"))
 
     # +1 %, at the edge of the noise band: inconclusive at 6 pairs, extended once to 10, as before sequential tests.
     (tmp_path / "edge").mkdir()

@@ -71,7 +71,7 @@ class BenchStopped(Event):
     confidence sequence then (%)."""
 
     kind: Literal["bench.stopped"] = "bench.stopped"
-    option: int
+    option: int | None  # None: the end-of-campaign confirmation A/B
     pairs: int  # pairs measured
     valid_pairs: int | None = None  # of them, pairs with both runs valid (what the verdict rests on)
     runs: int | None = None  # benchmark runs it took, an outlier pair's first measurement too
