@@ -69,8 +69,8 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
      "approve", ("rollback", "goal")),
     (r"leave (?:it|things) as is|live with it", "approve", ("rollback",)),
     (r"keep (?:it|this|that) on|leave (?:it|this|that) on", "keep", ("safety",)),
-    (r"measure (?:it |this |that )?again|re-?measure|benchmark (?:it )?again|re-?benchmark"
-     r"|(?:run )?more (?:runs|pairs)", "retry", ("safety", "rollback", "goal")),
+    (r"measure (?:it |this |that )?again(?: with more (?:pairs|runs))?|re-?measure|benchmark (?:it )?again"
+     r"|re-?benchmark|(?:run )?more (?:runs|pairs)", "retry", ("safety", "rollback", "goal")),
     (r"(?:do|try|run|test) (#?\d+) next", r"go with \1", None),
     (r"(#?\d+) next", r"go with \1", None),
     (r"go for it|do it|go on|let's go|lets go|make it so|send it", "continue", None),

@@ -89,8 +89,12 @@ def cli(home: Path) -> Callable[..., Result]:
     return run
 
 
-def fast(text: str) -> str:
-    """The demo campaign with shorter sleeps: same model, same seed, same story, less waiting."""
+def fast(text: str, *, confirm: bool = False) -> str:
+    """The demo campaign with shorter sleeps: same model, same seed, same story, less waiting; and without the
+    end-of-campaign confirmation A/B (a seventh of a demo run's time), which its own tests, the shared finished
+    demo (`confirm=True`) and `signoff demo` keep."""
+    if not confirm and "\nconfirm:" not in text:
+        text = text.rstrip("\n") + "\nconfirm: false\n"
     text = text.replace("--wall 0.2", "--wall 0.02").replace("timeout: 2, runs: 3", "timeout: 1, runs: 3")
     text = text.replace("stress abort-cascade --requests 200", "stress abort-cascade --requests 200 --wall 0")
     text = text.replace(
@@ -105,7 +109,7 @@ def finished_demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[
     read a finished session back: copy it into a test's home with `finished_session`."""
     home = tmp_path_factory.mktemp("finished-demo")
     campaign = DEMO_DIR / f".test-shared-{os.getpid()}.yaml"
-    campaign.write_text(fast(DEMO.read_text()))
+    campaign.write_text(fast(DEMO.read_text(), confirm=True))
     try:
         env = {**os.environ, "SIGNOFF_HOME": str(home), "USER": "tester", "COLUMNS": "200"}
         args = [*SIGNOFF, "run", str(campaign), "--json"]

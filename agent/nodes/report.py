@@ -38,6 +38,15 @@ def _evidence(state: State, key: str) -> dict[str, Any] | None:
                 "invalid",
                 "requests",  # each arm's requests attempted and failed, with error texts
                 "higher_is_better",
+                # how the A/B stopped (tools/sequential.py) and the pairs it flagged but kept
+                "stopped_by",
+                "stop_reason",
+                "pairs_run",
+                "bench_runs",
+                "cs_low",
+                "cs_high",
+                "flagged_pairs",
+                "without_flagged",
             )
         }
         if ab.get("hosts"):  # a benchmark over several hosts: each host's own A/B beside the aggregate

@@ -22,6 +22,7 @@ OFFERED = {
     "rollback": ["Revert (and verify)", "accept it as is", "stop"],
     "command": ["Run them", "decline", "approve 1 and 3", "approve all but 2"],
     "budget": ["Continue anyway", "stop with the report"],
+    "goal": ["Accept it", "measure again with more pairs", "stop"],
 }
 
 

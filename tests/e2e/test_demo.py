@@ -41,6 +41,7 @@ def test_demo_reaches_the_evidence_based_verdicts(demo_json):
     # cross-check from 6 pairs on.
     (ab2,) = [e for e in journal_events(out["journal"]) if e["kind"] == "ab.result" and e["option"] == 2]
     assert ev["ab"]["pairs"] == len(ev["ab"]["ratios"]) == ab2["pairs_run"] >= 3 and ab2["stopped_by"] == "improved"
+    assert (ev["ab"]["stopped_by"], ev["ab"]["pairs_run"]) == ("improved", ab2["pairs_run"])  # in the report too
     assert (ev["ab"]["wilcoxon_p"] is not None) is (ev["ab"]["pairs"] >= 6)
     assert [s["outcome"] for s in ev["stress"] if s["scenario"] == "abort-cascade"].count("wedge") >= 1
     assert all(s["artifact"].startswith("sha256-") for s in ev["stress"])
