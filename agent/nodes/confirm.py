@@ -19,6 +19,7 @@ from agent.context import RunContext
 from agent.errors import CommandRefused, ConfigurationMismatch, MutationInDoubt
 from agent.journal import events as ev
 from agent.nodes.benchmark import bench_once, measure_level
+from agent.nodes.gating import option_hosts
 from agent.run.execute import run_spec
 from agent.run.ledger import Effect
 from agent.run.verification import state_check
@@ -75,7 +76,7 @@ class ConfigArms:
         """Each kept option's `check` must say "in effect" where the configuration has it and "not in effect" where
         it does not; an option without a check is taken on its commands' exit status."""
         for option_id in self.order:
-            hosts = self._hosts(option_id) or _option_hosts(self.ctx, option_id)
+            hosts = self._hosts(option_id) or option_hosts(self.ctx, option_id)
             ok, detail, said = state_check(
                 self.ctx, option_id, hosts, self.state.get("approved", []), purpose="check:confirm"
             )
@@ -97,12 +98,6 @@ class ConfigArms:
         )  # fmt: skip
         self.ab_runs.append(run)
         return run
-
-
-def _option_hosts(ctx: RunContext, option_id: int) -> list[str]:
-    from agent.nodes.gating import option_hosts
-
-    return option_hosts(ctx, option_id)
 
 
 def kept_in_order(state: State) -> list[int]:
