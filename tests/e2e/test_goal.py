@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import journal_events
+from tests.unit.test_confirm_inprocess import KEEP_WINS
 
 CAMPAIGN = """\
 name: stacking-{name}
@@ -30,21 +31,7 @@ options:
      revert: ["{{{{simserve}}}} revert {second}"], check: "{{{{simserve}}}} check {second}"}}
 """
 
-POLICY = """\
-version: 1
-name: keep-wins
-commands: {allow: ["*"]}
-gates:
-  plan: {rules: [{id: plan-ok, decide: approve}]}
-  triage: {rules: [{id: go, decide: continue}]}
-  safety:
-    rules:
-      - {id: keep, when: 'verdict != "unsafe" && ab_verdict == "improved"', decide: continue}
-      - {id: drop, decide: skip, then: rollback}
-  continue_or_ask: {rules: [{id: next, when: has_next_step, decide: continue}, {id: done, decide: stop}]}
-  rollback: {rules: [{id: ok, when: verified, decide: approve}]}
-%s
-"""
+POLICY = KEEP_WINS + "%s\n"  # a `goal:` section, or none
 
 
 def _run(cli: Any, variant: Any, tmp_path: Any, *, second: str, target: float = 20, goal: str = "") -> Any:

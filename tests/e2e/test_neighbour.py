@@ -12,17 +12,9 @@ from typing import Any
 
 from tests.conftest import journal_events
 from tests.e2e.test_evidence import ALLOW_ALL
-from tests.e2e.test_noisy_verdicts import SKIP_ALL, one
+from tests.e2e.test_noisy_verdicts import HAZARD_PROBE, SKIP_ALL, one
 
-HAZARD = """\
-    probes:
-      - name: barrier in the kernel path
-        run: grep -c tp_barrier src/decoder.py
-        on: h1
-        on_fail: hazard
-        message: the occupancy path skips the barrier
-        reproduced_by: [bursts]
-"""
+HAZARD = HAZARD_PROBE + "        reproduced_by: [bursts]\n"  # the hazard's own scenario
 
 
 def session(cli, variant, tmp_path, text: str, name: str, policy: str = ALLOW_ALL) -> tuple[Any, list[dict]]:

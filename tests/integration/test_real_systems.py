@@ -205,7 +205,8 @@ def test_real_system_campaign_end_to_end(kind: str, transport: str, tmp_path: Pa
         unverified = [(o, e.get("detail")) for o, e in last.items() if not e.get("verified")]
         assert unverified == [], unverified
 
-        # The goal, measured at the end on the real server: the final configuration against the start.
+        # The goal, measured at the end on the real server when anything was kept (the final configuration against the
+        # start); with three pairs an option here is seldom kept, and then there is nothing to confirm.
         kept = {o["id"] for o in out["options"] if o["outcome"] == "kept"}
         goal = out["goal"]
         if kept and transport == "local":

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tests.unit.test_graph_inprocess import InProcess, TinyServer, campaign, option
 
-POLICY = """\
+KEEP_WINS = """\
 version: 1
 name: keep-wins
 commands: {allow: ["*"]}
@@ -25,7 +25,7 @@ gates:
 
 def run(tmp_path: Path, *, confirm: object) -> InProcess:
     policy = tmp_path / "policy.yaml"
-    policy.write_text(POLICY)
+    policy.write_text(KEEP_WINS)
     c = campaign(option(1, "a"), option(2, "b"), option(3, "c")).model_copy(update={"confirm": confirm})
     server = TinyServer({"a": 1.10, "b": 1.08, "c": 1.12})
     session = InProcess(tmp_path, c, str(policy), server)
