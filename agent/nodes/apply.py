@@ -9,7 +9,7 @@ from langgraph.runtime import Runtime
 from agent.context import RunContext
 from agent.errors import CommandRefused, MutationInDoubt
 from agent.journal import events as ev
-from agent.run.execute import run_spec
+from agent.run.execute import run_effect
 from agent.run.planning import rendered
 from agent.state import State, current
 
@@ -39,16 +39,8 @@ def apply(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     try:
         results = [
             r
-            for i, spec in enumerate(option.apply, 1)
-            for r in run_spec(
-                ctx,
-                spec,
-                purpose="apply",
-                option=option.id,
-                approved=state.get("approved", []),
-                effect="apply",
-                last=i == len(option.apply),
-            )
+            for rs in run_effect(ctx, option, "apply", purpose="apply", approved=state.get("approved", []))
+            for r in rs
         ]
     except CommandRefused as exc:
         return {**tried, "route": "failed", "options": {key: {"outcome": "untested", "reasons": [str(exc)]}}}

@@ -20,7 +20,8 @@ from agent.journal import events as ev
 from agent.models import BenchSpec, CommandSpec, Option
 from agent.nodes.liveness import liveness
 from agent.nodes.sweep import judged_at_level, search_capacity, summarize, sweep_summary
-from agent.run.execute import run_spec
+from agent.run.execute import run_effect, run_spec
+from agent.run.ledger import Effect
 from agent.state import State, current
 from tools.abstats import ABResult, Arm, BenchRun, analyse, pair_order, t975
 from tools.benchparse import BenchParseError, BenchRecord, parse
@@ -234,17 +235,8 @@ class Arms:
         want = arm == "B"
         if want == self.applied:
             return
-        specs, effect = (self.option.apply, "apply") if want else (self.option.revert, "revert")
-        for i, s in enumerate(specs, 1):
-            results = run_spec(
-                self.ctx,
-                s,
-                purpose="toggle",
-                option=self.option.id,
-                approved=self.approved,
-                effect=effect,
-                last=i == len(specs),
-            )
+        effect: Effect = "apply" if want else "revert"
+        for results in run_effect(self.ctx, self.option, effect, purpose="toggle", approved=self.approved):
             if not all(r.ok for r in results):
                 raise RuntimeError(f"could not switch to arm {arm}: {results[0].command!r} failed")
         self.applied = want

@@ -20,7 +20,7 @@ from agent.errors import CommandRefused, ConfigurationMismatch, MutationInDoubt
 from agent.journal import events as ev
 from agent.nodes.benchmark import bench_once, measure_level
 from agent.nodes.gating import option_hosts
-from agent.run.execute import run_spec
+from agent.run.execute import run_effect
 from agent.run.ledger import Effect
 from agent.run.verification import state_check
 from agent.state import State
@@ -53,18 +53,8 @@ class ConfigArms:
         steps: list[tuple[int, Effect]] = [*((o, "revert") for o in off), *((o, "apply") for o in on)]
         for option_id, effect in steps:
             option = self.ctx.campaign.option(option_id)
-            specs = option.apply if effect == "apply" else option.revert
-            for i, spec in enumerate(specs, 1):
-                results = run_spec(
-                    self.ctx,
-                    spec,
-                    purpose="confirm:toggle",
-                    option=option_id,
-                    approved=approved,
-                    effect=effect,
-                    last=i == len(specs),
-                    only=self._hosts(option_id),
-                )
+            only = self._hosts(option_id)
+            for results in run_effect(self.ctx, option, effect, purpose="confirm:toggle", approved=approved, only=only):
                 if not all(r.ok for r in results):
                     raise ConfigurationMismatch(f"{effect} of #{option_id} failed: {results[0].command!r}")
             (self.on.add if effect == "apply" else self.on.discard)(option_id)

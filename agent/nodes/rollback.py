@@ -17,7 +17,7 @@ from agent.models import Option
 from agent.nodes.benchmark import Arms, bench_once
 from agent.nodes.gating import option_hosts
 from agent.nodes.stress import ab_ratios
-from agent.run.execute import run_spec
+from agent.run.execute import run_effect, run_spec
 from agent.run.verification import judge, judge_paired, recent, settled, slower, state_check
 from agent.state import State, current
 from tools.noise import noise_of
@@ -111,13 +111,8 @@ def _revert_on(state: State, runtime: Runtime[RunContext], hosts: list[str]) -> 
     ctx.journal.append(ev.Phase(phase="rollback", option=option.id, hosts=hosts))
     try:
         reverted = [
-            r
-            for i, s in enumerate(option.revert, 1)
-            for r in run_spec(
-                ctx, s, purpose="revert", option=option.id, approved=approved, effect="revert",
-                last=i == len(option.revert), only=hosts,
-            )
-        ]  # fmt: skip
+            r for rs in run_effect(ctx, option, "revert", purpose="revert", approved=approved, only=hosts) for r in rs
+        ]
         health = [
             r
             for s in ctx.campaign.baseline.health
@@ -208,19 +203,7 @@ def rollback(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     approved = state.get("approved", [])
     ctx.journal.append(ev.Phase(phase="rollback", option=option.id))
     try:
-        results = [
-            r
-            for i, s in enumerate(option.revert, 1)
-            for r in run_spec(
-                ctx,
-                s,
-                purpose="revert",
-                option=option.id,
-                approved=approved,
-                effect="revert",
-                last=i == len(option.revert),
-            )
-        ]
+        results = [r for rs in run_effect(ctx, option, "revert", purpose="revert", approved=approved) for r in rs]
         health = [
             r
             for s in ctx.campaign.baseline.health

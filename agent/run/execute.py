@@ -7,7 +7,7 @@ timeout, and secrets travel on stdin (the command line only says "$NAME").
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
 from pathlib import Path
@@ -19,12 +19,38 @@ from langgraph.types import RetryPolicy
 from agent.context import RunContext
 from agent.errors import CommandRefused, LinkLost, MutationInDoubt
 from agent.journal import events as ev
-from agent.models import CommandSpec
+from agent.models import CommandSpec, Option
 from agent.run.dispatch import run_one
 from agent.run.effects import mutate
 from agent.run.ledger import Effect, graph_task
 from agent.run.planning import Cleared, clear, command_class, plan
 from tools.transport import CommandResult, Host, TransportError
+
+
+def run_effect(
+    ctx: RunContext,
+    option: Option,
+    effect: Effect,
+    *,
+    purpose: str,
+    approved: list[str] | tuple[str, ...] = (),
+    only: Sequence[str] | None = None,
+) -> Iterator[list[CommandResult]]:
+    """An option's apply or revert commands, in order, each run as that effect: yields each command's results, so a
+    caller may stop at the first that failed (an A/B's switch) or run them all (apply, rollback). Only the last one is
+    marked `last`: it is the one the option's `check` can speak for."""
+    specs = option.apply if effect == "apply" else option.revert
+    for i, spec in enumerate(specs, 1):
+        yield run_spec(
+            ctx,
+            spec,
+            purpose=purpose,
+            option=option.id,
+            approved=approved,
+            effect=effect,
+            last=i == len(specs),
+            only=only,
+        )
 
 
 def run_spec(
