@@ -147,8 +147,8 @@ class StepFailed(SignoffError, RuntimeError):
 FOREIGN: dict[tuple[str, str], int] = {
     ("policies.yamlsrc", "SourceError"): BAD_INPUT,
     ("policies.expr", "ExprError"): BAD_INPUT,
-    ("policies.decisions", "DecisionError"): BAD_INPUT,
-    ("policies.decisions", "NotUnderstood"): BAD_INPUT,
+    ("policies.refusals", "DecisionError"): BAD_INPUT,
+    ("policies.refusals", "NotUnderstood"): BAD_INPUT,
     ("tools.secrets", "UndeliverableSecret"): BAD_INPUT,
     ("tools.ssh", "HostKeyError"): BAD_INPUT,
     ("tools.transport", "TransportError"): FAILED,

@@ -13,8 +13,12 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from policies.clauses import OPTION_GATES, Grammar
+from policies.clauses import combine as combine_clauses
+from policies.clauses import split as split_clauses
 from policies.expr import Condition, ExprError
-from policies.gates import ALLOWED, FACTS, Action, Decision, GateKind, Scope
+from policies.gates import ALLOWED, FACTS, Action, Decision, Gate, GateKind, Scope
+from policies.refusals import DecisionError, NotUnderstood
 from policies.tolerant import read, title_match
 
 PARSER = "grammar/v1"
@@ -29,15 +33,6 @@ EXAMPLES = [
     "stop and ask me",
     "stop",
 ]
-
-
-class DecisionError(ValueError):
-    """The text is not a decision this gate can take; the message says what would be."""
-
-
-class NotUnderstood(DecisionError):
-    """The grammar could not read the text at all (as opposed to reading a decision it must refuse):
-    the one case a language-model interpreter may be asked to try."""
 
 
 # A one-liner is a line. Longer text is refused before anything reads it (typo correction, filler, the
@@ -76,9 +71,22 @@ _VERBS: list[tuple[str, Action]] = [
 _VERBS.sort(key=lambda v: -len(v[0]))
 _VERB_RE: list[tuple[re.Pattern[str], Action]] = [(re.compile(rf"^{pattern}\b"), action) for pattern, action in _VERBS]
 
-_HEDGES = ("sounds like", "i think", "i guess", "maybe", "probably", "perhaps", "seems like")
+_HEDGES = (
+    "sounds like",
+    "i think",
+    "i guess",
+    "maybe",
+    "probably",
+    "perhaps",
+    "seems like",
+    "i'd rather",
+    "i would rather",
+)
 _LEADS = ("let's", "lets", "please", "ok so", "okay so", "so", "then", "just", "only", "and")
-_FILLER_PHRASES = ("for clarification", "for confirmation", "for guidance", "for me", "for now please")
+_FILLER_PHRASES = (
+    "for clarification", "for confirmation", "for guidance", "for me", "for now please", "with more pairs",
+    "with more runs", "with more samples",
+)  # fmt: skip
 _FILLER = {
     "anyway",
     "anyways",
@@ -99,6 +107,10 @@ _FILLER = {
     "these",
     "those",
     "time",  # "3 runs this time"
+    "yet",
+    "with more pairs",
+    "with more runs",
+    "more pairs",
 }
 
 _SCOPES: list[tuple[str, Scope]] = [
@@ -119,12 +131,18 @@ for _kind, _facts in FACTS.items():
 
 _BOOL_PHRASES: list[tuple[str, str]] = [
     (r"(?:you|we) have (?:a )?next steps?", "has_next_step"),
-    (r"there (?:is|are) (?:a )?(?:next steps?|more options?|options? left)", "has_next_step"),
+    (r"there(?: is|'s| are) (?:a |another )?(?:next steps?|next one|next option|more options?|options? left)",
+     "has_next_step"),
     (r"(?:(?:you are|you're|we are|we're) )?(?:unsure|not sure|uncertain|in doubt)"
      r"(?: (?:how to proceed|what to do|about it|about the next step))?", "confidence < 0.7"),
     (r"(?:you are|you're|we are|we're) (?:sure|confident)|confident", "confidence >= 0.7"),
     (r"it (?:wedges|hangs|hung|wedged)|(?:there are|any) wedges", "wedges > 0"),
+    (r"(?:it is |it's |it isn't |it's not |it is not )?(?:not verified|unverified)"
+     r"|it (?:didn't|did not|doesn't) verify",
+     "!verified"),
     (r"(?:it is |it's )?verified", "verified"),
+    (r"(?:the )?health(?: checks?)? (?:pass(?:es|ed)?|(?:is |are )?(?:ok|fine|good))|(?:the )?hosts? (?:is|are) healthy"
+     r"|(?:it's |it is )?healthy", "health_ok"),
     (r"(?:the )?health(?: check)? (?:fails|failed)", "!health_ok"),
 ]  # fmt: skip
 
@@ -147,14 +165,48 @@ _CMPS = [
 ]
 
 
+# Symbols people add to an answer. A thumbs-down or a cross says no, which is never noise: it reads as a "no"
+# clause (a take-back after a decision, a negation before one). Approving marks say nothing a word does not (alone
+# they are a "yes"); every other symbol, emoji or joiner is dropped.
+_NO_MARKS = "👎❌✖✗✘🚫⛔🙅"
+_YES_MARKS = "👍✅✔☑🚀👌🙏💯🎉🔥🆗🟢"
+
+
+def _symbols(text: str) -> str:
+    import unicodedata
+
+    out: list[str] = []
+    for ch in text:
+        if ch in _NO_MARKS:
+            out.append(", nomark, ")
+        elif ch in _YES_MARKS:
+            out.append(" \x00 ")  # a placeholder: a yes-mark alone is "yes", beside words it is dropped
+        elif ch in "→⇒➡" or ch == "…":
+            out.append(", ")
+        elif unicodedata.category(ch) in ("So", "Sk", "Cs", "Co", "Cf", "Mn", "Me") and ch not in "'\"`":
+            out.append(" ")
+        else:
+            out.append(ch)
+    said = "".join(out)
+    if not said.replace("nomark", "").strip(" ,\x00"):
+        return "no" if "nomark" in said else ("yes" if "\x00" in said else "")
+    bare = said.replace("\x00", "").strip(" ,")
+    return "yes" if not bare and "\x00" in said else said.replace("\x00", " ")
+
+
 def _normalise(text: str) -> str:
-    text = text.strip().lower()
+    text = _symbols(text.strip().lower())
+    text = re.sub(r"\(\s*(and|then)\b", r" \1", text)  # "revert (and verify)": one clause, not a remark
     text = text.translate(
-        str.maketrans({"’": "'", "‘": "'", "“": '"', "”": '"', "—": ",", "–": ",", "(": " ", ")": " ", "`": " "})
+        str.maketrans({"’": "'", "‘": "'", "“": '"', "”": '"', "—": ",", "–": ",", "(": ",", ")": ",", "`": " "})
     )
+    text = re.sub(
+        r"\s+-+>\s+|\s+-+\s+|^-+>\s*|\.\.\.+|;|(?<=[a-z])[.!]\s+(?=[a-z])", ", ", text
+    )  # "-> 3", "skip 2 - it's flaky", "a; b"
     text = re.sub(r"\bas-is\b", "as is", text)
+    text = re.sub(r"\s*,[\s,]*", ", ", text)
     text = re.sub(r"\s+", " ", text)
-    return text.rstrip(" .!?")
+    return text.strip(" ,").rstrip(" .!?,")
 
 
 def _pred(text: str) -> str:
@@ -196,6 +248,9 @@ def _condition(text: str) -> str:
 
 
 def _targets(text: str, gate_option: int | None, known: Sequence[int]) -> tuple[list[int], str]:
+    m = re.match(r"^(?:options?\s+)?#?(\d+)\s*(?:-|to|through|thru)\s*#?(\d+)\b\s*(.*)$", text)
+    if m and int(m.group(1)) < int(m.group(2)) <= max(known, default=0):
+        return list(range(int(m.group(1)), int(m.group(2)) + 1)), m.group(3)
     m = re.match(r"^(?:options?\s+)?(#?\d+(?:\s*(?:,|and|&)\s*#?\d+)*)\b\s*(.*)$", text)
     if m:
         return [int(n) for n in re.findall(r"\d+", m.group(1))], m.group(2)
@@ -384,39 +439,6 @@ def _except_hosts(text: str, hosts: Sequence[str]) -> tuple[list[str], str]:
 
 _REPEATED = re.compile(r"\b(\w+)(?:[ ,]+\1\b){2,}")
 _NUMBER_WORDS = {"one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "the two", "these two"}
-_REMARKS = [
-    re.compile(
-        r"(?:i think |i guess )?(?:it|that|this|#?\d)?(?:'s| is| was| looks| seems| looked)? ?(?:really |pretty )?"
-        r"(?:fine|good|great|ok|okay|improved|safe|unsafe|better|faster|slower|risky|clean|solid)"
-    ),
-    re.compile(r"i (?:want|need|'d like) to (?:look at|see|check) (?:it|this|that|the results?|the numbers)"),
-    re.compile(r"revisit (?:it )?(?:at the end|later)"),
-]
-
-
-def _one_part(text: str, gate_option: int | None, known: Sequence[int], titles: Mapping[int, str]) -> Decision | None:
-    """ "it improved, keep it!", "wait for me, I want to look at it": of comma-separated parts, the one
-    with a decision verb, when exactly one has one; the rest is commentary, shown in the echo."""
-    parts = [p.strip() for p in text.split(",") if p.strip()]
-    if len(parts) < 2:
-        return None
-    decided = [p for p in parts if _verb_in(p) is not None]
-    if len(decided) != 1:
-        return None
-    for p in parts:
-        # Only a remark of a known, harmless shape is set aside; anything else (a negation, a take-back
-        # like "never mind", an instruction like "and also run …") leaves the line refused.
-        if p is not decided[0] and not any(r.fullmatch(p.strip(" !")) for r in _REMARKS):
-            return None
-    try:
-        decision = _clause(decided[0], gate_option, known, titles)
-    except NotUnderstood:
-        return None
-    aside = ", ".join(p for p in parts if p is not decided[0])
-    decision.read_as.append(f"{decided[0]!r}, with {aside!r} read as a remark")
-    return decision
-
-
 _TARGETED = ("select", "skip", "defer")  # the actions whose targets a gate acts on
 
 _AT_GATE: dict[tuple[GateKind, Action], Action] = {
@@ -463,6 +485,184 @@ def _named_command(text: str, commands: Sequence[str]) -> str:
     return f"approve {hits[0]}" if len(hits) == 1 else text
 
 
+_STANDING_LEADS = ("always", "from now on", "going forward")
+_SET = re.compile(
+    r"(?P<head>.*?)\s*\b(?:(?:all|everything|every option|them all|all of them|all the options)\s*,?\s*"
+    r"(?:but|except|apart from|other than|besides|minus|excluding|save)\s+(?P<but>.+)"
+    r"|(?:only|just)\s+(?:(?:run|do|go with|try|keep|approve)\s+)?(?P<only>.+?)|(?P<only2>.+?)\s+only)"
+)
+# The words before a set ("skip all but 3", "run only 1 and 3") and the decision they make on it.
+_SET_HEAD: dict[str, Action] = {
+    **dict.fromkeys(("", "run", "do", "go with", "approve", "continue", "keep", "try", "proceed with", "go ahead with",
+                     "ok", "yes", "go", "go for", "run with", "test", "let's do", "lets do", "approve running"),
+                    "approve"),
+    **dict.fromkeys(("skip", "drop", "pass on"), "skip"),
+    **dict.fromkeys(("defer", "park", "postpone", "hold off on"), "defer"),
+}  # fmt: skip
+
+
+def _leads(text: str) -> tuple[str, bool, Scope | None]:
+    """(the text without its leading hedges and leads, hedged, the scope a lead gave)."""
+    hedged, scope = False, None
+    changed = True
+    while changed:
+        changed = False
+        for lead in _HEDGES + _LEADS + _STANDING_LEADS:
+            if text.startswith(lead + " ") or text.startswith(lead + ","):
+                hedged = hedged or lead in _HEDGES
+                if lead in _STANDING_LEADS:
+                    scope = "standing"
+                text = text[len(lead) :].lstrip(" ,")
+                changed = True
+    return text, hedged, scope
+
+
+@dataclass
+class _AtGate(Grammar):
+    """The grammar bound to one gate: what its numbers and words name, for the line and for each clause."""
+
+    kind: GateKind
+    options: Sequence[int]
+    open: Sequence[int]
+    gate_option: int | None
+    titles: Mapping[int, str]
+    hosts: Sequence[str]
+    commands: Sequence[str]
+
+    def decision(self, text: str) -> Decision:
+        reading = read(text, self.kind, titles=self.titles, hosts=self.hosts)
+        if not reading.text:
+            raise NotUnderstood(f"didn't understand {text!r}: no decision in it; try: {', '.join(EXAMPLES)}")
+        said = self._sets(reading.text, reading.notes)
+        said, hedged, lead_scope = _leads(said)
+        said = self._order(self._sets(said, reading.notes), reading.notes)
+        otherwise_text = None
+        om = re.search(
+            r"(?:,\s*|\s)(?:or|otherwise|else|,)\s+(?=(?:stop|ask|skip|continue|roll|defer|wait|pause))", said
+        )
+        if om and re.search(r"\b(if|unless|when)\b", said[: om.start()]):
+            otherwise_text = said[om.end() :].strip()
+            said = said[: om.start()].strip(" ,")
+        decision = _clause(said, self.gate_option, self.options, self.titles)
+        if decision.action == "stop" and decision.targets == list(self.options):
+            decision.targets = []  # "stop everything": the campaign, not a set of options
+        if lead_scope is not None:
+            decision.scope = lead_scope
+        if reading.negated and decision.action in ("approve", "continue", "select"):
+            raise DecisionError(f"{text!r} opens with 'no' and then goes ahead; say which you mean")
+        if otherwise_text is not None:
+            other = _clause(otherwise_text, self.gate_option, self.options, self.titles)
+            if other.condition:
+                # "…, or stop and ask if you are unsure": the first branch holds only when the second doesn't.
+                decision.condition = (
+                    f"({decision.condition}) && !({other.condition})" if decision.condition else f"!({other.condition})"
+                )
+            decision.otherwise = other.action
+        decision.hedged = hedged
+        decision.read_as = [*reading.notes, *decision.read_as]
+        return decision
+
+    def _sets(self, said: str, notes: list[str]) -> str:
+        """ "everything but 3", "skip all but 3", "only 1 and 3", "approve 2 only", "just run 2": the options
+        named as a set, written as the grammar's decision on them (skipping the others, at an option gate)."""
+        m = _SET.fullmatch(said)
+        if m is None:
+            return said
+        head = (m.group("head") or "").strip()
+        named = self.names(m.group("but") or m.group("only") or m.group("only2") or "")
+        if not named or any(n not in self.options for n in named):
+            return said
+        # The options the words before the set act on: all open ones but those named, or only those named.
+        chosen = [o for o in self.open if (o not in named) == bool(m.group("but"))] if self.kind != "command" else []
+        if self.kind == "command":
+            chosen = [o for o in self.options if (o not in named) == bool(m.group("but"))]
+        verb = _SET_HEAD.get(head)
+        if verb is None or not chosen:
+            return said
+        if self.kind == "command" and verb == "approve":
+            new = "approve " + " and ".join(map(str, chosen))
+        elif self.kind in OPTION_GATES and verb in ("skip", "defer"):
+            new = f"{verb} " + " and ".join(map(str, chosen))
+        elif self.kind in OPTION_GATES and verb == "approve":
+            others = [o for o in self.open if o not in chosen]
+            new = "skip " + " and ".join(map(str, others)) if others else "approve"
+        else:
+            return said
+        notes.append(f"{said!r} → {new!r}")
+        return new
+
+    def _order(self, said: str, notes: list[str]) -> str:
+        """ "3 then 2": try #3 first; "2 then 3", the order the gate would go in anyway, is its go-ahead."""
+        if self.kind not in OPTION_GATES:
+            return said
+        m = re.fullmatch(r"(?:go with |do |try )?(#?\d+(?:\s*(?:then|and then|before|,|>|after that)\s*#?\d+)+)", said)
+        if m is None:
+            return said
+        order = [int(n) for n in re.findall(r"\d+", m.group(1))]
+        if len(set(order)) != len(order) or not set(order) <= set(self.open):
+            return said
+        new = "continue" if order == [o for o in self.open if o in order] else f"go with {order[0]}"
+        notes.append(f"{said!r} → {new!r}")
+        return new
+
+    def condition(self, text: str) -> str:
+        return _condition(text)
+
+    def names(self, text: str) -> list[int] | None:
+        text = re.sub(r"^(?:the|option|options|number|#)\s*", "", text.strip()).strip()
+        text = re.sub(r"\s+(?:one|ones|option|options|command|change|thing|stuff)$", "", text)
+        if re.fullmatch(r"it|this|that|this one|that one|the change|this change|that change", text):
+            return [self.gate_option] if self.gate_option is not None else None
+        ordinal = re.fullmatch(r"(?:the )?(first|last) (one|two|three|\d+)?", text + " ")
+        if ordinal is not None:
+            count = {"one": 1, "two": 2, "three": 3, "": 1}.get(ordinal.group(2) or "")
+            count = count if count is not None else int(ordinal.group(2))
+            listed = list(self.options)
+            if 0 < count < len(listed) or (count == 1 and listed):
+                return listed[:count] if ordinal.group(1) == "first" else listed[-count:]
+            return None
+        m = re.fullmatch(r"#?(\d+)\s*(?:-|to|through|thru)\s*#?(\d+)", text)
+        if m and int(m.group(1)) < int(m.group(2)) <= max(self.options, default=0):
+            return list(range(int(m.group(1)), int(m.group(2)) + 1))
+        if re.fullmatch(r"#?\d+(?:\s*(?:,|and|&|or)\s*#?\d+)*", text):
+            return [int(n) for n in re.findall(r"\d+", text)]
+        if self.commands:
+            lowered = [c.lower() for c in self.commands]
+            hits = [
+                i
+                for i, c in enumerate(lowered, 1)
+                if text in (c, c.split()[0]) or (len(text) >= 4 and c.startswith(text))
+            ]
+            return hits if len(hits) == 1 else None
+        if not self.titles:
+            return None
+        chosen, close = title_match(text, self.titles)
+        if close:
+            raise DecisionError(
+                f"{text!r} could be " + " or ".join(f"#{k} {self.titles[k]}" for k in close) + "; name it by number"
+            )
+        return [chosen] if chosen is not None else None
+
+    def mentions(self, text: str) -> set[int]:
+        found = {int(n) for n in re.findall(r"(?<![\w.])#?(\d+)(?![\w.%])", text) if int(n) in self.options}
+        words = re.findall(r"[a-z][a-z0-9-]+", text)
+        if self.commands:
+            programs = {c.lower().split()[0]: i for i, c in enumerate(self.commands, 1)}
+            found |= {programs[w] for w in words if w in programs}
+            return found
+        title_words = {k: set(re.findall(r"[a-z][a-z0-9]{2,}", t.lower())) for k, t in self.titles.items()}
+        for w in (w for w in words if len(w) >= 3):
+            owners = [
+                k for k, ws in title_words.items() if any(t == w or (len(w) >= 4 and t.startswith(w)) for t in ws)
+            ]
+            if len(owners) == 1:
+                found.add(owners[0])
+        return found
+
+    def has_verb(self, text: str) -> bool:
+        return _verb_in(text) is not None
+
+
 def parse_decision(
     text: str,
     *,
@@ -473,6 +673,7 @@ def parse_decision(
     hosts: Sequence[str] = (),
     titles: Mapping[int, str] | None = None,
     commands: Sequence[str] = (),
+    status: Mapping[int, str] | None = None,
 ) -> Decision:
     """Parse `text` as typed at a `kind` gate whose nameable options are `options` (and whose option
     runs on `hosts`, which "on all except gpu-7" may name; `titles` name options in words; at a command
@@ -498,39 +699,24 @@ def parse_decision(
         text = _named_command(_all_but(text, commands), commands)
     excepted, text = _except_hosts(text, hosts)
     typed = text
-    reading = read(text, kind, titles=titles, hosts=hosts)
-    text = reading.text
-    if not text:
-        raise NotUnderstood(f"didn't understand {raw!r}: no decision in it; try: {', '.join(EXAMPLES)}")
-    hedged = False
-    lead_scope: Scope | None = None
-    changed = True
-    while changed:
-        changed = False
-        for lead in _HEDGES + _LEADS + ("always", "from now on", "going forward"):
-            if text.startswith(lead + " ") or text.startswith(lead + ","):
-                hedged = hedged or lead in _HEDGES
-                if lead in ("always", "from now on", "going forward"):
-                    lead_scope = "standing"
-                text = text[len(lead) :].lstrip(" ,")
-                changed = True
-    otherwise_text = None
-    om = re.search(r"(?:,\s*|\s)(?:or|otherwise|else|,)\s+(?=(?:stop|ask|skip|continue|roll|defer|wait|pause))", text)
-    if om and re.search(r"\b(if|unless|when)\b", text[: om.start()]):
-        otherwise_text = text[om.end() :].strip()
-        text = text[: om.start()].strip(" ,")
+    grammar = _AtGate(
+        kind=kind,
+        options=list(options),
+        open=[o for o in options if (status or {}).get(o, "pending") in ("pending", "current")],
+        gate_option=gate_option,
+        titles=titles,
+        hosts=list(hosts),
+        commands=list(commands),
+    )
     try:
-        decision = _clause(text, gate_option, options, titles)
-    except NotUnderstood:
-        decision = _one_part(text, gate_option, options, titles)
-        if decision is None:
+        decision = grammar.decision(text)
+    except DecisionError as whole:
+        if len(split_clauses(text)) < 2 and not re.match(r"^(?:if|unless|when|only if)\b", text):
             raise
-    if decision.action == "stop" and decision.targets == list(options):
-        decision.targets = []  # "stop everything": the campaign, not a set of options
-    if lead_scope is not None:
-        decision.scope = lead_scope
-    if reading.negated and decision.action in ("approve", "continue", "select"):
-        raise DecisionError(f"{raw.strip()!r} opens with 'no' and then goes ahead; say which you mean")
+        try:
+            decision = combine_clauses(text, grammar)
+        except NotUnderstood:
+            raise whole from None
     if decision.runs is not None and decision.action != "retry":
         raise DecisionError(f"a count of runs goes with retry, not {decision.action}")
     if kind == "command" and decision.action == "approve" and re.search(r"\b(?:first|this|that|one|both)\b", typed):
@@ -546,14 +732,6 @@ def parse_decision(
         raise DecisionError(
             f"{decision.action} takes no option here; to pick options say 'go with …', to drop them 'skip …'"
         )
-    if otherwise_text is not None:
-        other = _clause(otherwise_text, gate_option, options, titles)
-        if other.condition:
-            # "…, or stop and ask if you are unsure": the first branch holds only when the second doesn't.
-            decision.condition = (
-                f"({decision.condition}) && !({other.condition})" if decision.condition else (f"!({other.condition})")
-            )
-        decision.otherwise = other.action
     unknown = [t for t in decision.targets if options and t not in options]
     if unknown:
         raise DecisionError(
@@ -588,13 +766,11 @@ def parse_decision(
                 "other hosts and rolls it back on gpu-7"
             )
         decision.except_hosts = excepted
-    decision.hedged = hedged
-    decision.read_as = [*reading.notes, *decision.read_as]
     if repeated is not None:
         times = len(re.findall(r"\w+", repeated.group(0)))
         decision.read_as.append(f"{repeated.group(1)!r} said {times} times in a row, read once")
     decision.confirm = (
-        hedged
+        decision.hedged
         or decision.action in ("rollback", "stop")
         or decision.scope == "standing"
         or bool(decision.except_hosts)
@@ -604,3 +780,27 @@ def parse_decision(
     decision.parser = PARSER
     decision.by = by
     return decision
+
+
+def pronoun_option(gate: Gate) -> int | None:
+    """The option "it" means at this gate: the one it is about, and at a continue-or-ask gate the one it offers
+    next ("skip it" there cannot mean the option that just finished)."""
+    if gate.kind == "continue_or_ask":
+        following = str(gate.facts.get("next_option") or "")
+        return int(following) if following.isdigit() else None
+    return gate.option
+
+
+def parse_at_gate(text: str, gate: Gate, *, by: str | None = None) -> Decision:
+    """`text` read at `gate` as the live gate reads it: its options, titles, hosts, commands and their states."""
+    return parse_decision(
+        text,
+        kind=gate.kind,
+        options=gate.options,
+        gate_option=pronoun_option(gate),
+        by=by,
+        hosts=gate.hosts,
+        titles={int(k): t for k, t in gate.titles.items() if int(k) in gate.options},
+        commands=gate.commands,
+        status={int(k): v for k, v in gate.status.items() if k.isdigit()},
+    )

@@ -42,22 +42,34 @@ back later soon tomorrow today call wrap finish ditch scrap toss turn leave live
 the and for not all now one yes try run ask off out you are was has had its but can did get got let
 see say new old any why how who our too two six ten use way may per via lol idk wtf thx pls plz nah yep
 yup hmm umm nop bad big end got put set top own few lot
+one two three four five six seven eight nine ten risky flaky noisy stale last till until
 """
 
 # Words and phrases that carry no decision ("ok, continue", "nah, roll it back", "stop here").
 FILLER_LEADS = (
     "ok so", "okay so", "ok", "okay", "yes", "yeah", "yep", "yup", "nah", "no", "nope", "alright", "right",
     "cool", "great", "sure", "fine", "hmm", "hm", "well", "actually", "honestly", "ah", "oh", "so", "k",
-    "i'd say", "i would", "i'd", "we should", "you should", "you can", "you could", "can you", "could you",
-    "let's", "lets", "let us", "please", "pls", "plz", "just", "then", "go ahead and", "and", "hold on",
+    "i'd say", "i'd rather", "i would rather", "i would", "i'd", "we should", "you should", "you can", "you could",
+    "can you", "could you",
+    "let's", "lets", "let us", "please", "pls", "plz", "then", "go ahead and", "and", "hold on",
+    "sure whatever", "whatever", "eh", "meh", "ya", "yah", "yea", "agreed", "makes sense", "sounds right",
+    "fair enough", "got it", "understood", "roger", "hey", "um", "uh", "welp", "kk",
 )  # fmt: skip
 FILLER_TAILS = (
     "please", "thanks", "thank you", "thx", "ty", "here", "then", "instead", "i think", "i guess",
-    "anyway", "anyways", "as well", "then please", "pls", "plz",
+    "anyway", "anyways", "as well", "then please", "pls", "plz", "tbh", "imo", "thx!", "ty", "cheers",
+    "for now thanks", "right away", "asap",
 )  # fmt: skip
 # (pattern, replacement, kinds it applies at or None for every gate). Applied in order, whole words.
 # Each one is a phrasing outside the core grammar: a reading that used one is noted and confirmed.
 SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
+    (r"(?:try|do) (?:the )?(?:rollback|revert) again|try again with the (?:rollback|revert)"
+     r"|revert (?:it )?again (?:and|&) (?:verify|check)(?: it)?|revert (?:and|&) (?:verify|check) again", "retry",
+     ("rollback",)),
+    (r"^(?:run|do) (#?\d+(?: and #?\d+)*)$", r"approve \1", ("command",)),
+    (r"^all (?:3|three|of them)$", "approve", ("command",)),
+    (r"^(?:none|none of them|neither)$", "reject", ("command",)),
+    (r"^as is$", "approve", ("rollback",)),
     (r"(?:roll|back) (?:it|this|that|them|this one|that one|this change|that change) (?:back|out)", "roll back", None),
     (r"back (?:it |this |that )?out", "roll back", None),
     (r"take (?:it|this|that) (?:back|out|off)", "roll back", None),
@@ -70,13 +82,13 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
     (r"leave (?:it|things) as is|live with it", "approve", ("rollback",)),
     (r"keep (?:it|this|that) on|leave (?:it|this|that) on", "keep", ("safety",)),
     (r"measure (?:it |this |that )?again(?: with more (?:pairs|runs))?|re-?measure|benchmark (?:it )?again"
-     r"|re-?benchmark|(?:run )?more (?:runs|pairs)", "retry", ("safety", "rollback", "goal")),
+     r"|re-?benchmark|(?<!with )(?:run )?more (?:runs|pairs)", "retry", ("safety", "rollback", "goal")),
     (r"(?:do|try|run|test) (#?\d+) next", r"go with \1", None),
     (r"(#?\d+) next", r"go with \1", None),
     (r"go for it|do it|go on|let's go|lets go|make it so|send it", "continue", None),
     (r"(?:go|going) for|start with|begin with", "go with", None),
     (r"^go$|(?:on )?to the next(?: one)?|next one|the next one", "continue", None),
-    (r"^(?:yep|yup|yeah|sure|yes please|yes sir)$", "yes", None),
+    (r"^(?:yep|yup|yeah|sure|yes please|yes sir|k|kk|ya|yea|y)$", "yes", None),
     (r"(?:the|this|your) plan", "", ("plan",)),
     (r"decline|deny|refuse", "reject", ("command",)),
     (r"^(?:option |number )?(#?\d+(?: and #?\d+)?)$", r"go with \1", ("plan", "triage", "continue_or_ask")),
@@ -85,14 +97,42 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
     (r"(?:don't|do not) run (?:them|it|these|those|any of them|that|this)", "reject", ("command",)),
     (r"run (?:them|these|those|all of them|all|it|this|that)(?: all)?", "approve", ("command",)),
     (r"go ahead and run (?:them|it|these)", "approve", ("command",)),
-    (r"(?:don't|do not) keep (?:it|this|that)|(?:ditch|scrap|bin|toss) (?:it|this|that)", "skip", ("safety",)),
-    (r"(?:looks|sounds|seems) (?:good|fine|great|ok|okay)(?: to me)?|all good|good to go|works for me|fine by me",
+    (r"(?:ditch|scrap|bin|toss) (?:it|this|that)", "skip", ("safety",)),
+    (r"(?:don't|do not|wouldn't|would not|i wouldn't|i would not|i'd not|shouldn't|should not|never) keep "
+     r"(?:it|this|that)", "skip", ("safety",)),
+    (r"take (?:it|that|this|the result|the number)", "approve", ("safety", "rollback", "goal")),
+    (r"leave (?:it|things|everything)(?: as (?:it is|is)| like (?:this|that|it is))?|(?:it's |its )?fine as is",
+     "approve", ("rollback",)),
+    (r"(?:re-?)?bench(?:mark)? (?:it |this |that )?again|re-?bench", "retry", ("safety", "goal")),
+    (r"(?:run|measure|bench) (?:it |this |that )?(\d+) more times", r"retry \1 times", ("safety", "rollback", "goal")),
+    (r"(\d+) more (?:runs|pairs|times)", r"retry with \1 runs", ("safety", "goal")),
+    (r"(?:one )?more rounds? of (?:measurements?|benchmarks?|runs|pairs)|one more round", "retry", ("safety", "goal")),
+    (r"keep at it|keep it up|keep on going", "continue", ("budget", "continue_or_ask", "triage", "plan")),
+    (r"let me (?:look|check|see|review|think)\b.*|ask me before .*|ping me\b.*|check with me\b.*"
+     r"|wait for me\b.*|wait till i\b.*|wait until i\b.*", "ask", None),
+    (r"skip(?:ping)? the no-?go(?: one| ones| options?)?(?: and)?|(?:with )?both(?: of them)?$", "", ("triage",)),
+    (r"^run (?:it|the plan)$", "approve", ("plan",)),
+    (r"(#?\d+) (?:before|ahead of) #?\d+$", r"\1 first", ("plan", "triage", "continue_or_ask")),
+    (r"(?<!with )(?<!do )(?<!try )(?<!pick )(?<!run )(#?\d+) first$", r"go with \1",
+     ("plan", "triage", "continue_or_ask")),
+    (r"(?:worth )?trying (#?\d+)", r"go with \1", ("plan", "triage", "continue_or_ask")),
+    (r"^(.+?) last$", r"defer \1", ("plan", "triage", "continue_or_ask")),
+    (r"(?:till|until) the end$", "", ("plan", "triage", "continue_or_ask")),
+    (r"(?:anything|whatever|everything|any option|options?|ones?|stuff|changes?)(?: that)?(?: is| are| comes? back"
+     r"| turns? out| looks?)? (unsafe|inconclusive|regressed)(?: stuff| ones| options| changes)?"
+     r"|(?:an? )?(unsafe|inconclusive|regressed) (?:stuff|ones?|options?|changes?)", r"if it's \1\2", None),
+    (r"^(#?\d+(?: and #?\d+)*)(?: (?:ok|okay|fine|is fine|are fine|go|please|pls))?$", r"approve \1", ("command",)),
+    (r"^(?:run|do) (#?\d+(?: and #?\d+)*)$", r"approve \1", ("command",)),
+
+    (r"(?:looks?|sounds?|seems?) (?:good|fine|great|ok|okay)(?: to me)?|all good|good to go|works for me|fine by me",
      "continue", None),
     (r"(?:stop|halt) (?:here|now|there)|that's (?:enough|it)|call it a day|wrap (?:it )?up|we're done|i'm done",
      "stop", None),
     (r"finish(?: up)?(?: with the report)?|end (?:it|the run|here)|stop (?:with|and write) the report"
      r"|stop and (?:give me|write|show me|send me) the report|stop the (?:campaign|run|whole thing)", "stop", None),
     (r"(?:push|move|put) (.+?) to the end", r"defer \1", ("plan", "triage", "continue_or_ask")),
+    (r"(?:abort|cancel|halt|kill|end) the (?:campaign|run|whole thing)|call it(?: a day| quits)?|^enough$"
+     r"|(?<!stop and )(?:give me|write|send me|show me) the report|^report(?: pls| please| now)?$", "stop", None),
     (r"(?:re-?run|redo|repeat) the (?:benchmark|bench|a/b|measurement)s?", "retry", ("safety", "rollback", "goal")),
     (r"revert (?:it )?and (?:check|verify|measure)(?: it)?(?: again)?", "retry", ("rollback",)),
     (r"run (?:em|'em)", "run them", ("command",)),
@@ -182,17 +222,19 @@ def strip_filler(text: str) -> str:
     changed = True
     while changed:
         changed = False
+        for tail in FILLER_TAILS:
+            for sep in (" ", ", "):
+                if text.endswith(sep + tail):
+                    text, changed = text[: -len(sep + tail)].rstrip(" ,"), True
         for lead in FILLER_LEADS:
-            if lead in NEGATING_LEADS and not text.startswith(lead + ","):
+            # "nah stop", "nope skip it": a "nah" before a decision that does not go ahead is the same no.
+            ahead = lead == "no" or not re.match(rf"^{lead} (?:stop|skip|abort|drop|defer|park|halt)\b", text)
+            if lead in NEGATING_LEADS and not text.startswith(lead + ",") and ahead:
                 continue
             if text.startswith(lead + " ") or text.startswith(lead + ","):
                 rest = text[len(lead) :].lstrip(" ,")
                 if rest:
                     text, changed = rest, True
-        for tail in FILLER_TAILS:
-            for sep in (" ", ", "):
-                if text.endswith(sep + tail):
-                    text, changed = text[: -len(sep + tail)].rstrip(" ,"), True
     return text
 
 
@@ -226,30 +268,28 @@ def read(text: str, kind: GateKind, *, titles: Mapping[int, str] = {}, hosts: Se
 
 
 def title_match(phrase: str, titles: Mapping[int, str]) -> tuple[int | None, list[int]]:
-    """(option whose title `phrase` names, the close candidates when it is ambiguous)."""
-    from rapidfuzz import fuzz, process
+    """(option whose title `phrase` names, the close candidates when it is ambiguous).
+
+    Every word said must be a word of that title — the word itself, a typo of it, or its start ("sched" for
+    "scheduler") — so "the overlap scheduler is fine" or "the one after the overlap scheduler" name nothing, and a
+    phrase that fits two titles ("the overlap one") is ambiguous."""
+    from rapidfuzz import fuzz
     from rapidfuzz.utils import default_process
 
     phrase = re.sub(r"^(?:the|option|that|this)\s+", "", phrase.strip()).strip()
-    phrase = re.sub(r"\s+(?:one|option|change)$", "", phrase)
+    phrase = re.sub(r"\s+(?:one|option|change|thing|stuff|idea|tweak)$", "", phrase)
     if len(phrase) < 3 or not titles:
         return None, []
-    choices = {k: default_process(t) for k, t in titles.items()}
-    found = process.extract(
-        default_process(phrase), choices, scorer=fuzz.token_set_ratio, limit=3, score_cutoff=80, processor=None
-    )
-    if not found:
-        return None, []
-    best = found[0][1]
-    close = [key for _, score, key in found if score >= best - 8]
-    if len(close) > 1:
-        return None, sorted(close)
-    # Every word said must be a word of that title (a typo of one, at most): "the overlap scheduler is
-    # fine" or "the one after the overlap scheduler" say more than the title, so they do not name it.
-    title_words = choices[found[0][2]].split()
     said = [w for w in default_process(phrase).split() if w not in ("the", "one", "option", "change")]
     if not said or all(w in _NUMBER_WORDS for w in said):  # "skip two" is #2 or "two-batch"?
         return None, []
-    if any(max(fuzz.ratio(w, t) for t in title_words) < 80 for w in said):
-        return None, []
-    return found[0][2], []
+
+    def fits(word: str, title_words: list[str]) -> bool:
+        return any(
+            word == t or fuzz.ratio(word, t) >= 80 or (len(word) >= 4 and t.startswith(word)) for t in title_words
+        )
+
+    fitting = [k for k, t in titles.items() if all(fits(w, default_process(t).split()) for w in said)]
+    if len(fitting) > 1:
+        return None, sorted(fitting)
+    return (fitting[0], []) if fitting else (None, [])

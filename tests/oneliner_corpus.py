@@ -258,7 +258,7 @@ CORPUS: list[tuple[str, str, str]] = [
     ("triage", "go for 3", "select 3"),
     ("triage", "stop", "stop"),
     ("triage", "skip it and go with 3", "refuse"),
-    ("triage", "continue but skip 1", "refuse"),
+    ("triage", "continue but skip 1", "skip 1"),  # refused until the clause reader (issue 35): it is skip 1
     # ---------------------------------------------------------------- command gate (three commands)
     ("command", "approve", "approve"),
     ("command", "yes", "approve"),
@@ -316,14 +316,16 @@ CORPUS: list[tuple[str, str, str]] = [
     ("goal", "roll it back", "refuse"),
 ]  # fmt: skip
 
-# Wrong actions an attack review found in the first tolerant parser (all must stay refused or read right).
+# Wrong actions an attack review found in the first tolerant parser (all must stay refused or read right). The
+# first parser read "approve, not tbo" as approve-everything; the clause reader (issue 35) reads the "not" as
+# removing #1, which is what the line says, so those lines carry their right reading now instead of "refuse".
 ATTACKS: list[tuple[str, str, str]] = [
     ('command', 'approve, not the rm one', 'refuse'),
-    ('command', 'approve, not rm', 'refuse'),
-    ('command', 'run them, not rm', 'refuse'),
+    ('command', 'approve, not rm', 'approve 1,2'),
+    ('command', 'run them, not rm', 'approve 1,2'),
     ('command', 'run them, just not rm', 'refuse'),
-    ('command', 'approve them, not rm', 'refuse'),
-    ('command', 'approve, do not rm', 'refuse'),
+    ('command', 'approve them, not rm', 'approve 1,2'),
+    ('command', 'approve, do not rm', 'approve 1,2'),
     ('command', 'approve, without the rm', 'refuse'),
     ('command', 'approve, minus rm', 'refuse'),
     ('command', 'lgtm, minus the rm one', 'refuse'),
@@ -415,15 +417,15 @@ ATTACKS: list[tuple[str, str, str]] = [
     ('continue_or_ask', '1 is better dropped', 'refuse'),
     ('continue_or_ask', '3 is the best? no', 'refuse'),
     ('continue_or_ask', '1 is better? not sure', 'refuse'),
-    ('continue_or_ask', 'continue, not the kernel occupancy one', 'refuse'),
-    ('continue_or_ask', 'go ahead, not kernel occupancy', 'refuse'),
+    ('continue_or_ask', 'continue, not the kernel occupancy one', 'skip 3'),
+    ('continue_or_ask', 'go ahead, not kernel occupancy', 'skip 3'),
     ('plan', 'approve, just not the overlap scheduler', 'refuse'),
     ('plan', 'approve the plan, without the overlap scheduler', 'refuse'),
-    ('plan', 'approve, not tbo', 'refuse'),
-    ('plan', 'go ahead, not tbo', 'refuse'),
+    ('plan', 'approve, not tbo', 'skip 1'),
+    ('plan', 'go ahead, not tbo', 'skip 1'),
     ('plan', 'lgtm, minus the kernel occupancy', 'refuse'),
-    ('plan', 'continue, not tbo', 'refuse'),
-    ('plan', 'skip tbo, not the overlap scheduler', 'refuse'),
+    ('plan', 'continue, not tbo', 'skip 1'),
+    ('plan', 'skip tbo, not the overlap scheduler', 'skip 1'),
     ('plan', 'skip tbo, the overlap scheduler is fine', 'refuse'),
     ('plan', '… stays', 'refuse'),
     ('plan', 'do tbo instead of the overlap scheduler', 'refuse'),

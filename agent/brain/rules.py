@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from agent.models import Assessment, Campaign, Finding, Option, Plan, Probe
-from policies.decisions import parse_decision
+from policies.decisions import parse_at_gate
 from policies.gates import Decision, Gate
 from tools.failures import FailureTest, Requests, compare
 from tools.sweep import SweepSummary
@@ -199,15 +199,7 @@ class RuleBrain:
         )
 
     def interpret(self, text: str, gate: Gate) -> Decision:
-        return parse_decision(
-            text,
-            kind=gate.kind,
-            options=gate.options,
-            gate_option=gate.option,
-            hosts=gate.hosts,
-            titles={int(k): t for k, t in gate.titles.items() if int(k) in gate.options},
-            commands=gate.commands,
-        )
+        return parse_at_gate(text, gate)
 
 
 # What a stress run that exercises a hazard shows when the hazard happened (a post-stress slowdown,

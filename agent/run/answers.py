@@ -46,8 +46,10 @@ def check_targets(gate: Gate, decision: Decision) -> None:
         state = status.get(str(t))
         if decision.action in ("skip", "defer") and state not in ("pending", "current", None):
             raise DecisionError(f"#{t} is already {state}; only options still to try can be skipped or deferred")
-        if decision.action == "select" and state in ("no-go", "kept", "current"):
-            why = "its investigation found a blocker" if state == "no-go" else f"it is {state}"
+        if decision.action == "select" and state in ("no-go", "kept", "current", "skipped"):
+            why = {"no-go": "its investigation found a blocker", "skipped": "it was skipped"}.get(
+                state, f"it is {state}"
+            )
             raise DecisionError(f"#{t} cannot be selected: {why}")
 
 

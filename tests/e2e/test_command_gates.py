@@ -11,7 +11,15 @@ from policies.decisions import parse_decision
 from policies.gates import ALLOWED, GATE_KINDS, suggested_answer
 from tests.conftest import journal_events
 from tests.e2e.test_evidence import ALLOW_ALL, MINI
-from tests.unit.test_oneliner_corpus import gate, reading
+from tests.oneliner_reading import FIRST
+from tests.oneliner_reading import reading as read_at
+
+gate = FIRST.gate
+
+
+def reading(kind: str, text: str) -> str:
+    return read_at(FIRST, kind, text)
+
 
 # The answers each gate's own question offers, as it words them (agent/nodes/gates.py).
 OFFERED = {

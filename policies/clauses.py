@@ -1,0 +1,369 @@
+"""A one-liner as clauses: find the decision wherever it stands, and let the rest be commentary.
+
+People say a decision and then why ("skip it, too risky"), correct themselves ("not 2, go with 3", "don't roll
+back, keep it"), put the condition first ("if 3 wedges, skip it") or add a scope ("from now on, skip anything
+unsafe"). The line is split at commas (dashes, parentheses, arrows and semicolons became commas when it was
+normalised), at "but" and at a "not" that follows a named option, and each clause is one of:
+
+    decision   what the grammar reads as a whole decision ("skip it", "go with 3")
+    negated    "not 2", "don't roll back", "never keep it": removes its options or its verb
+    condition  "if 3 wedges", "unless confidence < 0.7": the decision's condition (and its option)
+    otherwise  "otherwise stop", "or measure again": the branch taken when the condition does not hold
+    scope      "from now on", "for now", "every time"
+    take-back  "never mind", "scratch that", a trailing "no": the line is refused
+    remark     anything else that holds no verb, negation, condition or option: the person's reason
+
+Words that change meaning are never commentary: two decisions that disagree are refused with both named, a
+negation of the decision's own verb or options is refused, a remark that names another option is refused.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from policies.gates import Action, Decision, GateKind, Scope
+from policies.refusals import DecisionError, NotUnderstood
+
+GO_AHEAD: frozenset[Action] = frozenset({"approve", "continue"})
+# Gates whose options a decision names ("skip 2", "go with 3"): a go-ahead "but not 2" there drops #2.
+OPTION_GATES: tuple[GateKind, ...] = ("plan", "triage", "continue_or_ask")
+
+_CONNECTOR = re.compile(r"^(?:and|but|so|then|&)\s+")
+_OTHERWISE = re.compile(r"^(?:or else|otherwise|else|or)\s+")
+_NEGATOR = re.compile(
+    r"^(?:i\s+)?(?:do not|don't|dont|does not|doesn't|did not|didn't|not|never|no need to|won't|will not|wouldn't|"
+    r"would not|i'd not|shouldn't|should not|isn't|is not|can't|cannot|let's not|lets not)\b\s*"
+)
+_TAKE_BACK = re.compile(
+    r"(?:never ?mind|scratch that|forget (?:it|that)|just kidding|jk|no|nah|nope|or not|not|not really|"
+    r"wait|no wait|wait no|actually no|hmm+|hm|maybe not|on second thought|ignore that|cancel that|undo that|"
+    r"or maybe not|not yet|hold on|hang on)"
+)
+_NO = re.compile(r"(?:no|nah|nope|no no)")
+_CONDITION = re.compile(r"^(?:only if|if|unless|when|in case|as long as|provided)\b")
+_SCOPES: list[tuple[re.Pattern[str], Scope]] = [
+    (re.compile(r"(?:from now on|going forward|from here on(?: out)?|always|every time|each time|for the rest of"
+                r" the (?:run|session|campaign))"), "standing"),
+    (re.compile(r"(?:for now|for the moment|temporarily|for the time being)"), "for_now"),
+]  # fmt: skip
+# Words a remark may not hold: they decide, negate, condition or name something.
+_NOT_A_REMARK = re.compile(
+    r"\b(?:not|no|never|nothing|none|neither|nor|without|except|but|instead|rather|unless|if|when|always|"
+    r"from now on|all|everything|everyone|both|either|rest|others?|minus|besides|excluding|exclude|leave out|"
+    r"save|apart|other than|also|plus|while you're at it|and then|as well)\b|n't\b"
+)
+# A number in a remark that is a measurement, not an option: "7.6 is worth it", "+19.8 vs +20", "3x faster".
+_MEASURE = re.compile(r"[+-]?\d+(?:\.\d+)?\s*(?:%|x\b|ms\b|s\b|pairs?\b|runs?\b|hours?\b|minutes?\b|mins?\b)|\d+\.\d+")
+_PREFERENCE = re.compile(r"\b(?:better|best|bigger|biggest|safer|safest|prefer|preferred|rather|winner|wins?|first)\b")
+
+Kind = Literal["decision", "negated", "condition", "otherwise", "scope", "take-back", "no", "no-mark", "wait", "remark"]
+NO_MARK = "nomark"  # what a thumbs-down or a cross became when the line was normalised
+_WAIT = re.compile(r"(?:wait|hold on|hang on|one sec|one second|just a sec)")
+
+
+class Grammar:
+    """What the clause reader asks of the one-clause grammar at this gate (`policies.decisions` implements it)."""
+
+    kind: GateKind
+    options: Sequence[int]  # what numbers name here: options, or a command gate's listed commands
+    open: Sequence[int]  # the options still to try (every option at a command gate)
+    gate_option: int | None
+
+    def decision(self, text: str) -> Decision:
+        """One clause as a whole decision (DecisionError; NotUnderstood when it holds no decision)."""
+        raise NotImplementedError
+
+    def condition(self, text: str) -> str:
+        """ "if it's unsafe" as a CEL condition (NotUnderstood)."""
+        raise NotImplementedError
+
+    def names(self, text: str) -> list[int] | None:
+        """The options (commands) a phrase names — "2", "tbo", "the rm one", "it" — or None."""
+        raise NotImplementedError
+
+    def mentions(self, text: str) -> set[int]:
+        """The options a remark names by number or by a word only their title has."""
+        raise NotImplementedError
+
+    def has_verb(self, text: str) -> bool:
+        """Does the text hold a decision verb anywhere?"""
+        raise NotImplementedError
+
+
+@dataclass
+class Clause:
+    text: str
+    kind: Kind
+    decision: Decision | None = None
+    targets: list[int] = field(default_factory=list)  # a negated clause's options, a condition's subject
+    condition: str | None = None
+    scope: Scope | None = None
+
+
+_NOT_AFTER_BUT = {"all", "everything", "anything", "them", "nothing", "everyone"}  # "all but 2" is one clause
+_OPENS_NOT = {"it", "one", "them", "this", "that", "these", "those"}  # "go with it not 2": a correction follows
+
+
+def split(text: str) -> list[str]:
+    """The clauses of a normalised line, in order."""
+    parts: list[str] = []
+    for part in text.split(","):
+        # "skip 1 but not 3", "go with 3 not 2", "run 1 and 2 not the rm": a "but" (never "all but") or a "not"
+        # after a named option or a pronoun opens a clause of its own.
+        words = part.split()
+        start = 0
+        for i in range(1, len(words)):
+            before = words[i - 1]
+            if (words[i] == "but" and before not in _NOT_AFTER_BUT) or (
+                words[i] == "not" and (re.fullmatch(r"#?\d+", before) or before in _OPENS_NOT)
+            ):
+                parts.append(" ".join(words[start:i]))
+                start = i
+        parts.append(" ".join(words[start:]))
+    return [p for p in (p.strip() for p in parts) if p]
+
+
+def classify(text: str, grammar: Grammar, first: bool) -> Clause:
+    """What one clause is (NotUnderstood when it is none of them)."""
+    text = _CONNECTOR.sub("", text).strip()
+    if text == NO_MARK:
+        return Clause(text, "no" if first else "no-mark")
+    if _NO.fullmatch(text):
+        return Clause(text, "no" if first else "take-back")
+    if first and _WAIT.fullmatch(text):
+        return Clause(text, "wait")
+    if _TAKE_BACK.fullmatch(text) or re.match(r"^(?:never ?mind|scratch that|no wait|wait no|actually no)\b", text):
+        return Clause(text, "take-back")
+    for pattern, scope in _SCOPES:
+        if pattern.fullmatch(text):
+            return Clause(text, "scope", scope=scope)
+    if _OTHERWISE.match(text) and not first:
+        branch = grammar.decision(_OTHERWISE.sub("", text))
+        return Clause(text, "otherwise", decision=branch)
+    if _CONDITION.match(text):
+        return _condition(text, grammar)
+    negation = _NEGATOR.match(text)
+    if negation:
+        return _negated(text, text[negation.end() :].strip(), grammar)
+    try:
+        return Clause(text, "decision", decision=grammar.decision(text))
+    except NotUnderstood:
+        if _remark(text, grammar):
+            return Clause(text, "remark")
+        raise
+
+
+def _condition(text: str, grammar: Grammar) -> Clause:
+    """ "if 2 turns out unsafe": the condition, and the option it is about when it names one."""
+    m = re.match(r"^((?:only if|if|unless|when|in case|as long as|provided)\s+)(#?\d+|option #?\d+)\s+(.*)$", text)
+    targets: list[int] = []
+    if m:
+        named = grammar.names(m.group(2))
+        if named:
+            targets, text = named, f"{m.group(1)}it {m.group(3)}"
+    if re.match(r"^(?:in case|as long as|provided)\b", text):
+        text = re.sub(r"^(?:in case|as long as|provided)", "if", text)
+    return Clause(text, "condition", targets=targets, condition=grammar.condition(text))
+
+
+_GERUNDS = {"stopping": "stop", "continuing": "continue", "accepting": "accept", "keeping": "keep",
+            "skipping": "skip", "rolling": "roll", "reverting": "revert", "approving": "approve", "going": "go",
+            "running": "run", "retrying": "retry", "deferring": "defer"}  # fmt: skip
+
+
+def _negated(text: str, rest: str, grammar: Grammar) -> Clause:
+    """ "don't roll back" (a verb removed), "not 2", "not the rm one" (options removed)."""
+    rest = re.sub(r"^(\w+ing)\b", lambda m: _GERUNDS.get(m.group(1), m.group(1)), rest)  # "not stopping now"
+    rest = re.sub(r"\s+(?:now|yet|here|today|this time)$", "", _MEASURE.sub("", rest)).strip()
+    if not rest:
+        return Clause(text, "take-back")
+    named = grammar.names(re.sub(r"^(?:do|run|go with|with|pick|try|include)\s+", "", rest))
+    if named:
+        return Clause(text, "negated", targets=named)
+    try:
+        said = grammar.decision(rest)
+    except NotUnderstood:
+        raise NotUnderstood(f"didn't understand {text!r}: say what to do, not only what not to") from None
+    return Clause(text, "negated", decision=said, targets=list(said.targets))
+
+
+def _remark(text: str, grammar: Grammar) -> bool:
+    """A reason or comment: no verb, negation, condition or scope in it (the options it names are checked against
+    the decision's once it is known)."""
+    return not (_NOT_A_REMARK.search(text) or grammar.has_verb(text))
+
+
+_REST = re.compile(r"\b(?:the rest|the others|everything else|all the others|the other ones|the other (?:one|two))\b")
+
+
+def _the_rest(parts: list[str], grammar: Grammar) -> list[str]:
+    """ "only the overlap scheduler, drop the rest": "the rest" is every open option the other clauses do not name."""
+    out = list(parts)
+    for i, part in enumerate(parts):
+        if not _REST.search(part):
+            continue
+        named = set().union(*(grammar.mentions(p) for j, p in enumerate(parts) if j != i))
+        rest = [o for o in grammar.open if o not in named]
+        if named and rest:
+            out[i] = _REST.sub(" and ".join(map(str, rest)), part)
+    return out
+
+
+def _condition_first(part: str, grammar: Grammar) -> list[str]:
+    """ "if 2 turns out unsafe just skip it": where the condition ends, when no comma says so — the first word
+    after which the rest reads as a decision (tried word by word: never more than the line has words)."""
+    if not _CONDITION.match(part) or "," in part:
+        return [part]
+    words = part.split()
+    for k in range(2, len(words)):
+        head, tail = " ".join(words[:k]), " ".join(words[k:])
+        try:
+            _condition(head, grammar)
+            grammar.decision(tail)
+        except DecisionError:
+            continue
+        return [head, tail]
+    return [part]
+
+
+def combine(text: str, grammar: Grammar) -> Decision:
+    """The one decision a line of several clauses makes (DecisionError, naming the clauses that disagree)."""
+    parts = _the_rest([p for part in split(text) for p in _condition_first(part, grammar)], grammar)
+    clauses = [classify(p, grammar, first=i == 0) for i, p in enumerate(parts)]
+    if any(c.kind == "take-back" for c in clauses):
+        taken = next(c.text for c in clauses if c.kind == "take-back")
+        raise DecisionError(f"{text!r} takes the decision back ({taken!r}); say the one decision you mean")
+    decided = [c for c in clauses if c.kind == "decision"]
+    if not decided:
+        raise NotUnderstood(f"didn't understand {text!r}: no decision in it")
+    decision = _agree(decided, grammar)
+    for c in clauses:
+        if c.kind == "condition":
+            decision = _conditioned(decision, c)
+        elif c.kind == "otherwise":
+            assert c.decision is not None
+            if decision.condition is None:
+                raise DecisionError(f"{c.text!r} is an otherwise-branch without a condition before it")
+            if c.decision.condition:
+                decision.condition = f"({decision.condition}) && !({c.decision.condition})"
+            decision.otherwise = c.decision.action
+        elif c.kind == "scope":
+            assert c.scope is not None
+            decision.scope = c.scope
+    for c in clauses:
+        if c.kind == "negated":
+            decision = _without(decision, c, grammar)
+    if clauses[0].kind == "no" and decision.action in (*GO_AHEAD, "select"):
+        raise DecisionError(f"{text!r} opens with 'no' and then goes ahead; say which you mean")
+    if any(c.kind == "no-mark" for c in clauses) and decision.action in (*GO_AHEAD, "select", "retry"):
+        raise DecisionError(f"{text!r} marks a go-ahead with a no; say which you mean")
+    if clauses[0].kind == "wait" and decision.action != "ask":
+        raise DecisionError(f"{text!r} says wait and then {decision.action}; say which you mean")
+    remarks = [c.text for c in clauses if c.kind == "remark"]
+    for remark in remarks:
+        if _PREFERENCE.search(remark) and grammar.mentions(_MEASURE.sub(" ", remark)):
+            # "#3 is better on paper, stop here": a preference between options is a decision of its own.
+            raise DecisionError(f"{text!r} prefers an option beside the decision; say one decision")
+    if remarks:
+        mentioned = set().union(*(grammar.mentions(_MEASURE.sub(" ", r)) for r in remarks))
+        own = set(decision.targets) | ({grammar.gate_option} if grammar.gate_option is not None else set())
+        if grammar.kind == "command" and not decision.targets:
+            own |= set(grammar.options)  # a command gate's "run all" or "reject all" is about every command
+        if mentioned - own:
+            named = ", ".join(f"#{n}" for n in sorted(mentioned - own))
+            raise DecisionError(f"{text!r} mentions {named} beside the decision; name each option you decide on")
+        decision.rationale = "; ".join(remarks)
+        decision.read_as.append(f"{'; '.join(repr(r) for r in remarks)} kept as the reason")
+    return decision
+
+
+def _agree(decided: list[Clause], grammar: Grammar) -> Decision:
+    """Clauses that say one decision ("lgtm, ship it"; "skip 2, just do 3" when 3 is all that is left)."""
+    first = decided[0].decision
+    assert first is not None
+    result = first.model_copy(deep=True)
+    for clause in decided[1:]:
+        other = clause.decision
+        assert other is not None
+        if _follow_up(result, other):
+            continue
+        if grammar.kind in OPTION_GATES and _plain_go_ahead(result) and other.action in ("skip", "defer", "select"):
+            result = other.model_copy(deep=True)  # "continue, but skip 1": the go-ahead, without #1
+            continue
+        same = other.action == result.action or {other.action, result.action} <= GO_AHEAD
+        if same and other.condition == result.condition:
+            result.targets = list(dict.fromkeys([*result.targets, *other.targets]))
+            result.read_as.extend(other.read_as)
+            result.hedged = result.hedged or other.hedged
+            continue
+        left = [o for o in grammar.open if o not in result.targets]
+        pair = {result.action, other.action}
+        if pair == {"skip", "select"} and grammar.kind in OPTION_GATES:
+            skipped, chosen = (result, other) if result.action == "skip" else (other, result)
+            if chosen.targets and set(chosen.targets) == {o for o in grammar.open if o not in skipped.targets}:
+                # "skip 1 and 2, do 3": with 3 all that is left, the select says what skipping the others does.
+                result = skipped.model_copy(deep=True)
+                continue
+        del left
+        raise DecisionError(
+            f"{decided[0].text!r} and {clause.text!r} are two different decisions "
+            f"({result.describe()} / {other.describe()}); say one decision at a time"
+        )
+    return result
+
+
+def _plain_go_ahead(decision: Decision) -> bool:
+    return (
+        decision.action in GO_AHEAD and not decision.targets and decision.condition is None and decision.scope == "once"
+    )
+
+
+def _follow_up(decision: Decision, other: Decision) -> bool:
+    """ "skip it, move on": a plain go-ahead after a decision that already moves on says nothing more."""
+    return _plain_go_ahead(other) and decision.action in ("skip", "defer", "select", "rollback")
+
+
+def _conditioned(decision: Decision, clause: Clause) -> Decision:
+    """ "if 3 wedges, skip it": the condition, and the option it named, are the decision's."""
+    if decision.condition is not None:
+        raise DecisionError(f"{clause.text!r} is a second condition; say one condition per decision")
+    decision.condition = clause.condition
+    if clause.targets:
+        if decision.targets and decision.targets != clause.targets:
+            raise DecisionError(f"{clause.text!r} is about another option than the decision")
+        decision.targets = clause.targets
+    return decision
+
+
+def _without(decision: Decision, clause: Clause, grammar: Grammar) -> Decision:
+    """The decision with what a negated clause removes: its options, or nothing when it denies another verb."""
+    denied = clause.decision
+    if denied is not None and not clause.targets:
+        if denied.action == decision.action or {denied.action, decision.action} <= GO_AHEAD:
+            raise DecisionError(f"{clause.text!r} denies the decision the line makes ({decision.action})")
+        return decision  # "don't roll back, keep it": the correction is the decision
+    removed = [t for t in clause.targets if t != grammar.gate_option or grammar.kind in ("command", *OPTION_GATES)]
+    if denied is not None and denied.action not in (*GO_AHEAD, "select") and denied.action != decision.action:
+        return decision  # "don't skip 2, go with it": the named verb is denied, not the option
+    if not removed:
+        if decision.action in GO_AHEAD and not decision.targets:
+            raise DecisionError(f"{clause.text!r} denies the option this gate is about; say skip or keep")
+        return decision
+    overlap = [t for t in removed if t in decision.targets]
+    if overlap:
+        raise DecisionError(f"{clause.text!r} removes #{overlap[0]}, which the decision names; say which you mean")
+    if decision.action in GO_AHEAD and not decision.targets and decision.condition is None:
+        if grammar.kind == "command":
+            keep = [o for o in grammar.options if o not in removed]
+            if not keep:
+                raise DecisionError("that leaves no command to approve; to run none, reject")
+            decision.targets = keep
+        elif grammar.kind in OPTION_GATES:
+            decision = decision.model_copy(update={"action": "skip", "targets": sorted(removed)})
+        else:
+            raise DecisionError(f"{clause.text!r} names options this gate does not decide on")
+        decision.read_as.append(f"{clause.text!r} → without " + ", ".join(f"#{t}" for t in removed))
+    return decision
