@@ -59,6 +59,9 @@ _NOT_A_REMARK = re.compile(
 _MEASURE = re.compile(r"[+-]?\d+(?:\.\d+)?\s*(?:%|x\b|ms\b|s\b|pairs?\b|runs?\b|hours?\b|minutes?\b|mins?\b)|\d+\.\d+")
 _PREFERENCE = re.compile(r"\b(?:better|best|bigger|biggest|safer|safest|prefer|preferred|rather|winner|wins?|first)\b")
 
+_REST_IS_FINE = re.compile(
+    r"(?:the )?(?:rest|others|other ones|other two)(?: is| are| look| looks| seem| seems)? (?:fine|good|ok|okay|great)"
+)
 Kind = Literal["decision", "negated", "condition", "otherwise", "scope", "take-back", "no", "no-mark", "wait", "remark"]
 NO_MARK = "nomark"  # what a thumbs-down or a cross became when the line was normalised
 _WAIT = re.compile(r"(?:wait|hold on|hang on|one sec|one second|just a sec)")
@@ -148,6 +151,8 @@ def classify(text: str, grammar: Grammar, first: bool) -> Clause:
     negation = _NEGATOR.match(text)
     if negation:
         return _negated(text, text[negation.end() :].strip(), grammar)
+    if _REST_IS_FINE.fullmatch(text):
+        return Clause(text, "remark")  # "drop tbo, rest is fine": the others stay as they are
     try:
         return Clause(text, "decision", decision=grammar.decision(text))
     except NotUnderstood:
@@ -240,6 +245,10 @@ def combine(text: str, grammar: Grammar) -> Decision:
     if not decided:
         raise NotUnderstood(f"didn't understand {text!r}: no decision in it")
     decision = _agree(decided, grammar)
+    if len(decided) > 1:
+        decision.read_as.append(
+            " and ".join(repr(c.text) for c in decided) + f" read as one decision ({decision.action})"
+        )
     for c in clauses:
         if c.kind == "condition":
             decision = _conditioned(decision, c)
@@ -256,6 +265,10 @@ def combine(text: str, grammar: Grammar) -> Decision:
     for c in clauses:
         if c.kind == "negated":
             decision = _without(decision, c, grammar)
+            if c.decision is not None and not c.targets:
+                decision.read_as.append(f"{c.text!r} denies {c.decision.action}, which the decision does not do")
+        elif c.kind in ("condition", "scope", "otherwise") and len(clauses) > 1:
+            decision.read_as.append(f"{c.text!r} read as the decision's {c.kind}")
     if clauses[0].kind == "no" and decision.action in (*GO_AHEAD, "select"):
         raise DecisionError(f"{text!r} opens with 'no' and then goes ahead; say which you mean")
     if any(c.kind == "no-mark" for c in clauses) and decision.action in (*GO_AHEAD, "select", "retry"):
@@ -341,21 +354,24 @@ def _conditioned(decision: Decision, clause: Clause) -> Decision:
 def _without(decision: Decision, clause: Clause, grammar: Grammar) -> Decision:
     """The decision with what a negated clause removes: its options, or nothing when it denies another verb."""
     denied = clause.decision
-    if denied is not None and not clause.targets:
-        if denied.action == decision.action or {denied.action, decision.action} <= GO_AHEAD:
+    own = [grammar.gate_option] if grammar.gate_option is not None else []
+    said = set(decision.targets or own)
+    if denied is not None:
+        same = denied.action == decision.action or {denied.action, decision.action} <= GO_AHEAD
+        goes_ahead = denied.action in (*GO_AHEAD, "select")
+        if same and (not denied.targets or set(denied.targets) <= said) and not _untargeted_go_ahead(decision):
             raise DecisionError(f"{clause.text!r} denies the decision the line makes ({decision.action})")
-        return decision  # "don't roll back, keep it": the correction is the decision
+        if not same and not (goes_ahead and denied.targets):
+            return decision  # "don't roll back, keep it": the correction is the decision
+        if same and not _untargeted_go_ahead(decision):
+            return decision  # "skip 1, don't skip 2": the options corrected, not the decision
     removed = [t for t in clause.targets if t != grammar.gate_option or grammar.kind in ("command", *OPTION_GATES)]
-    if denied is not None and denied.action not in (*GO_AHEAD, "select") and denied.action != decision.action:
-        return decision  # "don't skip 2, go with it": the named verb is denied, not the option
     if not removed:
-        if decision.action in GO_AHEAD and not decision.targets:
-            raise DecisionError(f"{clause.text!r} denies the option this gate is about; say skip or keep")
-        return decision
+        raise DecisionError(f"{clause.text!r} denies the option this gate is about; say skip or keep")
     overlap = [t for t in removed if t in decision.targets]
     if overlap:
         raise DecisionError(f"{clause.text!r} removes #{overlap[0]}, which the decision names; say which you mean")
-    if decision.action in GO_AHEAD and not decision.targets and decision.condition is None:
+    if _untargeted_go_ahead(decision):
         if grammar.kind == "command":
             keep = [o for o in grammar.options if o not in removed]
             if not keep:
@@ -367,3 +383,7 @@ def _without(decision: Decision, clause: Clause, grammar: Grammar) -> Decision:
             raise DecisionError(f"{clause.text!r} names options this gate does not decide on")
         decision.read_as.append(f"{clause.text!r} → without " + ", ".join(f"#{t}" for t in removed))
     return decision
+
+
+def _untargeted_go_ahead(decision: Decision) -> bool:
+    return decision.action in GO_AHEAD and not decision.targets and decision.condition is None

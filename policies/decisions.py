@@ -10,8 +10,9 @@ Unknown text is refused with "didn't understand …; try: …" — the grammar n
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from policies.clauses import OPTION_GATES, Grammar
 from policies.clauses import combine as combine_clauses
@@ -424,9 +425,9 @@ def _except_hosts(text: str, hosts: Sequence[str]) -> tuple[list[str], str]:
     m = _EXCEPT.search(text)
     if m is None:
         return [], text
-    if not hosts:
-        raise DecisionError("this gate is not about hosts; 'except HOST' goes with a keep decision at a safety gate")
     canonical = {h.lower(): h for h in hosts}
+    if not hosts or (not re.search(r"\bhosts?\b|\bon\b", m.group(0)) and m.group("names") not in canonical):
+        return [], text  # "everything except the MoE one" names options, not hosts
     named = [n for n in re.split(r"\s*(?:,|and|&)\s*", m.group("names")) if n]
     unknown = [n for n in named if n not in canonical]
     if unknown:
@@ -489,7 +490,7 @@ _STANDING_LEADS = ("always", "from now on", "going forward")
 _SET = re.compile(
     r"(?P<head>.*?)\s*\b(?:(?:all|everything|every option|them all|all of them|all the options)\s*,?\s*"
     r"(?:but|except|apart from|other than|besides|minus|excluding|save)\s+(?P<but>.+)"
-    r"|(?:only|just)\s+(?:(?:run|do|go with|try|keep|approve)\s+)?(?P<only>.+?)|(?P<only2>.+?)\s+only)"
+    r"|(?:only|just)\s+(?:(?:run|do|go with|try|keep|approve)\s+)?(?P<only>.+?))"
 )
 # The words before a set ("skip all but 3", "run only 1 and 3") and the decision they make on it.
 _SET_HEAD: dict[str, Action] = {
@@ -567,15 +568,26 @@ class _AtGate(Grammar):
         named as a set, written as the grammar's decision on them (skipping the others, at an option gate)."""
         m = _SET.fullmatch(said)
         if m is None:
+            # "approve 2 only", "py-spy only": the words before the set are the verb, whatever their length
+            m = next(
+                (
+                    found
+                    for head in sorted(_SET_HEAD, key=len, reverse=True)
+                    if said.startswith(head)
+                    and (found := re.fullmatch(rf"(?P<head>{re.escape(head)})\s*(?P<only>.+?)\s+only", said))
+                ),
+                None,
+            )
+        if m is None:
             return said
         head = (m.group("head") or "").strip()
-        named = self.names(m.group("but") or m.group("only") or m.group("only2") or "")
+        but = m.groupdict().get("but")
+        named = self.names(but or m.group("only") or "")
         if not named or any(n not in self.options for n in named):
             return said
         # The options the words before the set act on: all open ones but those named, or only those named.
-        chosen = [o for o in self.open if (o not in named) == bool(m.group("but"))] if self.kind != "command" else []
-        if self.kind == "command":
-            chosen = [o for o in self.options if (o not in named) == bool(m.group("but"))]
+        pool = self.options if self.kind == "command" else self.open
+        chosen = [o for o in pool if (o not in named) == bool(but)]
         verb = _SET_HEAD.get(head)
         if verb is None or not chosen:
             return said
@@ -663,6 +675,79 @@ class _AtGate(Grammar):
         return _verb_in(text) is not None
 
 
+def _read(text: str, grammar: _AtGate) -> Decision:
+    """The line as one decision, or as clauses when it is more than one."""
+    try:
+        return grammar.decision(text)
+    except DecisionError as whole:
+        if len(split_clauses(text)) < 2 and not re.match(r"^(?:if|unless|when|only if)\b", text):
+            raise
+        try:
+            return combine_clauses(text, grammar)
+        except NotUnderstood:
+            raise whole from None
+
+
+_SUGGEST_WORDS = 8  # prefixes tried for a suggestion: a decision is said in its first few words
+
+
+def _closest(text: str, grammar: _AtGate, takes: Callable[[str], Decision]) -> str | None:
+    """The closest reading of a line not understood that this gate takes, as a one-liner to press Enter on
+    ("skip it because lol" → "skip #2"): a clause, or the first words, that read alone — never when what is left
+    holds a negation or another decision."""
+    candidates = split_clauses(text)
+    words = text.split()
+    candidates += [" ".join(words[:k]) for k in range(min(len(words) - 1, _SUGGEST_WORDS), 0, -1)]
+    for said in candidates:
+        rest = text.replace(said, " ", 1)
+        if re.search(r"\b(?:not|no|never|don't|dont|n't|but|except|unless|if|instead)\b|n't\b", rest):
+            continue
+        try:
+            decision = grammar.decision(said)
+        except DecisionError:
+            continue
+        if _verb_in(rest.strip(" ,")) is not None or decision.condition or decision.otherwise:
+            continue
+        line = canonical(decision, grammar.kind)
+        try:
+            takes(line)
+        except DecisionError:
+            continue
+        return line
+    return None
+
+
+def canonical(decision: Decision, kind: GateKind) -> str:
+    """The plainest one-liner for a decision ("skip #2", "go with 3", "retry with 8 runs", "approve 1 and 3")."""
+    verb = {"select": "go with", "rollback": "roll back", "ask": "stop and ask me"}.get(
+        decision.action, decision.action
+    )
+    named = " and ".join(str(t) if kind == "command" else f"#{t}" for t in decision.targets)
+    line = f"{verb} {named}".strip()
+    if decision.runs:
+        line += f" with {decision.runs} runs"
+    return line + {"for_now": " for now", "standing": " always", "once": ""}[decision.scope]
+
+
+def check_states(kind: GateKind, decision: Decision, status: Mapping[int, str]) -> None:
+    """Refuse a decision that names options in a state it cannot apply to, or none where it must name one."""
+    untargeted = decision.condition is None  # "skip it if it's unsafe" is a rule for the option it meets later
+    if untargeted and decision.action in _TARGETED and not decision.targets and kind in OPTION_GATES:
+        pending = [k for k, v in status.items() if v == "pending"]
+        raise DecisionError(
+            f"{decision.action} which option? name it, e.g. '{decision.action} #{pending[0] if pending else 2}'"
+        )
+    for t in decision.targets:
+        state = status.get(t)
+        if decision.action in ("skip", "defer") and state not in ("pending", "current", None):
+            raise DecisionError(f"#{t} is already {state}; only options still to try can be skipped or deferred")
+        if decision.action == "select" and state in ("no-go", "kept", "current", "skipped"):
+            why = {"no-go": "its investigation found a blocker", "skipped": "it was skipped"}.get(
+                state, f"it is {state}"
+            )
+            raise DecisionError(f"#{t} cannot be selected: {why}")
+
+
 def parse_decision(
     text: str,
     *,
@@ -674,10 +759,16 @@ def parse_decision(
     titles: Mapping[int, str] | None = None,
     commands: Sequence[str] = (),
     status: Mapping[int, str] | None = None,
+    suggest: bool = True,
 ) -> Decision:
     """Parse `text` as typed at a `kind` gate whose nameable options are `options` (and whose option
     runs on `hosts`, which "on all except gpu-7" may name; `titles` name options in words; at a command
-    gate, numbers name the listed `commands`, 1-based)."""
+    gate, numbers name the listed `commands`, 1-based; `status` says which options are still to try). A line not
+    understood is refused with the closest reading the gate takes, when there is one (`suggest`)."""
+    gate: dict[str, Any] = {
+        "kind": kind, "options": options, "gate_option": gate_option, "by": by, "hosts": hosts, "titles": titles,
+        "commands": commands, "status": status,
+    }  # fmt: skip
     raw = text
     check_length(text)
     text = _normalise(text)
@@ -709,17 +800,18 @@ def parse_decision(
         commands=list(commands),
     )
     try:
-        decision = grammar.decision(text)
-    except DecisionError as whole:
-        if len(split_clauses(text)) < 2 and not re.match(r"^(?:if|unless|when|only if)\b", text):
-            raise
-        try:
-            decision = combine_clauses(text, grammar)
-        except NotUnderstood:
-            raise whole from None
+        decision = _read(text, grammar)
+    except NotUnderstood as exc:
+        if suggest:
+            exc.suggestion = _closest(text, grammar, lambda line: parse_decision(line, **gate, suggest=False))
+        if exc.suggestion is not None:
+            exc.args = (re.sub(r"; try: .*$", "", str(exc.args[0])) + f"; did you mean: {exc.suggestion}?",)
+        raise
     if decision.runs is not None and decision.action != "retry":
         raise DecisionError(f"a count of runs goes with retry, not {decision.action}")
-    if kind == "command" and decision.action == "approve" and re.search(r"\b(?:first|this|that|one|both)\b", typed):
+    programs = "|".join(re.escape(c.lower().split()[0]) for c in commands if c.strip())
+    named = re.sub(rf"\bthe (?:{programs}) one\b", "", typed) if programs else typed  # "not the rm one" names one
+    if kind == "command" and decision.action == "approve" and re.search(r"\b(?:first|this|that|one|both)\b", named):
         raise DecisionError(f"which command? the commands are numbered 1-{len(commands)}: 'approve 1', 'approve'")
     own = [gate_option] if gate_option is not None else []
     if (
@@ -776,6 +868,8 @@ def parse_decision(
         or bool(decision.except_hosts)
         or bool(decision.read_as)
     )
+    if status is not None and kind != "command":
+        check_states(kind, decision, status)
     decision.raw = raw
     decision.parser = PARSER
     decision.by = by

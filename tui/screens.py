@@ -300,7 +300,12 @@ class GateScreen(ModalScreen[str | None]):
             return  # closed while the line was read (answered elsewhere, quit)
         if p.error:
             self.typed = None
-            self._echo(Text(f"✗ {p.error}", style="bold red"))
+            echo = Text(f"✗ {p.error}", style="bold red")
+            if p.suggestion:
+                # The closest reading, put in the field: Enter reads it (and echoes it) like anything typed.
+                self.query_one("#gate-input", Input).value = p.suggestion
+                echo.append(f" — Enter reads {p.suggestion!r}, or edit it", style="dim")
+            self._echo(echo)
             return
         self.typed = text
         need = " (needs your confirmation)" if p.confirm else ""

@@ -33,6 +33,7 @@ class Preview:
     echo: str | None = None
     confirm: bool = False  # the decision is hedged, standing, a rollback or a stop
     error: str | None = None
+    suggestion: str | None = None  # the closest reading the gate takes, for a line it did not understand
 
 
 class EventSource(Protocol):
@@ -113,7 +114,9 @@ class SessionSource:
         try:
             with self.dir.locked(), Runner(self.dir, headless=False) as runner:
                 echo, confirm = runner.preview(text, by=self._by, gate=gate)
-        except (DecisionError, SessionError) as exc:
+        except DecisionError as exc:
+            return Preview(error=str(exc), suggestion=exc.suggestion)
+        except SessionError as exc:
             return Preview(error=str(exc))
         return Preview(echo=echo, confirm=confirm)
 

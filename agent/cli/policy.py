@@ -20,18 +20,37 @@ def decision_parse(
     text: Annotated[str, typer.Argument(help="The one-line decision.")],
     gate: Annotated[
         str,
-        typer.Option("--gate", help="Gate kind: plan, triage, safety, continue_or_ask, rollback, command, budget."),
+        typer.Option(
+            "--gate", help="Gate kind: plan, triage, safety, continue_or_ask, rollback, command, budget, goal."
+        ),
     ],
     options: Annotated[str, typer.Option("--options", help="Option ids nameable here, e.g. 1,2,3.")] = "",
     title: Annotated[
         list[str] | None,
         typer.Option("--title", help="An option's title, to name it in words: --title '2=overlap scheduler'."),
     ] = None,
+    option: Annotated[
+        int | None,
+        typer.Option(
+            "--option",
+            help="The option 'it' means: the one a safety or rollback gate is about, the one a continue-or-ask "
+            "gate offers next.",
+        ),
+    ] = None,
+    status: Annotated[
+        list[str] | None,
+        typer.Option("--status", help="An option's state, as the gate sees it: --status 1=no-go (default pending)."),
+    ] = None,
+    host: Annotated[list[str] | None, typer.Option("--host", help="A host the option runs on (for 'except').")] = None,
+    command: Annotated[
+        list[str] | None, typer.Option("--command", help="A command a command gate lists, in order (numbered from 1).")
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Show how a one-liner would be understood at a gate (nothing is recorded)."""
-    from policies.decisions import parse_decision
-    from policies.gates import GATE_KINDS
+    """Show how a one-liner would be understood at a gate, exactly as the live gate reads it (nothing is recorded)."""
+    from agent.run.answers import answer
+    from policies.decisions import parse_at_gate
+    from policies.gates import ALLOWED, GATE_KINDS, Gate
 
     if gate not in GATE_KINDS:
         raise fail(f"unknown gate kind {gate!r}; one of {', '.join(GATE_KINDS)}", BAD_INPUT)
@@ -45,11 +64,41 @@ def decision_parse(
         if not sep or not key.strip().lstrip("#").isdigit() or not words.strip():
             raise fail(f"--title takes ID=TITLE, e.g. --title '2=overlap scheduler', not {entry!r}", BAD_INPUT)
         titles[int(key.strip().lstrip("#"))] = words.strip()
-    d = parse_decision(text, kind=gate, options=ids or sorted(titles), titles=titles)  # type: ignore[arg-type]
+    known = ids or sorted(titles) or ([option] if option is not None else [])
+    states = {str(k): "pending" for k in known}
+    for entry in status or []:
+        key, sep, state = entry.partition("=")
+        if not sep or key.strip().lstrip("#") not in states or not state.strip():
+            raise fail(
+                f"--status takes ID=STATE for an option of --options, e.g. --status 1=no-go, not {entry!r}", BAD_INPUT
+            )
+        states[key.strip().lstrip("#")] = state.strip()
+    facts: dict[str, object] = {}
+    about = option
+    if gate == "continue_or_ask":
+        facts["next_option"], about = str(option) if option is not None else "", None
+    elif option is not None and states.get(str(option)) == "pending":
+        states[str(option)] = "current"
+    at = Gate(
+        id="g0",
+        kind=gate,  # type: ignore[arg-type]
+        option=about,
+        question="",
+        facts=facts,
+        allowed=list(ALLOWED[gate]),  # type: ignore[index]
+        options=known,
+        hosts=list(host or []),
+        titles={str(k): t for k, t in titles.items()},
+        commands=list(command or []),
+        status=states,
+    )
+    d = parse_at_gate(text, at)  # the rules brain's reading at a live gate (agent/brain/rules.py)
+    said = answer(at, d, next_rule=1)  # what the gate itself refuses, as at a live gate
     if as_json:
         typer.echo(d.model_dump_json(indent=2))
     else:
-        typer.echo(d.describe() + (f" (read as: {'; '.join(d.read_as)}; needs confirmation)" if d.read_as else ""))
+        confirm = d.confirm or (said.decision is not None and said.decision.confirm)
+        typer.echo(said.echo + (" (needs confirmation)" if confirm else ""))
 
 
 def policy_suggest(

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from policies.decisions import DecisionError
+from policies.decisions import DecisionError, check_states
 from policies.engine import SessionRule, kinds_for_condition
 from policies.expr import Condition, EvalError
 from policies.gates import ALLOWED, FACTS, MEANING, Decision, Gate, GateKind
@@ -32,25 +32,9 @@ class Answer(BaseModel):
         }
 
 
-TARGETED = ("plan", "triage", "continue_or_ask")
-
-
 def check_targets(gate: Gate, decision: Decision) -> None:
     """Refuse decisions that name options in a state they cannot apply to (DecisionError)."""
-    status = gate.status
-    # A conditional "skip it if it's unsafe" is a rule for the gate of whichever option it meets later.
-    untargeted = decision.condition is None
-    if untargeted and decision.action in ("skip", "defer", "select") and not decision.targets and gate.kind in TARGETED:
-        raise DecisionError(f"{decision.action} which option? name it, e.g. '{decision.action} #{_example(gate)}'")
-    for t in decision.targets:
-        state = status.get(str(t))
-        if decision.action in ("skip", "defer") and state not in ("pending", "current", None):
-            raise DecisionError(f"#{t} is already {state}; only options still to try can be skipped or deferred")
-        if decision.action == "select" and state in ("no-go", "kept", "current", "skipped"):
-            why = {"no-go": "its investigation found a blocker", "skipped": "it was skipped"}.get(
-                state, f"it is {state}"
-            )
-            raise DecisionError(f"#{t} cannot be selected: {why}")
+    check_states(gate.kind, decision, {int(k): v for k, v in gate.status.items() if k.isdigit()})
 
 
 def keeps_unsafe(gate: Gate, decision: Decision | None) -> bool:
@@ -69,11 +53,6 @@ def _confirmed_keep(gate: Gate, answer: Answer) -> Answer:
     return answer.model_copy(
         update={"decision": decision, "echo": f"{answer.echo} — KEEP #{gate.option}, which the assessment calls UNSAFE"}
     )
-
-
-def _example(gate: Gate) -> str:
-    pending = [k for k, v in gate.status.items() if v == "pending"]
-    return pending[0] if pending else "2"
 
 
 def meaning(gate: Gate, decision: Decision) -> str:
@@ -107,7 +86,7 @@ def meaning(gate: Gate, decision: Decision) -> str:
             return "accept the hosts as they are, unverified, and go on"
         if action == "retry":
             return f"revert #{option} again and verify it"
-    if gate.kind in TARGETED:
+    if gate.kind in PROGRESSION:
         if action == "select":
             return f"try {named} next"
         if action in ("skip", "defer"):

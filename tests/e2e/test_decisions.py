@@ -7,7 +7,7 @@ import pytest
 from agent.run.answers import answer
 from policies.decisions import DecisionError, parse_decision
 from policies.gates import Gate
-from tests.conftest import SAFETY
+from tests.conftest import SAFETY, journal_events
 
 OPTS = [1, 2, 3]
 
@@ -185,3 +185,38 @@ def test_otherwise_of_a_session_rule_is_honoured():
     safe = {**SAFETY, "verdict": "safe", "wedges": 0}
     assert engine.evaluate("safety", safe, option=2, session_rules=[rule]).action == "continue"
     assert engine.evaluate("safety", SAFETY, option=2, session_rules=[rule]).action == "skip"
+
+
+def test_decision_parse_reads_as_the_live_gate_does(cli):
+    """`decision parse` runs the live gate's reading: the option states, what "it" means, the listed commands."""
+    titles = ["--title", "1=two-batch overlap (TBO)", "--title", "2=overlap scheduler", "--title", "3=MoE kernel"]
+    r = cli("decision", "parse", "skip it", "--gate", "plan", *titles)
+    assert r.code == 2 and "skip which option?" in r.stderr  # as the live gate refuses it, not an untargeted SKIP
+    r = cli("decision", "parse", "skip it", "--gate", "continue_or_ask", "--option", "3", *titles, "--json")
+    assert r.code == 0 and r.json()["targets"] == [3]  # "it" is the option the gate offers next
+    r = cli("decision", "parse", "go with 1", "--gate", "triage", *titles, "--status", "1=no-go")
+    assert r.code == 2 and "#1 cannot be selected" in r.stderr
+    commands = ["--command", "nvidia-smi -q", "--command", "py-spy dump --pid 1", "--command", "rm -rf /tmp/c"]
+    r = cli("decision", "parse", "approve all but 2", "--gate", "command", *commands)
+    assert r.code == 0 and r.stdout.startswith("APPROVE #1, #3"), r.stdout
+    r = cli("decision", "parse", "approve, not the rm one", "--gate", "command", *commands, "--json")
+    assert r.code == 0 and r.json()["targets"] == [1, 2] and r.json()["confirm"] is True
+    r = cli("decision", "parse", "skip 2 bc it is kinda meh lol", "--gate", "plan", *titles)
+    assert r.code == 2 and "did you mean: skip #2?" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_persons_reason_is_journaled_and_a_refusal_names_the_closest_reading(cli, variant):
+    r = cli("run", str(variant()), "--policy", "ask-everything", "--headless", "--json")
+    assert r.code == 3 and r.json()["pending_gate"]["kind"] == "triage", r.stderr
+    session, journal = r.json()["session"], r.json()["journal"]
+    r = cli("decide", session, "skip 2 bc it is kinda meh lol", "--by", "alice")
+    assert r.code == 2 and "did you mean: skip #2?" in r.stderr
+    r = cli("decide", session, "skip 2 — it's flaky", "--by", "alice", "--yes", "--json")
+    assert r.code in (0, 3), r.stderr
+    events = journal_events(journal)
+    rejected = [e for e in events if e["kind"] == "decision.rejected"]
+    assert rejected and "did you mean: skip #2?" in rejected[-1]["error"]
+    decided = [e for e in events if e["kind"] == "decision" and e.get("by") == "human:alice"]
+    said = decided[-1]["decision"]
+    assert said["action"] == "skip" and said["targets"] == [2] and said["rationale"] == "it's flaky"
+    assert decided[-1]["parsed"]["rationale"] == "it's flaky"  # the person's reason, as they gave it

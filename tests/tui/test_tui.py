@@ -134,6 +134,28 @@ async def test_a_one_liner_is_echoed_and_gibberish_is_rejected_in_place(
     assert next(e for e in events if e["kind"] == "rule.added")["raw"] == "skip #2 for now if it's unsafe"
 
 
+async def test_a_line_not_understood_offers_the_closest_reading_in_the_field_for_enter(
+    home: Path, variant: Callable[..., Path], tmp_path: Path
+) -> None:
+    d, app = live_app(variant, policy_asking_at_plan(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: gate_open(app), what="the plan gate")
+        await pilot.press("slash")
+        await pilot.press(*"skip 2 bc it is kinda meh lol")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: "✗" in echo(app), what="the rejection")
+        field = app.screen.query_one("#gate-input", Input)
+        await wait_for(pilot, lambda: field.value == "skip #2", what="the suggestion in the field")
+        assert "did you mean: skip #2?" in echo(app) and "Enter reads 'skip #2'" in echo(app)
+        await pilot.press("enter")  # reads the suggestion, and echoes it like anything typed
+        await wait_for(pilot, lambda: "Enter to confirm" in echo(app), what="the echo")
+        assert echo(app).startswith("SKIP #2")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.view.status == "finished" and not app.source.busy(), what="the end")
+    plan = next(x for x in decisions(d) if x["gate_kind"] == "plan")
+    assert plan["raw"] == "skip #2" and plan["decision"]["action"] == "skip" and plan["decision"]["targets"] == [2]
+
+
 async def test_a_gate_deadline_counts_down_into_the_policys_answer(
     home: Path, variant: Callable[..., Path], tmp_path: Path
 ) -> None:

@@ -1,0 +1,189 @@
+"""The clause reader (policies/clauses.py): every line issue 35 found misread or refused, read as the live gate reads
+it, and generated lines that must keep or refuse a decision — never turn it into another one."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from policies.decisions import DecisionError
+from tests.oneliner_reading import DOCS, decide, reading, same
+
+# (gate, what was typed, what it means): the issue's list, pattern by pattern.
+ISSUE_LINES = [
+    # negation with a correction
+    ("safety", "don't roll back, keep it", "approve"),
+    ("continue_or_ask", "don't continue, stop here", "stop"),
+    ("continue_or_ask", "not 2, go with 3", "select 3"),
+    ("triage", "go with 3 not 2", "select 3"),
+    ("safety", "I wouldn't keep it", "skip"),
+    ("safety", "doesn't look good, roll back", "rollback"),
+    ("safety", "never keep it", "skip"),
+    # a decision followed by a remark or reason
+    ("safety", "skip it, too risky", "skip"),
+    ("budget", "stop, we're out of budget", "stop"),
+    ("rollback", "accept it, health looks fine to me", "approve"),
+    ("triage", "skip 2 (the overlap scheduler)", "skip 2"),
+    ("triage", "Skip #2 — it's flaky", "skip 2"),
+    ("plan", "drop two-batch overlap, rest is fine", "skip 1"),
+    # emoji and symbols
+    ("plan", "lgtm 🚀", "approve"),
+    ("safety", "roll it back 😬", "rollback"),
+    ("plan", "approve ✅", "approve"),
+    ("continue_or_ask", "Continue…", "continue"),
+    ("command", "👎", "reject"),
+    # all but / only / except
+    ("plan", "everything but 3", "skip 3"),
+    ("plan", "skip all but 3", "skip 1,2"),
+    ("plan", "only 1 and 3 pls", "skip 2"),
+    ("command", "approve 2 only", "approve 2"),
+    ("plan", "skip 1 and 2, do 3", "skip 1,2"),
+    ("command", "approve all but 2", "approve 1,3"),
+    ("plan", "everything except the MoE one", "skip 3"),
+    ("command", "approve 1-2", "approve 1,2"),
+    # filler outside the old list
+    ("continue_or_ask", "sure whatever, keep going", "continue"),
+    ("safety", "eh fine, keep it", "approve"),
+    ("budget", "ya fine", "continue"),
+    ("budget", "nah stop", "stop"),
+    ("plan", "skip 2 pls", "skip 2"),
+    # partial titles
+    ("plan", "skip overlap sched", "skip 2"),
+    ("plan", "skip the scheduler thing", "skip 2"),
+    ("plan", "MoE kernel next pls", "select 3"),
+    ("safety", "keep the overlap scheduler", "approve"),
+    # conditions first, standing rules
+    ("plan", "if 2 turns out unsafe just skip it", "skip 2 if=unsafe"),
+    ("triage", "from now on skip anything unsafe", "skip scope=standing if=unsafe"),
+    ("continue_or_ask", "keep going if there's a next step, otherwise stop", "continue if=next_step else=stop"),
+    ("triage", "if 3 wedges, skip it", "skip 3 if=wedges"),
+    # retry and rollback-gate wording
+    ("safety", "run it 3 more times", "retry runs=3"),
+    ("rollback", "revert again and verify", "retry"),
+    ("safety", "rerun it with more pairs", "retry"),
+    ("rollback", "try the rollback again", "retry"),
+    ("rollback", "leave it as it is", "approve"),
+    ("safety", "abort the campaign", "stop"),
+    ("continue_or_ask", "ask me before you continue", "ask"),
+]
+
+# Lines that must stay refused: a take-back, two decisions, a no before a go-ahead, a remark that decides.
+REFUSED = [
+    ("safety", "keep it 👎"),
+    ("safety", "❌ keep it"),
+    ("safety", "nah, keep it"),  # a "no" before a keep is not told from "no" (docs/decisions.md)
+    ("goal", "accept it but measure again"),
+    ("safety", "keep it, never mind"),
+    ("safety", "skip it, don't skip it"),
+    ("plan", "skip 2, not 2"),
+    ("continue_or_ask", "#3 is better on paper, stop here"),
+    ("command", "approve, and also run rm -rf / while you're at it"),
+    ("command", "approve everything; also disable the safety gate"),
+    ("plan", "skip it"),  # which option? as the live gate and `decision parse` both say
+    ("safety", "wait, keep it"),
+    ("plan", "skip three"),  # "three" is not rewritten to "there", and options are named by number
+]
+
+
+@pytest.mark.parametrize(("kind", "text", "want"), ISSUE_LINES, ids=[f"{k}:{t}" for k, t, _ in ISSUE_LINES])
+def test_each_line_the_issue_found_is_read_as_meant(kind: str, text: str, want: str) -> None:
+    got = reading(DOCS, kind, text)
+    assert same(want, got, kind), f"{text!r} at {kind}: {got} (meant {want})"
+
+
+@pytest.mark.parametrize(("kind", "text"), REFUSED, ids=[f"{k}:{t}" for k, t in REFUSED])
+def test_lines_that_change_meaning_are_refused_in_one_line(kind: str, text: str) -> None:
+    with pytest.raises(DecisionError) as refused:
+        decide(DOCS, kind, text)
+    assert "\n" not in str(refused.value) and len(str(refused.value)) < 400
+
+
+def test_a_remark_is_kept_as_the_persons_reason_and_the_reading_is_echoed_for_confirmation() -> None:
+    d = decide(DOCS, "safety", "skip it, too risky")
+    assert (d.action, d.rationale, d.confirm) == ("skip", "too risky", True)
+    assert any("kept as the reason" in note for note in d.read_as)
+    d = decide(DOCS, "safety", "don't roll back, keep it")
+    assert d.action == "approve" and d.confirm and any("denies rollback" in n for n in d.read_as)
+
+
+def test_a_refusal_proposes_the_closest_reading_the_gate_takes() -> None:
+    with pytest.raises(DecisionError) as refused:
+        decide(DOCS, "safety", "skip it bc the gain is tiny lol")
+    assert refused.value.suggestion == "skip #2" and "did you mean: skip #2?" in str(refused.value)
+    assert reading(DOCS, "safety", refused.value.suggestion) == "skip"  # the suggestion is one the gate takes
+    with pytest.raises(DecisionError) as refused:
+        decide(DOCS, "safety", "keep it unless you think it is not worth it lol")
+    assert refused.value.suggestion is None  # what is left holds a negation: no suggestion
+    with pytest.raises(DecisionError) as refused:
+        decide(DOCS, "triage", "go with 1 no matter what lol")
+    assert refused.value.suggestion is None  # #1 is a no-go there: "go with #1" is not a reading the gate takes
+
+
+def test_the_pronoun_at_a_continue_or_ask_gate_is_the_option_it_offers_next() -> None:
+    assert decide(DOCS, "continue_or_ask", "skip it").targets == [3]
+    assert decide(DOCS, "safety", "skip it").targets == [2]
+
+
+# ---------------------------------------------------------------- generated: decoration never changes a decision
+
+PLAIN = [
+    ("safety", "keep it", "approve"),
+    ("safety", "skip it", "skip"),
+    ("safety", "roll it back", "rollback"),
+    ("safety", "retry with 8 runs", "retry runs=8"),
+    ("plan", "skip 2", "skip 2"),
+    ("plan", "go with 3", "select 3"),
+    ("triage", "continue", "continue"),
+    ("continue_or_ask", "stop", "stop"),
+    ("command", "approve 1 and 2", "approve 1,2"),
+    ("command", "reject", "reject"),
+    ("rollback", "accept it as is", "approve"),
+    ("goal", "measure again", "retry"),
+    ("budget", "continue", "continue"),
+]
+REMARKS = ["too risky", "it's flaky", "numbers look fine to me", "we're out of time", "7.6 is worth it", "thx",
+           "the wedge was real", "good call"]  # fmt: skip
+DECORATION = ["", " 🚀", " ✅", " 😬", "!", "…", " pls"]
+LEADS = ["", "ok, ", "sure whatever, ", "eh ", "yeah ", "I think "]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    plain=st.sampled_from(PLAIN),
+    lead=st.sampled_from(LEADS),
+    remark=st.sampled_from(["", *REMARKS]),
+    sep=st.sampled_from([", ", " — ", " (", "; "]),
+    mark=st.sampled_from(DECORATION),
+)
+def test_leads_remarks_and_emoji_keep_the_decision_or_refuse_it(
+    plain: tuple[str, str, str], lead: str, remark: str, sep: str, mark: str
+) -> None:
+    kind, text, want = plain
+    line = lead + text + (sep + remark + (")" if sep == " (" else "") if remark else "") + mark
+    got = reading(DOCS, kind, line)
+    assert got == "refuse" or same(want, got, kind), f"{line!r} at {kind}: {got} (meant {want})"
+
+
+DENIALS = {"approve": ["don't keep it", "never keep it"], "rollback": ["don't roll back", "no need to roll back"],
+           "skip": ["don't skip it", "not skip"], "retry": ["don't retry", "no reruns"],
+           "continue": ["don't continue", "not continuing"], "stop": ["don't stop", "not stopping"]}  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(plain=st.sampled_from(PLAIN), denied=st.sampled_from(sorted(DENIALS)), order=st.booleans())
+def test_a_line_that_denies_its_own_decision_never_takes_it(
+    plain: tuple[str, str, str], denied: str, order: bool
+) -> None:
+    kind, text, want = plain
+    for denial in DENIALS[denied]:
+        line = f"{denial}, {text}" if order else f"{text}, {denial}"
+        got = reading(DOCS, kind, line)
+        if got == "refuse":
+            continue
+        action = got.split(" ")[0]
+        go = {"approve", "continue"}
+        assert not (action == denied or {action, denied} <= go), (
+            f"{line!r} at {kind}: {got} although it says {denial!r}"
+        )
+        assert same(want, got, kind), f"{line!r} at {kind}: {got} (meant {want})"
