@@ -320,7 +320,7 @@ CORPUS: list[tuple[str, str, str]] = [
 # first parser read "approve, not tbo" as approve-everything; the clause reader (issue 35) reads the "not" as
 # removing #1, which is what the line says, so those lines carry their right reading now instead of "refuse".
 ATTACKS: list[tuple[str, str, str]] = [
-    ('command', 'approve, not the rm one', 'refuse'),
+    ('command', 'approve, not the rm one', 'approve 1,2'),
     ('command', 'approve, not rm', 'approve 1,2'),
     ('command', 'run them, not rm', 'approve 1,2'),
     ('command', 'run them, just not rm', 'refuse'),
