@@ -53,17 +53,219 @@ _SCOPES: list[tuple[re.Pattern[str], Scope]] = [
 _NOT_A_REMARK = re.compile(
     r"\b(?:not|no|never|nothing|none|neither|nor|without|except|but|instead|rather|unless|if|when|always|"
     r"from now on|all|everything|everyone|both|either|rest|others?|minus|besides|excluding|exclude|leave out|"
-    r"save|apart|other than|also|plus|while you're at it|and then|as well)\b|n't\b"
+    r"save|apart|other than|also|plus|while you're at it|and then|as well|last|previous|next|first|second|third|"
+    r"former|latter|earlier|later|actually|instead|kidding|nvm|jk|oops|mistake|wrong|strike|scratch|ignore|undo|"
+    r"cancel|forget|assuming|given|once|pending|until|unless|provided|after|before|barring)\b|n't\b"
 )
 # A number in a remark that is a measurement, not an option: "7.6 is worth it", "+19.8 vs +20", "3x faster".
-_MEASURE = re.compile(r"[+-]?\d+(?:\.\d+)?\s*(?:%|x\b|ms\b|s\b|pairs?\b|runs?\b|hours?\b|minutes?\b|mins?\b)|\d+\.\d+")
+_MEASURE = re.compile(
+    r"[+-]?\d+(?:\.\d+)?(?:\s*(?:%|ms\b|pairs?\b|runs?\b|hours?\b|minutes?\b|mins?\b)|x\b)|[+-]?\d+\.\d+"
+)
+# The words a remark beside a go-ahead may use: none of them can exclude, defer, condition or take anything back.
+_CALM = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "it",
+        "its",
+        "it's",
+        "this",
+        "that",
+        "these",
+        "those",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "looks",
+        "look",
+        "looked",
+        "seems",
+        "seem",
+        "seemed",
+        "sounds",
+        "sound",
+        "fine",
+        "good",
+        "great",
+        "ok",
+        "okay",
+        "nice",
+        "solid",
+        "clean",
+        "cool",
+        "perfect",
+        "awesome",
+        "lovely",
+        "excellent",
+        "neat",
+        "right",
+        "correct",
+        "worth",
+        "win",
+        "wins",
+        "winner",
+        "big",
+        "bigger",
+        "huge",
+        "real",
+        "enough",
+        "close",
+        "plenty",
+        "clear",
+        "clearly",
+        "obviously",
+        "definitely",
+        "totally",
+        "gain",
+        "gains",
+        "numbers",
+        "number",
+        "results",
+        "result",
+        "data",
+        "improvement",
+        "improved",
+        "improves",
+        "helped",
+        "helps",
+        "works",
+        "worked",
+        "working",
+        "faster",
+        "quicker",
+        "stable",
+        "steady",
+        "speedup",
+        "throughput",
+        "latency",
+        "perf",
+        "performance",
+        "noise",
+        "vs",
+        "within",
+        "margin",
+        "target",
+        "goal",
+        "health",
+        "healthy",
+        "check",
+        "checks",
+        "checked",
+        "host",
+        "hosts",
+        "cache",
+        "logs",
+        "log",
+        "just",
+        "harmless",
+        "safe",
+        "verified",
+        "confirmed",
+        "tested",
+        "stale",
+        "manually",
+        "hand",
+        "myself",
+        "reviewed",
+        "read",
+        "saw",
+        "seen",
+        "plan",
+        "plan's",
+        "we",
+        "i",
+        "i'm",
+        "i've",
+        "you",
+        "me",
+        "us",
+        "our",
+        "my",
+        "your",
+        "need",
+        "want",
+        "have",
+        "has",
+        "had",
+        "got",
+        "get",
+        "think",
+        "agree",
+        "agreed",
+        "makes",
+        "make",
+        "sense",
+        "probably",
+        "guess",
+        "hope",
+        "believe",
+        "feel",
+        "to",
+        "for",
+        "of",
+        "on",
+        "in",
+        "at",
+        "by",
+        "with",
+        "and",
+        "so",
+        "really",
+        "pretty",
+        "very",
+        "quite",
+        "too",
+        "also",
+        "still",
+        "well",
+        "now",
+        "here",
+        "there",
+        "time",
+        "bit",
+        "little",
+        "more",
+        "done",
+        "ready",
+        "happy",
+        "sure",
+        "yes",
+        "yep",
+        "yeah",
+        "ya",
+        "thanks",
+        "thank",
+        "thx",
+        "ty",
+        "cheers",
+        "pls",
+        "please",
+        "team",
+        "boss",
+        "lol",
+        "haha",
+        "ship",
+        "shipit",
+    ]
+)
+_HEDGED = frozenset({"probably", "guess", "hope", "believe", "feel", "think"})  # a remark with one hedges the decision
 _PREFERENCE = re.compile(r"\b(?:better|best|bigger|biggest|safer|safest|prefer|preferred|rather|winner|wins?|first)\b")
 
 _REST_IS_FINE = re.compile(
     r"(?:the )?(?:rest|others|other ones|other two)(?: is| are| look| looks| seem| seems)? (?:fine|good|ok|okay|great)"
 )
-Kind = Literal["decision", "negated", "condition", "otherwise", "scope", "take-back", "no", "no-mark", "wait", "remark"]
+Kind = Literal[
+    "decision", "negated", "condition", "otherwise", "scope", "take-back", "no", "no-mark", "wait", "hedge", "remark"
+]  # fmt: skip
 NO_MARK = "nomark"  # what a thumbs-down or a cross became when the line was normalised
+ODD_MARK = "oddmark"  # what any other symbol became: harmless beside a way back, never beside a go-ahead
+_HEDGE = re.compile(r"i guess|maybe|probably|i think|perhaps")
+_UNSURE = re.compile(r"(?:i'm |im |i am )?(?:not sure|unsure|not certain|uncertain)|idk|dunno|no idea|not convinced")
 _WAIT = re.compile(r"(?:wait|hold on|hang on|one sec|one second|just a sec)")
 
 
@@ -93,6 +295,10 @@ class Grammar:
 
     def has_verb(self, text: str) -> bool:
         """Does the text hold a decision verb anywhere?"""
+        raise NotImplementedError
+
+    def words_of(self, options: Sequence[int]) -> set[str]:
+        """The words that name these options (their titles' words, a command's words)."""
         raise NotImplementedError
 
 
@@ -131,13 +337,23 @@ def split(text: str) -> list[str]:
 
 def classify(text: str, grammar: Grammar, first: bool) -> Clause:
     """What one clause is (NotUnderstood when it is none of them)."""
+    but = re.match(r"^but\s+(.*)$", text)
+    if but and not first and not grammar.has_verb(but.group(1)) and not _NEGATOR.match(but.group(1)):
+        # "approve but 3": all but #3, or #3 as well? Either reading is a guess.
+        raise DecisionError(f"{text!r} could add or leave out what it names; say 'all but …' or 'not …'")
     text = _CONNECTOR.sub("", text).strip()
     if text == NO_MARK:
         return Clause(text, "no" if first else "no-mark")
+    if text == ODD_MARK:
+        return Clause(text, "no-mark")
     if _NO.fullmatch(text):
         return Clause(text, "no" if first else "take-back")
     if first and _WAIT.fullmatch(text):
         return Clause(text, "wait")
+    if _UNSURE.fullmatch(text):
+        raise DecisionError(f"{text!r}: say the decision when you are sure, or 'stop and ask me'")
+    if _HEDGE.fullmatch(text):
+        return Clause(text, "hedge")  # "3 is better, not sure": the decision stands, hedged (it needs a confirmation)
     if _TAKE_BACK.fullmatch(text) or re.match(r"^(?:never ?mind|scratch that|no wait|wait no|actually no)\b", text):
         return Clause(text, "take-back")
     for pattern, scope in _SCOPES:
@@ -174,6 +390,11 @@ def _condition(text: str, grammar: Grammar) -> Clause:
     return Clause(text, "condition", targets=targets, condition=grammar.condition(text))
 
 
+_OPINION = re.compile(
+    r"(?:look|looks|seem|seems|sound|sounds|feel|feels)(?: so| too| that| very)? (?:good|great|fine|ok|okay|right|safe|"
+    r"convincing|promising)|(?:so |too |that |very )?(?:good|great|fine|ok|okay|convincing|promising|worth it|"
+    r"needed|necessary|today|now|yet|anymore|this time|worth the risk)"
+)
 _GERUNDS = {"stopping": "stop", "continuing": "continue", "accepting": "accept", "keeping": "keep",
             "skipping": "skip", "rolling": "roll", "reverting": "revert", "approving": "approve", "going": "go",
             "running": "run", "retrying": "retry", "deferring": "defer"}  # fmt: skip
@@ -182,6 +403,9 @@ _GERUNDS = {"stopping": "stop", "continuing": "continue", "accepting": "accept",
 def _negated(text: str, rest: str, grammar: Grammar) -> Clause:
     """ "don't roll back" (a verb removed), "not 2", "not the rm one" (options removed)."""
     rest = re.sub(r"^(\w+ing)\b", lambda m: _GERUNDS.get(m.group(1), m.group(1)), rest)  # "not stopping now"
+    if _OPINION.fullmatch(rest):
+        # "doesn't look good", "not today", "not needed": a reason against, never a decision of its own
+        return Clause(text, "remark")
     rest = re.sub(r"\s+(?:now|yet|here|today|this time)$", "", _MEASURE.sub("", rest)).strip()
     if not rest:
         return Clause(text, "take-back")
@@ -198,7 +422,8 @@ def _negated(text: str, rest: str, grammar: Grammar) -> Clause:
 def _remark(text: str, grammar: Grammar) -> bool:
     """A reason or comment: no verb, negation, condition or scope in it (the options it names are checked against
     the decision's once it is known)."""
-    return not (_NOT_A_REMARK.search(text) or grammar.has_verb(text))
+    plain = re.sub(r"\b\w+ing\b", lambda m: _GERUNDS.get(m.group(0), m.group(0)), text)  # "rolling back"
+    return not (_NOT_A_REMARK.search(text) or grammar.has_verb(text) or grammar.has_verb(plain))
 
 
 _REST = re.compile(r"\b(?:the rest|the others|everything else|all the others|the other ones|the other (?:one|two))\b")
@@ -208,13 +433,18 @@ def _the_rest(parts: list[str], grammar: Grammar) -> list[str]:
     """ "only the overlap scheduler, drop the rest": "the rest" is every open option the other clauses do not name."""
     out = list(parts)
     for i, part in enumerate(parts):
-        if not _REST.search(part):
+        if not _REST.search(part) or _REST_IS_FINE.fullmatch(_CONNECTOR.sub("", part)):
             continue
+        if any(_NEGATOR.match(_CONNECTOR.sub("", p)) for j, p in enumerate(parts) if j != i):
+            raise DecisionError(f"{part!r}: the rest of which? a 'not' beside it leaves that open; name them")
         named = set().union(*(grammar.mentions(p) for j, p in enumerate(parts) if j != i))
         rest = [o for o in grammar.open if o not in named]
         if named and rest:
             out[i] = _REST.sub(" and ".join(map(str, rest)), part)
     return out
+
+
+_CONDITION_WORDS = 12  # a condition said first is a few words: never more prefixes tried than this
 
 
 def _condition_first(part: str, grammar: Grammar) -> list[str]:
@@ -223,7 +453,7 @@ def _condition_first(part: str, grammar: Grammar) -> list[str]:
     if not _CONDITION.match(part) or "," in part:
         return [part]
     words = part.split()
-    for k in range(2, len(words)):
+    for k in range(2, min(len(words), _CONDITION_WORDS)):
         head, tail = " ".join(words[:k]), " ".join(words[k:])
         try:
             _condition(head, grammar)
@@ -234,6 +464,29 @@ def _condition_first(part: str, grammar: Grammar) -> list[str]:
     return [part]
 
 
+_FACT_WORD = re.compile(
+    r"\d|\b(?:unsafe|safe|inconclusive|regressed|improved|wedges?|hangs?|gain|confidence|health)\b|verif"
+)
+
+
+def aside(text: str, rest: str, decision: Decision, grammar: Grammar) -> bool:
+    """Could `rest` be left out of `text` as a remark beside `decision`? (what a suggestion may drop)"""
+    rest = rest.strip(" ,")
+    if not rest:
+        return True
+    if re.match(r"(?:that|which|who|where|whose|when)\b", rest):
+        return False  # "drop the one | that failed": what is left says which one
+    if _FACT_WORD.search(rest):
+        return False  # a suggestion never drops a number, or the fact a condition or a standing rule would be about
+    try:
+        if not _remark(rest, grammar):
+            return False
+        _check_remarks(text, [rest], decision, grammar)
+    except DecisionError:
+        return False
+    return True
+
+
 def combine(text: str, grammar: Grammar) -> Decision:
     """The one decision a line of several clauses makes (DecisionError, naming the clauses that disagree)."""
     parts = _the_rest([p for part in split(text) for p in _condition_first(part, grammar)], grammar)
@@ -242,6 +495,11 @@ def combine(text: str, grammar: Grammar) -> Decision:
         taken = next(c.text for c in clauses if c.kind == "take-back")
         raise DecisionError(f"{text!r} takes the decision back ({taken!r}); say the one decision you mean")
     decided = [c for c in clauses if c.kind == "decision"]
+    fine = [c for c in clauses if c.kind == "remark" and _REST_IS_FINE.fullmatch(c.text)]
+    if not decided and fine and any(c.kind == "negated" and c.decision is None for c in clauses):
+        # "don't run the rm, the other two are ok", "not 2, the rest is fine": a go-ahead for all but those named
+        decided = [Clause(fine[0].text, "decision", decision=Decision(action="approve"))]
+        clauses = [c for c in clauses if c is not fine[0]]
     if not decided:
         raise NotUnderstood(f"didn't understand {text!r}: no decision in it")
     decision = _agree(decided, grammar)
@@ -276,21 +534,50 @@ def combine(text: str, grammar: Grammar) -> Decision:
     if clauses[0].kind == "wait" and decision.action != "ask":
         raise DecisionError(f"{text!r} says wait and then {decision.action}; say which you mean")
     remarks = [c.text for c in clauses if c.kind == "remark"]
+    if remarks:
+        _check_remarks(text, remarks, decision, grammar)
+        decision.hedged = decision.hedged or any(w in _HEDGED for r in remarks for w in r.split())
+        decision.rationale = "; ".join(remarks)
+        decision.read_as.append(f"{'; '.join(repr(r) for r in remarks)} kept as the reason")
+    if any(c.kind == "hedge" for c in clauses):
+        decision.hedged = True
+    return decision
+
+
+def _check_remarks(text: str, remarks: list[str], decision: Decision, grammar: Grammar) -> None:
+    """Refuse remarks that could change what the decision does (DecisionError).
+
+    Beside a decision that goes ahead — keeps, approves, runs, selects, measures again — a remark may only use a
+    closed vocabulary of calm words, the measurements and the names of what is decided on: "rm later", "rm
+    excluded", "w/o rm", "-3", "kidding" or "too risky" could each undo part of it, and no list of such words is
+    ever complete, so any word outside the vocabulary refuses the line. Beside one that does not go ahead, a
+    remark may say anything that holds no verb, negation, condition, reference or correction."""
+    own = set(decision.targets) | ({grammar.gate_option} if grammar.gate_option is not None else set())
     for remark in remarks:
-        if _PREFERENCE.search(remark) and grammar.mentions(_MEASURE.sub(" ", remark)):
+        plain = _MEASURE.sub(" ", remark)
+        mentioned = grammar.mentions(plain)
+        if _PREFERENCE.search(remark) and mentioned:
             # "#3 is better on paper, stop here": a preference between options is a decision of its own.
             raise DecisionError(f"{text!r} prefers an option beside the decision; say one decision")
-    if remarks:
-        mentioned = set().union(*(grammar.mentions(_MEASURE.sub(" ", r)) for r in remarks))
-        own = set(decision.targets) | ({grammar.gate_option} if grammar.gate_option is not None else set())
-        if grammar.kind == "command" and not decision.targets:
-            own |= set(grammar.options)  # a command gate's "run all" or "reject all" is about every command
         if mentioned - own:
             named = ", ".join(f"#{n}" for n in sorted(mentioned - own))
             raise DecisionError(f"{text!r} mentions {named} beside the decision; name each option you decide on")
-        decision.rationale = "; ".join(remarks)
-        decision.read_as.append(f"{'; '.join(repr(r) for r in remarks)} kept as the reason")
-    return decision
+        named_only = set(plain.split()) <= grammar.words_of(sorted(mentioned)) | {"the", "#", "one", "option"}
+        if mentioned and not named_only:
+            # "skip it, 3 looks great", "rm is fine too, run all": what is said about an option is a decision
+            raise DecisionError(f"{text!r} says something about #{min(mentioned)} beside the decision; say one thing")
+        if grammar.kind == "continue_or_ask" and re.search(r"\b(?:it|that|this|they|those|these)\b", plain):
+            # at a continue-or-ask gate "it" may be the option that finished or the one offered next
+            raise DecisionError(f"{text!r}: which option is {remark!r} about? name it by number")
+        if decision.action in (*GO_AHEAD, "select"):
+            calm = _CALM | grammar.words_of(sorted(own))
+            odd = [w for w in plain.split() if w.rstrip(".!'") not in calm and not re.fullmatch(r"[+-]?\d+", w)]
+            if odd or re.search(r"[^a-z0-9\s.'%+]", plain.rstrip(".! ")):
+                said = odd[0] if odd else remark
+                raise DecisionError(
+                    f"{text!r}: {said!r} beside a go-ahead could change what it does; say the decision alone, "
+                    "or the options it leaves out with 'not …'"
+                )
 
 
 def _agree(decided: list[Clause], grammar: Grammar) -> Decision:
@@ -307,6 +594,12 @@ def _agree(decided: list[Clause], grammar: Grammar) -> Decision:
             result = other.model_copy(deep=True)  # "continue, but skip 1": the go-ahead, without #1
             continue
         same = other.action == result.action or {other.action, result.action} <= GO_AHEAD
+        if result.action == other.action == "select":
+            raise DecisionError(f"{decided[0].text!r} and {clause.text!r}: which first? say 'go with N'")
+        if same and bool(other.targets) != bool(result.targets) and grammar.kind in ("command", *OPTION_GATES):
+            raise DecisionError(
+                f"{decided[0].text!r} and {clause.text!r}: all of them, or only what the second names? say which"
+            )
         if same and other.condition == result.condition:
             result.targets = list(dict.fromkeys([*result.targets, *other.targets]))
             result.read_as.extend(other.read_as)
@@ -335,8 +628,13 @@ def _plain_go_ahead(decision: Decision) -> bool:
 
 
 def _follow_up(decision: Decision, other: Decision) -> bool:
-    """ "skip it, move on": a plain go-ahead after a decision that already moves on says nothing more."""
-    return _plain_go_ahead(other) and decision.action in ("skip", "defer", "select", "rollback")
+    """ "skip it, move on": a plain "continue" after a decision that already moves on says nothing more (a "keep it"
+    after a skip is a second decision, never a follow-up)."""
+    return (
+        other.action == "continue"
+        and _plain_go_ahead(other)
+        and decision.action in ("skip", "defer", "select", "rollback")
+    )
 
 
 def _conditioned(decision: Decision, clause: Clause) -> Decision:
@@ -356,6 +654,15 @@ def _without(decision: Decision, clause: Clause, grammar: Grammar) -> Decision:
     denied = clause.decision
     own = [grammar.gate_option] if grammar.gate_option is not None else []
     said = set(decision.targets or own)
+    unknown = [t for t in clause.targets if t not in grammar.options]
+    if unknown:
+        raise DecisionError(f"{clause.text!r} names #{unknown[0]}, which is not one here")
+    if denied is not None and not denied.targets and _direction(denied.action) == _direction(decision.action):
+        # "2 not next": a denied go-ahead beside a go-ahead, a denied way back beside a way back
+        raise DecisionError(f"{clause.text!r} denies what the line goes on to do ({decision.action})")
+    if denied is not None and denied.action in _IMPLIES.get(decision.action, ()) and set(denied.targets) <= said:
+        # "skip it, don't revert it", "roll it back but don't continue": the decision does what is denied
+        raise DecisionError(f"{clause.text!r}: {decision.action} does that here; say which you mean")
     if denied is not None:
         same = denied.action == decision.action or {denied.action, decision.action} <= GO_AHEAD
         goes_ahead = denied.action in (*GO_AHEAD, "select")
@@ -383,6 +690,24 @@ def _without(decision: Decision, clause: Clause, grammar: Grammar) -> Decision:
             raise DecisionError(f"{clause.text!r} names options this gate does not decide on")
         decision.read_as.append(f"{clause.text!r} → without " + ", ".join(f"#{t}" for t in removed))
     return decision
+
+
+# What else a decision does: a skip rolls the option back and moves on, a stop rolls back what was not kept.
+_IMPLIES: dict[str, tuple[str, ...]] = {
+    "skip": ("rollback", "continue"),
+    "defer": ("rollback", "continue"),
+    "rollback": ("continue",),
+    "select": ("continue",),
+    "stop": ("rollback",),
+}
+
+
+def _direction(action: str) -> str:
+    """Whether an action goes ahead (keeps, runs, tries) or back (skips, rolls back, stops, refuses); measuring or
+    reverting again, and asking, are neither."""
+    if action in ("approve", "continue", "select"):
+        return "ahead"
+    return action if action in ("retry", "ask") else "back"
 
 
 def _untargeted_go_ahead(decision: Decision) -> bool:

@@ -10,15 +10,17 @@ Unknown text is refused with "didn't understand …; try: …" — the grammar n
 from __future__ import annotations
 
 import re
+import unicodedata as _unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from policies.clauses import OPTION_GATES, Grammar
+from policies.clauses import aside as clause_aside
 from policies.clauses import combine as combine_clauses
 from policies.clauses import split as split_clauses
 from policies.expr import Condition, ExprError
-from policies.gates import ALLOWED, FACTS, Action, Decision, Gate, GateKind, Scope
+from policies.gates import ALLOWED, FACTS, GATE_KINDS, Action, Decision, Gate, GateKind, Scope
 from policies.refusals import DecisionError, NotUnderstood
 from policies.tolerant import read, title_match
 
@@ -169,13 +171,14 @@ _CMPS = [
 # Symbols people add to an answer. A thumbs-down or a cross says no, which is never noise: it reads as a "no"
 # clause (a take-back after a decision, a negation before one). Approving marks say nothing a word does not (alone
 # they are a "yes"); every other symbol, emoji or joiner is dropped.
-_NO_MARKS = "👎❌✖✗✘🚫⛔🙅"
-_YES_MARKS = "👍✅✔☑🚀👌🙏💯🎉🔥🆗🟢"
+_NO_MARKS = "👎❌❎✖✗✘🚫⛔🙅🛑🔴☐×✕"
+_YES_MARKS = "👍✅✔🚀👌🙏💯🎉🆗"
 
 
 def _symbols(text: str) -> str:
     import unicodedata
 
+    text = unicodedata.normalize("NFKC", text)  # "ｎｏｔ" is "not"
     out: list[str] = []
     for ch in text:
         if ch in _NO_MARKS:
@@ -184,15 +187,18 @@ def _symbols(text: str) -> str:
             out.append(" \x00 ")  # a placeholder: a yes-mark alone is "yes", beside words it is dropped
         elif ch in "→⇒➡" or ch == "…":
             out.append(", ")
-        elif unicodedata.category(ch) in ("So", "Sk", "Cs", "Co", "Cf", "Mn", "Me") and ch not in "'\"`":
-            out.append(" ")
+        elif unicodedata.category(ch) == "Cf":
+            continue  # a zero-width space inside "n\u200bot" is not a word break
+        elif unicodedata.category(ch) in ("Mn", "Me"):
+            out.append(", oddmark, ")  # a strike-through ("r̶m̶") or another mark left after NFKC composed accents
+        elif unicodedata.category(ch) in ("So", "Sk", "Cs", "Co"):
+            out.append(", oddmark, ")
         else:
             out.append(ch)
     said = "".join(out)
     if not said.replace("nomark", "").strip(" ,\x00"):
         return "no" if "nomark" in said else ("yes" if "\x00" in said else "")
-    bare = said.replace("\x00", "").strip(" ,")
-    return "yes" if not bare and "\x00" in said else said.replace("\x00", " ")
+    return said.replace("\x00", " ")
 
 
 def _normalise(text: str) -> str:
@@ -611,8 +617,8 @@ class _AtGate(Grammar):
         if m is None:
             return said
         order = [int(n) for n in re.findall(r"\d+", m.group(1))]
-        if len(set(order)) != len(order) or not set(order) <= set(self.open):
-            return said
+        if len(set(order)) != len(order) or set(order) != set(self.open):
+            return said  # "2 then 3" at a gate with #1 open too leaves #1 unsaid: not an order of them all
         new = "continue" if order == [o for o in self.open if o in order] else f"go with {order[0]}"
         notes.append(f"{said!r} → {new!r}")
         return new
@@ -626,6 +632,8 @@ class _AtGate(Grammar):
         if re.fullmatch(r"it|this|that|this one|that one|the change|this change|that change", text):
             return [self.gate_option] if self.gate_option is not None else None
         ordinal = re.fullmatch(r"(?:the )?(first|last) (one|two|three|\d+)?", text + " ")
+        if ordinal is not None and not self.commands:
+            return None  # "the first" option of the plan, or of those still open? a guess either way
         if ordinal is not None:
             count = {"one": 1, "two": 2, "three": 3, "": 1}.get(ordinal.group(2) or "")
             count = count if count is not None else int(ordinal.group(2))
@@ -674,6 +682,11 @@ class _AtGate(Grammar):
     def has_verb(self, text: str) -> bool:
         return _verb_in(text) is not None
 
+    def words_of(self, options: Sequence[int]) -> set[str]:
+        named = [self.commands[o - 1] for o in options if 0 < o <= len(self.commands)] if self.commands else []
+        named += [self.titles[o] for o in options if o in self.titles and not self.commands]
+        return {w for phrase in named for w in re.findall(r"[a-z0-9][a-z0-9-]*", phrase.lower())}
+
 
 def _read(text: str, grammar: _AtGate) -> Decision:
     """The line as one decision, or as clauses when it is more than one."""
@@ -688,6 +701,7 @@ def _read(text: str, grammar: _AtGate) -> Decision:
             raise whole from None
 
 
+_OPEN_ENDED = {"that", "which", "who", "the", "a", "an", "and", "or", "but", "to", "of", "with", "for", "if", "when"}
 _SUGGEST_WORDS = 8  # prefixes tried for a suggestion: a decision is said in its first few words
 
 
@@ -699,6 +713,8 @@ def _closest(text: str, grammar: _AtGate, takes: Callable[[str], Decision]) -> s
     words = text.split()
     candidates += [" ".join(words[:k]) for k in range(min(len(words) - 1, _SUGGEST_WORDS), 0, -1)]
     for said in candidates:
+        if said.split()[-1] in _OPEN_ENDED:
+            continue  # "drop the one that | failed": the words cut off say which one
         rest = text.replace(said, " ", 1)
         if re.search(r"\b(?:not|no|never|don't|dont|n't|but|except|unless|if|instead)\b|n't\b", rest):
             continue
@@ -706,8 +722,8 @@ def _closest(text: str, grammar: _AtGate, takes: Callable[[str], Decision]) -> s
             decision = grammar.decision(said)
         except DecisionError:
             continue
-        if _verb_in(rest.strip(" ,")) is not None or decision.condition or decision.otherwise:
-            continue
+        if decision.condition or decision.otherwise or not clause_aside(text, rest, decision, grammar):
+            continue  # "approve, without the rm" never suggests "approve": what it drops could change it
         line = canonical(decision, grammar.kind)
         try:
             takes(line)
@@ -777,7 +793,11 @@ def parse_decision(
     repeated = _REPEATED.search(text)
     if not text:
         raise DecisionError(f"empty decision; try: {', '.join(EXAMPLES)}")
-    if raw.strip().endswith("?"):
+    if re.search(r"[^\x00-\x7f]", re.sub(r"[\W\d_]", "", text)):
+        raise DecisionError(
+            f"{raw.strip()[:60]!r} holds letters outside plain ASCII (a look-alike 'о' is not an 'o'); type it plainly"
+        )
+    if "?" in _unicodedata.normalize("NFKC", raw):  # "keep it？", "keep it⁇", "run them⁉"
         raise DecisionError(
             f"didn't understand {raw.strip()!r} as a decision: it is a question, and no decision verb is acted on "
             "with a '?'; answer it, e.g. 'continue' or 'stop'"
@@ -830,6 +850,10 @@ def parse_decision(
             f"unknown option(s) {', '.join('#' + str(t) for t in unknown)}; options here: "
             + ", ".join(f"#{o}" for o in options)
         )
+    if decision.condition is not None and re.search(r"\d,\d", raw):
+        raise DecisionError("a number in a condition is written 5.5, not 5,5 (or is it 5 and 5?)")
+    if decision.condition is not None and re.search(r"confidence[^,]*\d\s*%", text):
+        raise DecisionError("confidence is a fraction from 0 to 1: say 'confidence is at least 0.7'")
     if decision.condition is not None:
         from policies.engine import kinds_for_condition  # the policy machinery only for a condition
 
@@ -837,6 +861,8 @@ def parse_decision(
         kinds = [k for k in kinds if decision.action in ALLOWED[k]]
         if not kinds:
             raise DecisionError(f"no gate can {decision.action} on the condition {decision.condition!r}")
+        if decision.otherwise and not any(decision.otherwise in ALLOWED[k] for k in GATE_KINDS if k in kinds):
+            raise DecisionError(f"otherwise {decision.otherwise}: no gate that condition is about can do that")
         try:
             Condition(decision.condition, FACTS[kinds[0]])
         except ExprError as exc:  # pragma: no cover - kinds_for_condition already compiled it

@@ -93,13 +93,14 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
      r"go with \1", ("plan", "triage", "continue_or_ask")),
     (r"(?:the|this|your) plan", "", ("plan",)),
     (r"decline|deny|refuse", "reject", ("command",)),
-    (r"^(?:option |number )?(#?\d+(?: and #?\d+)?)$", r"go with \1", ("plan", "triage", "continue_or_ask")),
+    (r"^(?:option |number )?(#?\d+)$", r"go with \1", ("plan", "triage", "continue_or_ask")),
     (r"(?:let's |lets )?(?:do|try|run|test) (?:option |number )?(#?\d+)", r"go with \1", None),
     (r"(?:option |number )?(#?\d+) please", r"go with \1", None),
     (r"(?:don't|do not) run (?:them|it|these|those|any of them|that|this)", "reject", ("command",)),
     (r"run (?:them|these|those|all of them|all|it|this|that)(?: all)?", "approve", ("command",)),
     (r"go ahead and run (?:them|it|these)", "approve", ("command",)),
     (r"(?:ditch|scrap|bin|toss) (?:it|this|that)", "skip", ("safety",)),
+    (r"approved", "approve", None),
     (r"(?:don't|do not|wouldn't|would not|i wouldn't|i would not|i'd not|shouldn't|should not|never) keep "
      r"(?:it|this|that)", "skip", ("safety",)),
     (r"take (?:it|that|this|the result|the number)", "approve", ("safety", "rollback", "goal")),
@@ -203,10 +204,28 @@ def correct(text: str, vocabulary: Sequence[str]) -> Reading:
         if len(closest) != 1:
             return word
         (fixed,) = closest
+        if _english(word):
+            return word  # a real word said ("pain", "risky", "three") is what was meant, never a typo of ours
         notes.append(f"{word!r} → {fixed!r}")
         return fixed
 
     return Reading(re.sub(r"[a-z][a-z'-]*", fix, text), notes)
+
+
+_COMMON_ENOUGH = 1_000  # a word used at least this often in pyspellchecker's English corpus is a word, not a typo
+
+
+@functools.cache
+def _dictionary() -> dict[str, int]:
+    """English words and how often each is used (pyspellchecker), loaded the first time a word looks like a typo
+    of ours: "pain" and "risky" are words, "deffer" and "kep" (used 50 times) are typos."""
+    from spellchecker import SpellChecker
+
+    return dict(SpellChecker(distance=1).word_frequency.dictionary)
+
+
+def _english(word: str) -> bool:
+    return _dictionary().get(word, 0) >= _COMMON_ENOUGH
 
 
 NEGATING_LEADS = ("no", "nope", "nah")

@@ -109,7 +109,7 @@ def test_a_remark_is_kept_as_the_persons_reason_and_the_reading_is_echoed_for_co
 
 def test_a_refusal_proposes_the_closest_reading_the_gate_takes() -> None:
     with pytest.raises(DecisionError) as refused:
-        decide(DOCS, "safety", "skip it bc the gain is tiny lol")
+        decide(DOCS, "safety", "skip it bc it is kinda meh lol")
     assert refused.value.suggestion == "skip #2" and "did you mean: skip #2?" in str(refused.value)
     assert reading(DOCS, "safety", refused.value.suggestion) == "skip"  # the suggestion is one the gate takes
     with pytest.raises(DecisionError) as refused:
