@@ -35,7 +35,9 @@ _CONNECTOR = re.compile(r"^(?:and|but|so|then|&)\s+")
 _OTHERWISE = re.compile(r"^(?:or else|otherwise|else|or)\s+")
 _NEGATOR = re.compile(
     r"^(?:i\s+)?(?:do not|don't|dont|does not|doesn't|did not|didn't|not|never|no need to|won't|will not|wouldn't|"
-    r"would not|i'd not|shouldn't|should not|isn't|is not|can't|cannot|let's not|lets not)\b\s*"
+    r"would not|i'd not|shouldn't|should not|isn't|is not|can't|cannot|let's not|lets not|no|minus|without|"
+    r"except(?: for)?|excluding|exclude|sans|leave out|leaving out|omit|omitting|but not|apart from|other than|"
+    r"save for|besides|don't bother with|no need for)\b\s*"
 )
 _TAKE_BACK = re.compile(
     r"(?:never ?mind|scratch that|forget (?:it|that)|just kidding|jk|no|nah|nope|or not|not|not really|"
@@ -49,13 +51,15 @@ _SCOPES: list[tuple[re.Pattern[str], Scope]] = [
                 r" the (?:run|session|campaign))"), "standing"),
     (re.compile(r"(?:for now|for the moment|temporarily|for the time being)"), "for_now"),
 ]  # fmt: skip
-# Words a remark may not hold: they decide, negate, condition or name something.
+# Words that negate: beside a way back (skip, roll back, stop) a remark may hold them ("stop, 19.8 isn't 20").
+_NEGATING = re.compile(r"\b(?:not|no|never|nothing|none|neither|nor)\b|n't\b")
+# Words a remark may not hold: they exclude, condition, refer to or correct something.
 _NOT_A_REMARK = re.compile(
-    r"\b(?:not|no|never|nothing|none|neither|nor|without|except|but|instead|rather|unless|if|when|always|"
+    r"\b(?:without|except|but|instead|rather|unless|if|when|always|"
     r"from now on|all|everything|everyone|both|either|rest|others?|minus|besides|excluding|exclude|leave out|"
     r"save|apart|other than|also|plus|while you're at it|and then|as well|last|previous|next|first|second|third|"
     r"former|latter|earlier|later|actually|instead|kidding|nvm|jk|oops|mistake|wrong|strike|scratch|ignore|undo|"
-    r"cancel|forget|assuming|given|once|pending|until|unless|provided|after|before|barring)\b|n't\b"
+    r"cancel|forget|assuming|given|once|pending|until|unless|provided|after|before|barring)\b"
 )
 # A number in a remark that is a measurement, not an option: "7.6 is worth it", "+19.8 vs +20", "3x faster".
 _MEASURE = re.compile(
@@ -312,6 +316,7 @@ class Clause:
     scope: Scope | None = None
 
 
+_EXCLUDING = {"except", "minus", "without", "excluding", "sans"}  # "approve except 3": a clause that removes 3
 _NOT_AFTER_BUT = {"all", "everything", "anything", "them", "nothing", "everyone"}  # "all but 2" is one clause
 _OPENS_NOT = {"it", "one", "them", "this", "that", "these", "those"}  # "go with it not 2": a correction follows
 
@@ -326,8 +331,10 @@ def split(text: str) -> list[str]:
         start = 0
         for i in range(1, len(words)):
             before = words[i - 1]
-            if (words[i] == "but" and before not in _NOT_AFTER_BUT) or (
-                words[i] == "not" and (re.fullmatch(r"#?\d+", before) or before in _OPENS_NOT)
+            if (
+                (words[i] == "but" and before not in _NOT_AFTER_BUT)
+                or (words[i] == "not" and (re.fullmatch(r"#?\d+", before) or before in _OPENS_NOT))
+                or (words[i] in _EXCLUDING and before not in _NOT_AFTER_BUT and before not in ("all", "everything"))
             ):
                 parts.append(" ".join(words[start:i]))
                 start = i
@@ -379,12 +386,19 @@ def classify(text: str, grammar: Grammar, first: bool) -> Clause:
 
 def _condition(text: str, grammar: Grammar) -> Clause:
     """ "if 2 turns out unsafe": the condition, and the option it is about when it names one."""
-    m = re.match(r"^((?:only if|if|unless|when|in case|as long as|provided)\s+)(#?\d+|option #?\d+)\s+(.*)$", text)
     targets: list[int] = []
-    if m:
-        named = grammar.names(m.group(2))
-        if named:
-            targets, text = named, f"{m.group(1)}it {m.group(3)}"
+    m = re.match(r"^((?:only if|if|unless|when|in case|as long as|provided)\s+)(.*)$", text)
+    if m and grammar.kind != "command":  # a condition is about an option's evidence, never a command's
+        words = m.group(2).split()
+        for k in (3, 2, 1):  # "if 3 wedges", "if the scheduler wedges", "if the moe kernel turns out unsafe"
+            if len(words) > k and not re.fullmatch(r"it|this|that|they|gain|confidence|there|you|we", words[0]):
+                try:
+                    named = grammar.names(" ".join(words[:k]))
+                except DecisionError:
+                    named = None
+                if named:
+                    targets, text = named, f"{m.group(1)}it {' '.join(words[k:])}"
+                    break
     if re.match(r"^(?:in case|as long as|provided)\b", text):
         text = re.sub(r"^(?:in case|as long as|provided)", "if", text)
     return Clause(text, "condition", targets=targets, condition=grammar.condition(text))
@@ -552,7 +566,10 @@ def _check_remarks(text: str, remarks: list[str], decision: Decision, grammar: G
     excluded", "w/o rm", "-3", "kidding" or "too risky" could each undo part of it, and no list of such words is
     ever complete, so any word outside the vocabulary refuses the line. Beside one that does not go ahead, a
     remark may say anything that holds no verb, negation, condition, reference or correction."""
+    ahead = decision.action in (*GO_AHEAD, "select")
     own = set(decision.targets) | ({grammar.gate_option} if grammar.gate_option is not None else set())
+    if decision.action == "stop":
+        own |= set(grammar.options)  # a stop is about every option: "abort, tbo was the whole point"
     for remark in remarks:
         plain = _MEASURE.sub(" ", remark)
         mentioned = grammar.mentions(plain)
@@ -562,14 +579,16 @@ def _check_remarks(text: str, remarks: list[str], decision: Decision, grammar: G
         if mentioned - own:
             named = ", ".join(f"#{n}" for n in sorted(mentioned - own))
             raise DecisionError(f"{text!r} mentions {named} beside the decision; name each option you decide on")
-        named_only = set(plain.split()) <= grammar.words_of(sorted(mentioned)) | {"the", "#", "one", "option"}
-        if mentioned and not named_only:
-            # "skip it, 3 looks great", "rm is fine too, run all": what is said about an option is a decision
-            raise DecisionError(f"{text!r} says something about #{min(mentioned)} beside the decision; say one thing")
+        if mentioned and ahead and not decision.targets and grammar.kind in ("command", *OPTION_GATES):
+            # "yes, for 1 and 2", "run them, rm too": a go-ahead for all that names some is a guess either way
+            raise DecisionError(f"{text!r} names #{min(mentioned)} beside a go-ahead for all; name what you mean")
+        if mentioned and not ahead and _POSITIVE.search(plain):
+            # "skip it, 3 looks great": what is said about the option argues against the decision
+            raise DecisionError(f"{text!r} speaks for #{min(mentioned)} beside {decision.action}; say one thing")
         if grammar.kind == "continue_or_ask" and re.search(r"\b(?:it|that|this|they|those|these)\b", plain):
             # at a continue-or-ask gate "it" may be the option that finished or the one offered next
             raise DecisionError(f"{text!r}: which option is {remark!r} about? name it by number")
-        if decision.action in (*GO_AHEAD, "select"):
+        if ahead:
             calm = _CALM | grammar.words_of(sorted(own))
             odd = [w for w in plain.split() if w.rstrip(".!'") not in calm and not re.fullmatch(r"[+-]?\d+", w)]
             if odd or re.search(r"[^a-z0-9\s.'%+]", plain.rstrip(".! ")):
@@ -578,6 +597,9 @@ def _check_remarks(text: str, remarks: list[str], decision: Decision, grammar: G
                     f"{text!r}: {said!r} beside a go-ahead could change what it does; say the decision alone, "
                     "or the options it leaves out with 'not …'"
                 )
+
+
+_POSITIVE = re.compile(r"\b(?:good|great|fine|better|best|win|wins|promising|worth|nice|solid|love|like|ok|okay)\b")
 
 
 def _agree(decided: list[Clause], grammar: Grammar) -> Decision:

@@ -85,7 +85,10 @@ _HEDGES = (
     "i'd rather",
     "i would rather",
 )
-_LEADS = ("let's", "lets", "please", "ok so", "okay so", "so", "then", "just", "only", "and")
+_LEADS = (
+    "let's", "lets", "please", "ok so", "okay so", "so", "then", "just", "only", "and", "we should", "you should",
+    "we can", "you can", "i'd", "i would", "we'll", "i'll", "we will", "i will",
+)  # fmt: skip
 _FILLER_PHRASES = (
     "for clarification", "for confirmation", "for guidance", "for me", "for now please", "with more pairs",
     "with more runs", "with more samples",
@@ -134,12 +137,15 @@ for _kind, _facts in FACTS.items():
 
 _BOOL_PHRASES: list[tuple[str, str]] = [
     (r"(?:you|we) have (?:a )?next steps?", "has_next_step"),
-    (r"there(?: is|'s| are) (?:a |another )?(?:next steps?|next one|next option|more options?|options? left)",
-     "has_next_step"),
+    (r"there(?: is|'s| are) (?:a |another )?(?:next steps?|next one|next option|more options?|options? left)"
+     r"|there(?: is|'s) (?:still )?(?:something|anything) (?:left|more)(?: to try)?|(?:you|we) still have something"
+     r"(?: left)? to try|(?:anything|something) (?:is )?left(?: to try)?", "has_next_step"),
     (r"(?:(?:you are|you're|we are|we're) )?(?:unsure|not sure|uncertain|in doubt)"
      r"(?: (?:how to proceed|what to do|about it|about the next step))?", "confidence < 0.7"),
-    (r"(?:you are|you're|we are|we're) (?:sure|confident)|confident", "confidence >= 0.7"),
-    (r"it (?:wedges|hangs|hung|wedged)|(?:there are|any) wedges", "wedges > 0"),
+    (r"(?:you are|you're|we are|we're) (?:sure|confident)|confident|confidence is (?:high|good|decent)(?: enough)?",
+     "confidence >= 0.7"),
+    (r"confidence is (?:low|poor|not high)", "confidence < 0.7"),
+    (r"(?:it )?(?:wedges|hangs|hung|wedged|wedge)|(?:there are|any|there were) wedges", "wedges > 0"),
     (r"(?:it is |it's |it isn't |it's not |it is not )?(?:not verified|unverified)"
      r"|it (?:didn't|did not|doesn't) verify",
      "!verified"),
@@ -162,8 +168,16 @@ _FIELDS = {
 _CMPS = [
     (r"is at least|at least|>=", ">="),
     (r"is at most|at most|<=", "<="),
-    (r"is (?:over|above|more than|greater than)|over|above|more than|greater than|>", ">"),
-    (r"is (?:under|below|less than)|under|below|less than|<", "<"),
+    (
+        r"is (?:over|above|more than|greater than|higher than)|(?:goes|rises|gets|stays) (?:above|over)|over|above"
+        r"|more than|greater than|>",
+        ">",
+    ),
+    (
+        r"is (?:under|below|less than|lower than)|(?:drops|falls|goes|gets|dips) (?:below|under)|under|below|less than"
+        r"|<",
+        "<",
+    ),
     (r"is|==|=", "=="),
 ]
 
@@ -211,6 +225,16 @@ def _normalise(text: str) -> str:
         r"\s+-+>\s+|\s+-+\s+|^-+>\s*|\.\.\.+|;|(?<=[a-z])[.!]\s+(?=[a-z])", ", ", text
     )  # "-> 3", "skip 2 - it's flaky", "a; b"
     text = re.sub(r"\bas-is\b", "as is", text)
+    text = re.sub(r"\bw/(?=\s|$)", "with", text).replace(" & ", " and ")
+    text = re.sub(  # "1-2", "#2-3": a range of options, said as a list
+        r"(?<![\w.-])#?([1-9])\s*-\s*#?([1-9])(?![\w.%-])",
+        lambda m: (
+            " and ".join(map(str, range(int(m.group(1)), int(m.group(2)) + 1)))
+            if int(m.group(1)) < int(m.group(2))
+            else m.group(0)
+        ),
+        text,
+    )
     text = re.sub(r"\s*,[\s,]*", ", ", text)
     text = re.sub(r"\s+", " ", text)
     return text.strip(" ,").rstrip(" .!?,")
@@ -218,7 +242,15 @@ def _normalise(text: str) -> str:
 
 def _pred(text: str) -> str:
     text = text.strip()
-    text = re.sub(r"^(?:it's|it is|its|it turns out(?: to be)?|they are|they're|that's|that is)\s+", "", text)
+    text = re.sub(r"\b(\w+)'s (above|below|over|under|at)\b", r"\1 is \2", text)  # "the gain's above 5"
+    text = re.sub(r"\s*(?:percent|pct)\b", "%", text)
+    text = re.sub(
+        r"^(?:it|that|they|this)(?:'s| is| are|'re)?(?: really| actually| still)?"
+        r"(?: (?:turns?|turned) out| (?:ends?|ended) up| comes? (?:out|back)| proves?| gets?| got| is found)?"
+        r"(?: to be| as| being)?\s+",
+        "",
+        text,
+    )
     text = re.sub(r"^(?:a|an)\s+", "", text)
     if text in _ENUM_WORDS:
         return _ENUM_WORDS[text]
@@ -357,9 +389,11 @@ def _read_clause(text: str, gate_option: int | None, known: Sequence[int]) -> De
     vm, action = found
     rest = text[vm.end() :].strip()
     runs = None
-    rm = re.search(r"\b(?:with )?(\d+) (?:runs|pairs|seeds|attempts)\b|\b(\d+) times\b", rest)
+    rm = re.search(
+        r"\b(?:with )?(\d+) (?:runs|pairs|seeds|attempts|samples)\b|\b(\d+) times\b|\b(\d+)x\b|\bx(\d+)\b", rest
+    )
     if rm:  # before targets: in "try again 3 times" the 3 is a count, not option #3
-        runs = int(rm.group(1) or rm.group(2))
+        runs = int(next(g for g in rm.groups() if g))
         rest = (rest[: rm.start()] + rest[rm.end() :]).strip()
     targets, rest = _targets(rest, gate_option, known)
     scope: Scope = "once"
@@ -553,6 +587,20 @@ class _AtGate(Grammar):
         decision = _clause(said, self.gate_option, self.options, self.titles)
         if decision.action == "stop" and decision.targets == list(self.options):
             decision.targets = []  # "stop everything": the campaign, not a set of options
+        if decision.action == "select" and len(decision.targets) > 1 and set(decision.targets) != set(self.open):
+            # "do 1 and 2" with #3 open too: only those, or those first? a guess either way
+            raise DecisionError(f"{text!r}: try only those, or those first? say 'go with N' or 'skip …'")
+        # "skip 3 instead" at #2's safety gate; "skip #3 if it's unsafe" is a rule for #3's own gate later
+        other = decision.targets and decision.targets != [self.gate_option] and self.gate_option is not None
+        if (
+            decision.action in ("skip", "defer")
+            and self.kind in ("safety", "rollback")
+            and other
+            and not decision.condition
+        ):
+            raise DecisionError(f"this gate decides #{self.gate_option}; say what to do with it")
+        if decision.action == "approve" and self.commands and decision.targets == list(self.options):
+            decision.targets = []  # "approve all 3": every command the gate lists
         if lead_scope is not None:
             decision.scope = lead_scope
         if reading.negated and decision.action in ("approve", "continue", "select"):

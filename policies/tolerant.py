@@ -51,9 +51,9 @@ FILLER_LEADS = (
     "cool", "great", "sure", "fine", "hmm", "hm", "well", "actually", "honestly", "ah", "oh", "so", "k",
     "i'd say", "i'd rather", "i would rather", "i would", "i'd", "we should", "you should", "you can", "you could",
     "can you", "could you",
-    "let's", "lets", "let us", "please", "pls", "plz", "then", "go ahead and", "and", "hold on",
+    "let's", "lets", "let us", "please", "pls", "plz", "then", "and", "hold on",
     "sure whatever", "whatever", "eh", "meh", "ya", "yah", "yea", "agreed", "makes sense", "sounds right",
-    "fair enough", "got it", "understood", "roger", "hey", "um", "uh", "welp", "kk",
+    "fair enough", "got it", "understood", "roger", "hey", "um", "uh", "welp", "kk", "no way", "yup", "yep",
 )  # fmt: skip
 FILLER_TAILS = (
     "please", "thanks", "thank you", "thx", "ty", "here", "then", "instead", "i think", "i guess",
@@ -63,6 +63,31 @@ FILLER_TAILS = (
 # (pattern, replacement, kinds it applies at or None for every gate). Applied in order, whole words.
 # Each one is a phrasing outside the core grammar: a reading that used one is noted and confirmed.
 SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
+    (r"(?:try|retry|redo|re-?run|repeat|do) (?:the )?(?:revert(?:ing)?|roll ?back|rollback)(?: again| one more time"
+     r"| once more)?(?:,? (?:and|then) (?:check|verify)(?: it)?)?|try reverting(?: again| one more time| once more)?"
+     r"|one more (?:go|try|time)(?: at (?:the )?(?:rollback|revert))?|^again$|^once more$", "retry", ("rollback",)),
+    (r"(?:measure|bench(?:mark)?|run|try)(?: it)? (?:once more|one more time)|^again$|^once more$", "retry",
+     ("safety", "goal")),
+    (r"(?:take|leave|accept|keep|continue)(?: it| them| the hosts| things| everything)?(?: as (?:it is|is|it stands"
+     r"|they are)| like (?:that|this|it is))", "approve", ("rollback",)),
+    (r"(?:stop|finish(?: up)?|wrap(?: it)? up|end it|end the run|abort|call it)(?:,| and| then| with)?(?: (?:send|give"
+     r"|write|show)(?: me)?)? the report", "stop", None),
+    (r"(?:put|leave|move|push|save|keep) (.+?) (?:at the end|for last|for later|till the end|to the end|off"
+     r"|for the end|until later)", r"defer \1", ("plan", "triage", "continue_or_ask")),
+    (r"(?:put|push) (.+?) off", r"defer \1", ("plan", "triage", "continue_or_ask")),
+    (r"come back to (?:it|this|that) (?:at the end|later)", "defer", ("safety", "plan", "triage", "continue_or_ask")),
+    (r"(?:go ahead|go on|move on|carry on|proceed)(?: with| to)? (?:the )?(?:remaining|other) (?:two|ones|options)",
+     "continue", ("triage", "continue_or_ask")),
+    (r"go ahead with", "approve", ("command",)),
+    (r"(?:ok|okay|fine|good|safe) to run", "approve", ("command",)),
+    (r"^denied$|^deny$", "reject", ("command",)),
+    (r"approve all (?:3|three)", "approve", ("command",)),
+    (r"keep (?:rolling|moving|pushing)|push on|press on|extend(?: it)?|keep it going", "continue",
+     ("budget", "continue_or_ask", "triage", "plan")),
+    (r"accept (?:the )?(?:config|configuration|result|results|numbers|final configuration)", "approve", ("goal",)),
+    (r"^ship$", "approve", ("safety", "goal", "plan")),
+    (r"(?:pause and )?wait for (?:me|my \w+)\b.*|(?:let me|i want to|i'll|i will|want to|need to|gotta) (?:look|check"
+     r"|see|read|review|think|ask|talk)\b.*|hold (?:it )?(?:there|on)\b.*", "ask", None),
     (r"(?:try|do) (?:the )?(?:rollback|revert) again|try again with the (?:rollback|revert)"
      r"|revert (?:it )?again (?:and|&) (?:verify|check)(?: it)?|revert (?:and|&) (?:verify|check) again", "retry",
      ("rollback",)),
@@ -96,9 +121,11 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
     (r"^(?:option |number )?(#?\d+)$", r"go with \1", ("plan", "triage", "continue_or_ask")),
     (r"(?:let's |lets )?(?:do|try|run|test) (?:option |number )?(#?\d+)", r"go with \1", None),
     (r"(?:option |number )?(#?\d+) please", r"go with \1", None),
-    (r"(?:don't|do not) run (?:them|it|these|those|any of them|that|this)", "reject", ("command",)),
+    (r"(?:don't|do not) run (?:them|it|these|those|any of them|any of that|any|anything|that|this)", "reject",
+     ("command",)),
     (r"run (?:them|these|those|all of them|all|it|this|that)(?: all)?", "approve", ("command",)),
     (r"go ahead and run (?:them|it|these)", "approve", ("command",)),
+    (r"^go ahead and (?=(?:run|approve|continue|keep|proceed|try|do|go with)\b)", "", None),
     (r"(?:ditch|scrap|bin|toss) (?:it|this|that)", "skip", ("safety",)),
     (r"approved", "approve", None),
     (r"(?:don't|do not|wouldn't|would not|i wouldn't|i would not|i'd not|shouldn't|should not|never) keep "

@@ -102,19 +102,44 @@ def same(want: str, got: str, kind: str = "") -> bool:
     """Is reading `got` the meaning `want` (only the slots `want` names are checked)?"""
     if "refuse" in (want, got):
         return want == got
+    want, got = _plain(want, kind), _plain(got, kind)
     (w_action, w_targets), (g_action, g_targets) = _head(want), _head(got)
     if kind in GATE_OPTION and w_targets == str(pronoun_option(DOCS.gate(kind))):
         w_targets = ""  # "drop #2" at #2's own gate is "skip it"
-    if w_targets != g_targets or not (w_action == g_action or {w_action, g_action} <= GO_AHEAD):
+    if w_targets != g_targets or not _same_action(w_action, g_action, kind):
         return False
     have = dict(_slots(got))
     for name, value in _slots(want):
         if name == "if":
             if FACT_WORDS[value] not in have.get("cond", ""):
                 return False
+        elif name == "else":
+            if not _same_action(value, have.get("else", ""), kind):
+                return False
         elif have.get(name) != value:
             return False
     return True
+
+
+def _same_action(want: str, got: str, kind: str) -> bool:
+    """The same answer at this gate: continue and approve everywhere; at a safety gate skip and roll back (both roll
+    the option back, verify and move on: agent.run.answers.meaning)."""
+    return want == got or {want, got} <= GO_AHEAD or (kind == "safety" and {want, got} <= {"skip", "rollback"})
+
+
+def _plain(meaning: str, kind: str) -> str:
+    """A select of what the gate does next anyway, as the go-ahead it is: "go with 3" where #3 is what a
+    continue-or-ask gate offers next, "go with 2 and 3" at a triage whose open options are #2 and #3."""
+    head, *slots = meaning.split(" ")
+    action, targets = _head(meaning)
+    nxt = {"continue_or_ask": "3", "triage": "2,3", "plan": "1,2,3"}.get(kind)
+    if kind == "continue_or_ask" and action == "select" and not targets:
+        targets = nxt or ""  # a reading leaves out the option "it" means, which a select there is the next one
+    if action == "select" and targets and targets == nxt and not any(s.startswith(("if=", "cond=")) for s in slots):
+        rest = [s for s in slots if "=" in s]
+        return " ".join(["continue", *rest])
+    del head
+    return meaning
 
 
 def _head(meaning: str) -> tuple[str, str]:

@@ -1402,6 +1402,32 @@ WANT_OVERRIDE = {
     ("command", "approve all but \uff52\uff4d"): "approve 1,2",
     ("command", "\uff41\uff50\uff50\uff52\uff4f\uff56\uff45 all but rm"): "approve 1,2",
     ("triage", "3 is a better bet, skip 2"): "skip 2",  # #3 is all that is left: the skip says what the select does
+    # read right since the review: an exclusion ("minus", "without", "except", "no N") removes what it names
+    **{
+        ("command", t): "approve 1,2"
+        for t in (
+            "approve, without the rm",
+            "approve, minus rm",
+            "approve, leave out rm",
+            "approve, except 3",
+            "approve except rm",
+            "approve except for rm",
+            "approve, no rm",
+            "approve, no 3",
+            "approve (excluding rm)",
+            "approve all, no 3",
+            "1 & 2, not 3",
+            "yes except 3",
+            "approve 1 and 2 and 3 minus the last",
+        )
+    },
+    ("plan", "lgtm, minus the kernel occupancy"): "skip 3",
+    ("plan", "approve, sans tbo"): "skip 1",
+    ("safety", "no rollback, keep it"): "approve",
+    ("safety", "no skip, keep it"): "approve",
+    ("safety", "keep it if gain > 5 percent"): "approve if=gain",
+    ("safety", "keep it if confidence is high"): "approve if=confidence",
+    ("budget", "no stop, continue"): "continue",
 }
 # Suggestions on tried lines that are what the person meant (or a subset of the commands they meant).
 SUGGEST_OK = {

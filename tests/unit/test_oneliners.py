@@ -52,7 +52,7 @@ ACCEPTED = [
     ("go ahead with 4", "triage", {"action": "select", "targets": [4]}),
     ("let's do 2", "plan", {"action": "select", "targets": [2]}),
     ("pick #1", "plan", {"action": "select", "targets": [1]}),
-    ("try 2 and 3", "triage", {"action": "select", "targets": [2, 3]}),
+    ("try 1, 2, 3 and 4", "triage", {"action": "select", "targets": [1, 2, 3, 4]}),
     ("I think 4 is the better one", "continue_or_ask", {"action": "select", "targets": [4], "hedged": True}),
     ("3 looks like a bigger win", "continue_or_ask", {"action": "select", "targets": [3]}),
     ("#2 is safer", "continue_or_ask", {"action": "select", "targets": [2]}),
