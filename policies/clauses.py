@@ -67,195 +67,20 @@ _MEASURE = re.compile(
 )
 # The words a remark beside a go-ahead may use: none of them can exclude, defer, condition or take anything back.
 _CALM = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "it",
-        "its",
-        "it's",
-        "this",
-        "that",
-        "these",
-        "those",
-        "is",
-        "are",
-        "was",
-        "were",
-        "be",
-        "been",
-        "being",
-        "looks",
-        "look",
-        "looked",
-        "seems",
-        "seem",
-        "seemed",
-        "sounds",
-        "sound",
-        "fine",
-        "good",
-        "great",
-        "ok",
-        "okay",
-        "nice",
-        "solid",
-        "clean",
-        "cool",
-        "perfect",
-        "awesome",
-        "lovely",
-        "excellent",
-        "neat",
-        "right",
-        "correct",
-        "worth",
-        "win",
-        "wins",
-        "winner",
-        "big",
-        "bigger",
-        "huge",
-        "real",
-        "enough",
-        "close",
-        "plenty",
-        "clear",
-        "clearly",
-        "obviously",
-        "definitely",
-        "totally",
-        "gain",
-        "gains",
-        "numbers",
-        "number",
-        "results",
-        "result",
-        "data",
-        "improvement",
-        "improved",
-        "improves",
-        "helped",
-        "helps",
-        "works",
-        "worked",
-        "working",
-        "faster",
-        "quicker",
-        "stable",
-        "steady",
-        "speedup",
-        "throughput",
-        "latency",
-        "perf",
-        "performance",
-        "noise",
-        "vs",
-        "within",
-        "margin",
-        "target",
-        "goal",
-        "health",
-        "healthy",
-        "check",
-        "checks",
-        "checked",
-        "host",
-        "hosts",
-        "cache",
-        "logs",
-        "log",
-        "just",
-        "harmless",
-        "safe",
-        "verified",
-        "confirmed",
-        "tested",
-        "stale",
-        "manually",
-        "hand",
-        "myself",
-        "reviewed",
-        "read",
-        "saw",
-        "seen",
-        "plan",
-        "plan's",
-        "we",
-        "i",
-        "i'm",
-        "i've",
-        "you",
-        "me",
-        "us",
-        "our",
-        "my",
-        "your",
-        "need",
-        "want",
-        "have",
-        "has",
-        "had",
-        "got",
-        "get",
-        "think",
-        "agree",
-        "agreed",
-        "makes",
-        "make",
-        "sense",
-        "probably",
-        "guess",
-        "hope",
-        "believe",
-        "feel",
-        "to",
-        "for",
-        "of",
-        "on",
-        "in",
-        "at",
-        "by",
-        "with",
-        "and",
-        "so",
-        "really",
-        "pretty",
-        "very",
-        "quite",
-        "too",
-        "also",
-        "still",
-        "well",
-        "now",
-        "here",
-        "there",
-        "time",
-        "bit",
-        "little",
-        "more",
-        "done",
-        "ready",
-        "happy",
-        "sure",
-        "yes",
-        "yep",
-        "yeah",
-        "ya",
-        "thanks",
-        "thank",
-        "thx",
-        "ty",
-        "cheers",
-        "pls",
-        "please",
-        "team",
-        "boss",
-        "lol",
-        "haha",
-        "ship",
-        "shipit",
-    ]
+    """
+    a an the it its it's this that these those is are was were be been being looks look looked seems seem seemed
+    sounds sound fine good great ok okay nice solid clean cool perfect awesome lovely excellent neat right correct
+    worth win wins winner big bigger huge real enough close plenty clear clearly obviously definitely totally gain
+    gains numbers number results result data improvement improved improves helped helps works worked working faster
+    quicker stable steady speedup throughput latency perf performance noise vs within margin target goal health
+    healthy check checks checked host hosts cache logs log just harmless safe verified confirmed tested stale
+    manually hand myself reviewed read saw seen plan plan's we i i'm i've you me us our my your need want have has
+    had got get think agree agreed makes make sense probably guess hope believe feel to for of on in at by with and
+    so really pretty very quite too also still well now here there time bit little more done ready happy sure yes
+    yep yeah ya thanks thank thx ty cheers pls please team boss lol haha ship shipit almost basically another hour
+    hours day days that's they're there's reasonable sensible fair long shot anyway anyways interesting config dir
+    soft budget budget's matter quick fast cheap simple small tiny minor fun i'll take
+    """.split()  # noqa: SIM905 - a word list reads best as words
 )
 _HEDGED = frozenset({"probably", "guess", "hope", "believe", "feel", "think"})  # a remark with one hedges the decision
 _PREFERENCE = re.compile(r"\b(?:better|best|bigger|biggest|safer|safest|prefer|preferred|rather|winner|wins?|first)\b")
@@ -407,6 +232,7 @@ def _condition(text: str, grammar: Grammar) -> Clause:
 _OPINION = re.compile(
     r"(?:look|looks|seem|seems|sound|sounds|feel|feels)(?: so| too| that| very)? (?:good|great|fine|ok|okay|right|safe|"
     r"convincing|promising)|(?:so |too |that |very )?(?:good|great|fine|ok|okay|convincing|promising|worth it|"
+    r"good enough|great either|"
     r"needed|necessary|today|now|yet|anymore|this time|worth the risk)"
 )
 _GERUNDS = {"stopping": "stop", "continuing": "continue", "accepting": "accept", "keeping": "keep",
@@ -423,13 +249,15 @@ def _negated(text: str, rest: str, grammar: Grammar) -> Clause:
     rest = re.sub(r"\s+(?:now|yet|here|today|this time)$", "", _MEASURE.sub("", rest)).strip()
     if not rest:
         return Clause(text, "take-back")
-    named = grammar.names(re.sub(r"^(?:do|run|go with|with|pick|try|include)\s+", "", rest))
+    named = grammar.names(re.sub(r"^(?:do|run|go with|with|pick|try|include|bother with|bother)\s+", "", rest))
     if named:
         return Clause(text, "negated", targets=named)
     try:
         said = grammar.decision(rest)
     except NotUnderstood:
-        raise NotUnderstood(f"didn't understand {text!r}: say what to do, not only what not to") from None
+        if grammar.has_verb(rest) or grammar.mentions(rest):
+            raise NotUnderstood(f"didn't understand {text!r}: say what to do, not only what not to") from None
+        return Clause(text, "remark")  # "can't have hosts wedging": a reason against; refused beside a go-ahead
     return Clause(text, "negated", decision=said, targets=list(said.targets))
 
 
@@ -568,6 +396,8 @@ def _check_remarks(text: str, remarks: list[str], decision: Decision, grammar: G
     remark may say anything that holds no verb, negation, condition, reference or correction."""
     ahead = decision.action in (*GO_AHEAD, "select")
     own = set(decision.targets) | ({grammar.gate_option} if grammar.gate_option is not None else set())
+    if grammar.kind in ("plan", "triage"):
+        own |= set(grammar.options) - set(grammar.open)  # "tbo was a long shot": a no-go option is not chosen
     if decision.action == "stop":
         own |= set(grammar.options)  # a stop is about every option: "abort, tbo was the whole point"
     for remark in remarks:
@@ -579,7 +409,12 @@ def _check_remarks(text: str, remarks: list[str], decision: Decision, grammar: G
         if mentioned - own:
             named = ", ".join(f"#{n}" for n in sorted(mentioned - own))
             raise DecisionError(f"{text!r} mentions {named} beside the decision; name each option you decide on")
-        if mentioned and ahead and not decision.targets and grammar.kind in ("command", *OPTION_GATES):
+        if (
+            mentioned & set(grammar.open)
+            and ahead
+            and not decision.targets
+            and grammar.kind in ("command", *OPTION_GATES)
+        ):
             # "yes, for 1 and 2", "run them, rm too": a go-ahead for all that names some is a guess either way
             raise DecisionError(f"{text!r} names #{min(mentioned)} beside a go-ahead for all; name what you mean")
         if mentioned and not ahead and _POSITIVE.search(plain):
@@ -695,6 +530,13 @@ def _without(decision: Decision, clause: Clause, grammar: Grammar) -> Decision:
         if same and not _untargeted_go_ahead(decision):
             return decision  # "skip 1, don't skip 2": the options corrected, not the decision
     removed = [t for t in clause.targets if t != grammar.gate_option or grammar.kind in ("command", *OPTION_GATES)]
+    if (
+        not removed
+        and denied is not None
+        and _direction(denied.action) == "ahead"
+        and _direction(decision.action) == "back"
+    ):
+        return decision  # "I wouldn't keep that, roll back": the same thing said twice
     if not removed:
         raise DecisionError(f"{clause.text!r} denies the option this gate is about; say skip or keep")
     overlap = [t for t in removed if t in decision.targets]

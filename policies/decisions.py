@@ -72,7 +72,10 @@ _VERBS: list[tuple[str, Action]] = [
 ]  # fmt: skip
 # "try again" must win over "try": order the table by phrase length within a shared prefix.
 _VERBS.sort(key=lambda v: -len(v[0]))
-_VERB_RE: list[tuple[re.Pattern[str], Action]] = [(re.compile(rf"^{pattern}\b"), action) for pattern, action in _VERBS]
+_VERB_RE: list[tuple[re.Pattern[str], Action]] = [
+    (re.compile(rf"^{pattern}(?![\w-])"), action)
+    for pattern, action in _VERBS  # "no-go" holds no "no"
+]
 
 _HEDGES = (
     "sounds like",
@@ -272,6 +275,7 @@ def _pred(text: str) -> str:
 
 def _condition(text: str) -> str:
     negate = False
+    text = re.sub(r"^(?:as long as|provided(?: that)?|in case)\b", "if", text)
     m = re.match(r"^(only if|if|when|unless)\s+(.*)$", text)
     if not m:
         raise NotUnderstood(f"didn't understand {text!r}")
@@ -404,7 +408,7 @@ def _read_clause(text: str, gate_option: int | None, known: Sequence[int]) -> De
             rest = (rest[: sm.start()] + rest[sm.end() :]).strip()
             break
     condition = None
-    cm = re.search(r"\b(only if|if|when|unless)\b.*$", rest)
+    cm = re.search(r"\b(only if|if|when|unless|as long as|provided(?: that)?)\b.*$", rest)
     if cm:
         condition = _condition(cm.group(0))
         rest = rest[: cm.start()].strip()

@@ -58,15 +58,15 @@ FILLER_LEADS = (
 FILLER_TAILS = (
     "please", "thanks", "thank you", "thx", "ty", "here", "then", "instead", "i think", "i guess",
     "anyway", "anyways", "as well", "then please", "pls", "plz", "tbh", "imo", "thx!", "ty", "cheers",
-    "for now thanks", "right away", "asap",
+    "for now thanks", "right away", "asap", "by me",
 )  # fmt: skip
 # (pattern, replacement, kinds it applies at or None for every gate). Applied in order, whole words.
 # Each one is a phrasing outside the core grammar: a reading that used one is noted and confirmed.
 SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
     (r"(?:try|retry|redo|re-?run|repeat|do) (?:the )?(?:revert(?:ing)?|roll ?back|rollback)(?: again| one more time"
      r"| once more)?(?:,? (?:and|then) (?:check|verify)(?: it)?)?|try reverting(?: again| one more time| once more)?"
-     r"|one more (?:go|try|time)(?: at (?:the )?(?:rollback|revert))?|^again$|^once more$", "retry", ("rollback",)),
-    (r"(?:measure|bench(?:mark)?|run|try)(?: it)? (?:once more|one more time)|^again$|^once more$", "retry",
+     r"|one more (?:go|try|time)(?: at (?:the )?(?:rollback|revert))?|^again\\b|^once more$", "retry", ("rollback",)),
+    (r"(?:measure|bench(?:mark)?|run|try)(?: it)? (?:once more|one more time)|^again\\b|^once more$", "retry",
      ("safety", "goal")),
     (r"(?:take|leave|accept|keep|continue)(?: it| them| the hosts| things| everything)?(?: as (?:it is|is|it stands"
      r"|they are)| like (?:that|this|it is))", "approve", ("rollback",)),
@@ -79,15 +79,17 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
     (r"(?:go ahead|go on|move on|carry on|proceed)(?: with| to)? (?:the )?(?:remaining|other) (?:two|ones|options)",
      "continue", ("triage", "continue_or_ask")),
     (r"go ahead with", "approve", ("command",)),
-    (r"(?:ok|okay|fine|good|safe) to run", "approve", ("command",)),
+    (r"(?:(?:ok|okay|fine|good|safe) )?to run$|^(?:ok|okay|fine|good|safe) to run", "approve", ("command",)),
     (r"^denied$|^deny$", "reject", ("command",)),
     (r"approve all (?:3|three)", "approve", ("command",)),
     (r"keep (?:rolling|moving|pushing)|push on|press on|extend(?: it)?|keep it going", "continue",
      ("budget", "continue_or_ask", "triage", "plan")),
     (r"accept (?:the )?(?:config|configuration|result|results|numbers|final configuration)", "approve", ("goal",)),
     (r"^ship$", "approve", ("safety", "goal", "plan")),
-    (r"(?:pause and )?wait for (?:me|my \w+)\b.*|(?:let me|i want to|i'll|i will|want to|need to|gotta) (?:look|check"
-     r"|see|read|review|think|ask|talk)\b.*|hold (?:it )?(?:there|on)\b.*", "ask", None),
+    (r"(?:pause and )?wait for (?:me|my \w+)\b.*|(?:let me|i want to|want to|need to|gotta) (?:look|check"
+     r"|see|read|review|think|ask|talk)\b.*|hold (?:it )?(?:there|on)\b.*|ask me later\b.*", "ask", None),
+    (r"(?:go on|carry on|proceed|continue|move on) with", "go with", ("plan", "triage", "continue_or_ask")),
+    (r"(?:the )?plan(?:'s| is)? (?:fine|ok|okay|good|great)", "approve", ("plan",)),
     (r"(?:try|do) (?:the )?(?:rollback|revert) again|try again with the (?:rollback|revert)"
      r"|revert (?:it )?again (?:and|&) (?:verify|check)(?: it)?|revert (?:and|&) (?:verify|check) again", "retry",
      ("rollback",)),
@@ -123,7 +125,7 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
     (r"(?:option |number )?(#?\d+) please", r"go with \1", None),
     (r"(?:don't|do not) run (?:them|it|these|those|any of them|any of that|any|anything|that|this)", "reject",
      ("command",)),
-    (r"run (?:them|these|those|all of them|all|it|this|that)(?: all)?", "approve", ("command",)),
+    (r"run (?:them|these|those|all of them|all|it|this|that|em|'em)(?: all)?", "approve", ("command",)),
     (r"go ahead and run (?:them|it|these)", "approve", ("command",)),
     (r"^go ahead and (?=(?:run|approve|continue|keep|proceed|try|do|go with)\b)", "", None),
     (r"(?:ditch|scrap|bin|toss) (?:it|this|that)", "skip", ("safety",)),
@@ -151,6 +153,8 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
     (r"(?:anything|whatever|everything|any option|options?|ones?|stuff|changes?)(?: that)?(?: is| are| comes? back"
      r"| turns? out| looks?)? (unsafe|inconclusive|regressed)(?: stuff| ones| options| changes)?"
      r"|(?:an? )?(unsafe|inconclusive|regressed) (?:stuff|ones?|options?|changes?)", r"if it's \1\2", None),
+    (r"(?:anything|whatever|everything|stuff|options?|ones?|changes?)(?: that| which)? (?:wedges|wedged|hangs|hung)",
+     "if it wedges", None),
     (r"^(#?\d+(?: and #?\d+)*)(?: (?:ok|okay|fine|is fine|are fine|go|please|pls))?$", r"approve \1", ("command",)),
     (r"^(?:run|do) (#?\d+(?: and #?\d+)*)$", r"approve \1", ("command",)),
 
@@ -276,7 +280,9 @@ def strip_filler(text: str) -> str:
                     text, changed = text[: -len(sep + tail)].rstrip(" ,"), True
         for lead in FILLER_LEADS:
             # "nah stop", "nope skip it": a "nah" before a decision that does not go ahead is the same no.
-            ahead = lead == "no" or not re.match(rf"^{lead} (?:stop|skip|abort|drop|defer|park|halt)\b", text)
+            ahead = lead == "no" or not re.match(
+                rf"^{lead} (?:stop|skip|abort|drop|defer|park|halt|reject|don't)\b", text
+            )
             if lead in NEGATING_LEADS and not text.startswith(lead + ",") and ahead:
                 continue
             if text.startswith(lead + " ") or text.startswith(lead + ","):

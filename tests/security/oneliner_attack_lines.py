@@ -1428,6 +1428,19 @@ WANT_OVERRIDE = {
     ("safety", "keep it if gain > 5 percent"): "approve if=gain",
     ("safety", "keep it if confidence is high"): "approve if=confidence",
     ("budget", "no stop, continue"): "continue",
+    # read right since the review: "provided" and "as long as" open a condition
+    **{
+        ("safety", t): "approve if=safe"
+        for t in (
+            "keep it provided it's safe",
+            "keep it provided that it's safe",
+            "keep it as long as it's safe",
+            "keep it, provided that it's safe",
+        )
+    },
+    ("safety", "keep it as long as gain is at least 5%"): "approve if=gain",
+    ("safety", "skip it for now, not forever"): "skip scope=for_now",
+    ("triage", "skip 2 for now, not forever"): "skip 2 scope=for_now",
 }
 # Suggestions on tried lines that are what the person meant (or a subset of the commands they meant).
 SUGGEST_OK = {
