@@ -292,9 +292,10 @@ _CONDITION_WORDS = 12  # a condition said first is a few words: never more prefi
 def _condition_first(part: str, grammar: Grammar) -> list[str]:
     """ "if 2 turns out unsafe just skip it": where the condition ends, when no comma says so — the first word
     after which the rest reads as a decision (tried word by word: never more than the line has words)."""
-    if not _CONDITION.match(part) or "," in part:
+    said = _CONNECTOR.sub("", part)
+    if not _CONDITION.match(said) or "," in said:
         return [part]
-    words = part.split()
+    words = said.split()
     for k in range(2, min(len(words), _CONDITION_WORDS)):
         head, tail = " ".join(words[:k]), " ".join(words[k:])
         try:
@@ -344,6 +345,10 @@ def combine(text: str, grammar: Grammar) -> Decision:
         clauses = [c for c in clauses if c is not fine[0]]
     if not decided:
         raise NotUnderstood(f"didn't understand {text!r}: no decision in it")
+    conditioned = any(c.kind == "condition" for c in clauses)
+    if conditioned and len(decided) > 1 and grammar.kind in OPTION_GATES:
+        # "continue, and if 3 wedges roll it back": at a gate that moves on, a rule given there implies the go-ahead
+        decided = [c for c in decided if not (c.decision and _goes_on(c.decision, grammar))] or decided
     decision = _agree(decided, grammar)
     if len(decided) > 1:
         decision.read_as.append(
@@ -476,6 +481,13 @@ def _agree(decided: list[Clause], grammar: Grammar) -> Decision:
             f"({result.describe()} / {other.describe()}); say one decision at a time"
         )
     return result
+
+
+def _goes_on(decision: Decision, grammar: Grammar) -> bool:
+    """A plain go-ahead, or at a continue-or-ask gate a select of what it offers next."""
+    nxt = [grammar.gate_option] if grammar.gate_option is not None else []
+    offered = grammar.kind == "continue_or_ask" and decision.action == "select" and decision.targets == nxt
+    return _plain_go_ahead(decision) or (offered and decision.condition is None)
 
 
 def _plain_go_ahead(decision: Decision) -> bool:

@@ -662,16 +662,41 @@ class _AtGate(Grammar):
         return new
 
     def _order(self, said: str, notes: list[str]) -> str:
-        """ "3 then 2": try #3 first; "2 then 3", the order the gate would go in anyway, is its go-ahead."""
+        """ "3 then 2", "the scheduler one first, then the others", "the moe one before 2": try that one first; the
+        order the gate would go in anyway is its go-ahead. Every open option must be placed, or "the rest" said."""
         if self.kind not in OPTION_GATES:
             return said
-        m = re.fullmatch(r"(?:go with |do |try )?(#?\d+(?:\s*(?:then|and then|before|,|>|after that)\s*#?\d+)+)", said)
-        if m is None:
+        body = re.sub(r"^(?:go with|do|try|start with|run)\s+", "", said)
+        pieces = [
+            p for p in re.split(r"\s*(?:,\s*)?\b(?:and then|then|before|followed by|after that)\b\s*|\s*>\s*", body)
+        ]
+        if len(pieces) < 2 and not re.search(r"\bfirst$", body):
             return said
-        order = [int(n) for n in re.findall(r"\d+", m.group(1))]
-        if len(set(order)) != len(order) or set(order) != set(self.open):
+        order: list[int] = []
+        for i, piece in enumerate(p.strip() for p in pieces):
+            piece = re.sub(r"\s+first$", "", piece)
+            if (
+                i == len(pieces) - 1
+                and i > 0
+                and re.fullmatch(r"(?:do |try )?(?:the rest|the others|everything else)", piece)
+            ):
+                order += [o for o in self.open if o not in order]
+                continue
+            try:
+                named = self.names(re.sub(r"^(?:go with|do|try)\s+", "", piece))
+            except DecisionError:
+                return said
+            if not named or len(named) != 1:
+                return said
+            order += named
+        if len(set(order)) != len(order) or not set(order) <= set(self.open):
+            return said
+        if len(pieces) == 1:
+            new = f"go with {order[0]}"  # "the kernel occupancy one first"
+        elif set(order) != set(self.open):
             return said  # "2 then 3" at a gate with #1 open too leaves #1 unsaid: not an order of them all
-        new = "continue" if order == [o for o in self.open if o in order] else f"go with {order[0]}"
+        else:
+            new = "continue" if order == [o for o in self.open if o in order] else f"go with {order[0]}"
         notes.append(f"{said!r} → {new!r}")
         return new
 

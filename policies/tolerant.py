@@ -65,8 +65,8 @@ FILLER_TAILS = (
 SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
     (r"(?:try|retry|redo|re-?run|repeat|do) (?:the )?(?:revert(?:ing)?|roll ?back|rollback)(?: again| one more time"
      r"| once more)?(?:,? (?:and|then) (?:check|verify)(?: it)?)?|try reverting(?: again| one more time| once more)?"
-     r"|one more (?:go|try|time)(?: at (?:the )?(?:rollback|revert))?|^again\\b|^once more$", "retry", ("rollback",)),
-    (r"(?:measure|bench(?:mark)?|run|try)(?: it)? (?:once more|one more time)|^again\\b|^once more$", "retry",
+     r"|one more (?:go|try|time)(?: at (?:the )?(?:rollback|revert))?|^again\b|^once more$", "retry", ("rollback",)),
+    (r"(?:measure|bench(?:mark)?|run|try)(?: it)? (?:once more|one more time)|^again\b|^once more$", "retry",
      ("safety", "goal")),
     (r"(?:take|leave|accept|keep|continue)(?: it| them| the hosts| things| everything)?(?: as (?:it is|is|it stands"
      r"|they are)| like (?:that|this|it is))", "approve", ("rollback",)),
