@@ -47,8 +47,8 @@ _TAKE_BACK = re.compile(
 _NO = re.compile(r"(?:no|nah|nope|no no)")
 _CONDITION = re.compile(r"^(?:only if|if|unless|when|in case|as long as|provided)\b")
 _SCOPES: list[tuple[re.Pattern[str], Scope]] = [
-    (re.compile(r"(?:from now on|going forward|from here on(?: out)?|always|every time|each time|for the rest of"
-                r" the (?:run|session|campaign))"), "standing"),
+    (re.compile(r"(?:always )?(?:from now on|going forward|from here on(?: out)?|always|every time|each time|for the"
+                r" rest of the (?:run|session|campaign))"), "standing"),
     (re.compile(r"(?:for now|for the moment|temporarily|for the time being)"), "for_now"),
 ]  # fmt: skip
 # Words that negate: beside a way back (skip, roll back, stop) a remark may hold them ("stop, 19.8 isn't 20").
@@ -57,8 +57,9 @@ _NEGATING = re.compile(r"\b(?:not|no|never|nothing|none|neither|nor)\b|n't\b")
 _NOT_A_REMARK = re.compile(
     r"\b(?:without|except|but|instead|rather|unless|if|when|always|"
     r"from now on|all|everything|everyone|both|either|rest|others?|minus|besides|excluding|exclude|leave out|"
-    r"save|apart|other than|also|plus|while you're at it|and then|as well|last|previous|next|first|second|third|"
-    r"former|latter|earlier|later|actually|instead|kidding|nvm|jk|oops|mistake|wrong|strike|scratch|ignore|undo|"
+    r"save|apart|other than|also|plus|while you're at it|and then|as well|former|latter|later|actually|instead|"
+    r"(?:last|previous|next|other|first|second|third) (?:one|option|change|thing)s?|kidding|nvm|jk|oops|mistake|"
+    r"wrong|strike|scratch|ignore|undo|"
     r"cancel|forget|assuming|given|once|pending|until|unless|provided|after|before|barring)\b"
 )
 # A number in a remark that is a measurement, not an option: "7.6 is worth it", "+19.8 vs +20", "3x faster".
@@ -79,17 +80,20 @@ _CALM = frozenset(
     so really pretty very quite too also still well now here there time bit little more done ready happy sure yes
     yep yeah ya thanks thank thx ty cheers pls please team boss lol haha ship shipit almost basically another hour
     hours day days that's they're there's reasonable sensible fair long shot anyway anyways interesting config dir
-    soft budget budget's matter quick fast cheap simple small tiny minor fun i'll take
+    soft budget budget's matter quick fast cheap simple small tiny minor fun i'll take lot ci covers cosmetic
+    reverted fixed
     """.split()  # noqa: SIM905 - a word list reads best as words
 )
 _HEDGED = frozenset({"probably", "guess", "hope", "believe", "feel", "think"})  # a remark with one hedges the decision
 _PREFERENCE = re.compile(r"\b(?:better|best|bigger|biggest|safer|safest|prefer|preferred|rather|winner|wins?|first)\b")
 
 _REST_IS_FINE = re.compile(
-    r"(?:the )?(?:rest|others|other ones|other two)(?: is| are| look| looks| seem| seems)? (?:fine|good|ok|okay|great)"
+    r"(?:the )?(?:rest|others|other ones|other two)(?: is| are| look| looks| seem| seems)? (?:fine|good|ok|okay|great"
+    r"|as planned|as is)"
 )
 Kind = Literal[
-    "decision", "negated", "condition", "otherwise", "scope", "take-back", "no", "no-mark", "wait", "hedge", "remark"
+    "decision", "negated", "condition", "otherwise", "scope", "runs", "take-back", "no", "no-mark", "wait", "hedge",
+    "remark",
 ]  # fmt: skip
 NO_MARK = "nomark"  # what a thumbs-down or a cross became when the line was normalised
 ODD_MARK = "oddmark"  # what any other symbol became: harmless beside a way back, never beside a go-ahead
@@ -139,6 +143,7 @@ class Clause:
     targets: list[int] = field(default_factory=list)  # a negated clause's options, a condition's subject
     condition: str | None = None
     scope: Scope | None = None
+    runs: int | None = None
 
 
 _EXCLUDING = {"except", "minus", "without", "excluding", "sans"}  # "approve except 3": a clause that removes 3
@@ -182,6 +187,9 @@ def classify(text: str, grammar: Grammar, first: bool) -> Clause:
         return Clause(text, "no" if first else "take-back")
     if first and _WAIT.fullmatch(text):
         return Clause(text, "wait")
+    count = re.fullmatch(r"(?:with |another |(?:do |run )?)?(\d+)(?: more)? (?:pairs|runs|samples|times|rounds)", text)
+    if count:
+        return Clause(text, "runs", runs=int(count.group(1)))  # "bench it some more, 40 pairs"
     if _UNSURE.fullmatch(text):
         raise DecisionError(f"{text!r}: say the decision when you are sure, or 'stop and ask me'")
     if _HEDGE.fullmatch(text):
@@ -197,6 +205,9 @@ def classify(text: str, grammar: Grammar, first: bool) -> Clause:
     if _CONDITION.match(text):
         return _condition(text, grammar)
     negation = _NEGATOR.match(text)
+    if negation and not first and re.match(r"no\s", text) and grammar.has_verb(text[negation.end() :]):
+        # "continue, no stop": "no, stop" taking the continue back, or "don't stop"? either is a guess
+        raise DecisionError(f"{text!r} after a decision could take it back; say the one decision you mean")
     if negation:
         return _negated(text, text[negation.end() :].strip(), grammar)
     if _REST_IS_FINE.fullmatch(text):
@@ -249,7 +260,7 @@ def _negated(text: str, rest: str, grammar: Grammar) -> Clause:
     rest = re.sub(r"\s+(?:now|yet|here|today|this time)$", "", _MEASURE.sub("", rest)).strip()
     if not rest:
         return Clause(text, "take-back")
-    named = grammar.names(re.sub(r"^(?:do|run|go with|with|pick|try|include|bother with|bother)\s+", "", rest))
+    named = grammar.names(re.sub(r"^(?:do|run|go with|with|pick|try|include|bother with|bother|to)\s+", "", rest))
     if named:
         return Clause(text, "negated", targets=named)
     try:
@@ -367,6 +378,10 @@ def combine(text: str, grammar: Grammar) -> Decision:
         elif c.kind == "scope":
             assert c.scope is not None
             decision.scope = c.scope
+        elif c.kind == "runs":
+            if decision.action != "retry" or (decision.runs is not None and decision.runs != c.runs):
+                raise DecisionError(f"{c.text!r}: a count of runs goes with one retry")
+            decision.runs = c.runs
     for c in clauses:
         if c.kind == "negated":
             decision = _without(decision, c, grammar)
@@ -425,7 +440,7 @@ def _check_remarks(text: str, remarks: list[str], decision: Decision, grammar: G
         if mentioned and not ahead and _POSITIVE.search(plain):
             # "skip it, 3 looks great": what is said about the option argues against the decision
             raise DecisionError(f"{text!r} speaks for #{min(mentioned)} beside {decision.action}; say one thing")
-        if grammar.kind == "continue_or_ask" and re.search(r"\b(?:it|that|this|they|those|these)\b", plain):
+        if grammar.kind == "continue_or_ask" and _COA_REFERENCE.search(plain):
             # at a continue-or-ask gate "it" may be the option that finished or the one offered next
             raise DecisionError(f"{text!r}: which option is {remark!r} about? name it by number")
         if ahead:
@@ -439,6 +454,10 @@ def _check_remarks(text: str, remarks: list[str], decision: Decision, grammar: G
                 )
 
 
+_COA_REFERENCE = re.compile(
+    r"\b(?:it|that one|this one|that change|this change|(?:the )?(?:last|previous|next) (?:one|option))\b"
+    r"|^(?:that|this|they)\b(?!'s (?:enough|it))"
+)
 _POSITIVE = re.compile(r"\b(?:good|great|fine|better|best|win|wins|promising|worth|nice|solid|love|like|ok|okay)\b")
 
 
@@ -469,8 +488,13 @@ def _agree(decided: list[Clause], grammar: Grammar) -> Decision:
             continue
         left = [o for o in grammar.open if o not in result.targets]
         pair = {result.action, other.action}
-        if pair == {"skip", "select"} and grammar.kind in OPTION_GATES:
-            skipped, chosen = (result, other) if result.action == "skip" else (other, result)
+        if pair in ({"skip", "stop"}, {"defer", "stop"}) and grammar.kind in OPTION_GATES:
+            dropped = result if result.action != "stop" else other
+            if set(dropped.targets) >= set(grammar.open):
+                result = dropped.model_copy(deep=True)  # "skip 3, we're done": nothing is left once 3 is skipped
+                continue
+        if pair in ({"skip", "select"}, {"defer", "select"}) and grammar.kind in OPTION_GATES:
+            skipped, chosen = (result, other) if result.action != "select" else (other, result)
             if chosen.targets and set(chosen.targets) == {o for o in grammar.open if o not in skipped.targets}:
                 # "skip 1 and 2, do 3": with 3 all that is left, the select says what skipping the others does.
                 result = skipped.model_copy(deep=True)
@@ -542,6 +566,10 @@ def _without(decision: Decision, clause: Clause, grammar: Grammar) -> Decision:
         if same and not _untargeted_go_ahead(decision):
             return decision  # "skip 1, don't skip 2": the options corrected, not the decision
     removed = [t for t in clause.targets if t != grammar.gate_option or grammar.kind in ("command", *OPTION_GATES)]
+    if grammar.kind in OPTION_GATES:
+        removed = [t for t in removed if t in grammar.open]  # "go on without tbo" where tbo is a no-go already
+        if not removed and clause.targets:
+            return decision
     if (
         not removed
         and denied is not None
@@ -554,6 +582,13 @@ def _without(decision: Decision, clause: Clause, grammar: Grammar) -> Decision:
     overlap = [t for t in removed if t in decision.targets]
     if overlap:
         raise DecisionError(f"{clause.text!r} removes #{overlap[0]}, which the decision names; say which you mean")
+    if (
+        decision.action == "select"
+        and len(decision.targets) > 1
+        and set(decision.targets) | set(removed) >= set(grammar.open)
+    ):
+        # "run 2 and 3, not tbo": the select names what is left once tbo is out
+        return decision.model_copy(update={"action": "skip", "targets": sorted(removed)})
     if _untargeted_go_ahead(decision):
         if grammar.kind == "command":
             keep = [o for o in grammar.options if o not in removed]

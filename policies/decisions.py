@@ -149,11 +149,13 @@ _BOOL_PHRASES: list[tuple[str, str]] = [
      "confidence >= 0.7"),
     (r"confidence is (?:low|poor|not high)", "confidence < 0.7"),
     (r"(?:it )?(?:wedges|hangs|hung|wedged|wedge)|(?:there are|any|there were) wedges", "wedges > 0"),
-    (r"(?:it is |it's |it isn't |it's not |it is not )?(?:not verified|unverified)"
+    (r"(?:it is |it's |it isn't |it's not |it is not |it )?(?:still )?(?:not verified|unverified|isn't verified"
+     r"|is not verified|wasn't verified)"
      r"|it (?:didn't|did not|doesn't) verify",
      "!verified"),
     (r"(?:it is |it's )?verified", "verified"),
-    (r"(?:the )?health(?: checks?)? (?:pass(?:es|ed)?|(?:is |are )?(?:ok|fine|good))|(?:the )?hosts? (?:is|are) healthy"
+    (r"(?:the )?health(?: checks?)? (?:pass(?:es|ed)?|(?:is |are )?(?:ok|fine|good))"
+     r"|(?:the )?hosts? (?:is|are|look|looks|seem|seems) (?:healthy|fine|ok|good)"
      r"|(?:it's |it is )?healthy", "health_ok"),
     (r"(?:the )?health(?: check)? (?:fails|failed)", "!health_ok"),
 ]  # fmt: skip
@@ -189,7 +191,7 @@ _CMPS = [
 # clause (a take-back after a decision, a negation before one). Approving marks say nothing a word does not (alone
 # they are a "yes"); every other symbol, emoji or joiner is dropped.
 _NO_MARKS = "👎❌❎✖✗✘🚫⛔🙅🛑🔴☐×✕"
-_YES_MARKS = "👍✅✔🚀👌🙏💯🎉🆗"
+_YES_MARKS = "👍✅✔🚀👌🙏💯🎉🆗🙂😀😃😄😁😊👏💪🤝🙌✨"
 
 
 def _symbols(text: str) -> str:
@@ -228,7 +230,10 @@ def _normalise(text: str) -> str:
         r"\s+-+>\s+|\s+-+\s+|^-+>\s*|\.\.\.+|;|(?<=[a-z])[.!]\s+(?=[a-z])", ", ", text
     )  # "-> 3", "skip 2 - it's flaky", "a; b"
     text = re.sub(r"\bas-is\b", "as is", text)
-    text = re.sub(r"\bw/(?=\s|$)", "with", text).replace(" & ", " and ")
+    text = re.sub(r"\bw/(?=\s|$)", "with", text).replace(" & ", " and ").replace(" + ", " and ")
+    text = re.sub(r"([a-z])\1{2,}", r"\1", text)  # "goooo", "yesss"
+    text = re.sub(r"(?<=\w)!+(?=\s+\w)", ",", text)  # "ok!! run it"
+    text = re.sub(r'"', "", text)
     text = re.sub(  # "1-2", "#2-3": a range of options, said as a list
         r"(?<![\w.-])#?([1-9])\s*-\s*#?([1-9])(?![\w.%-])",
         lambda m: (
@@ -247,6 +252,10 @@ def _pred(text: str) -> str:
     text = text.strip()
     text = re.sub(r"\b(\w+)'s (above|below|over|under|at)\b", r"\1 is \2", text)  # "the gain's above 5"
     text = re.sub(r"\s*(?:percent|pct)\b", "%", text)
+    text = re.sub(r"\s+(?:under stress|in the stress test|under load|in stress)$", "", text)
+    text = re.sub(
+        r"^(?:it )?gains (?=(?:under|over|less|more|at|below|above))", "gain ", text
+    )  # "if #3 gains under 2%"
     text = re.sub(
         r"^(?:it|that|they|this)(?:'s| is| are|'re)?(?: really| actually| still)?"
         r"(?: (?:turns?|turned) out| (?:ends?|ended) up| comes? (?:out|back)| proves?| gets?| got| is found)?"
@@ -275,7 +284,7 @@ def _pred(text: str) -> str:
 
 def _condition(text: str) -> str:
     negate = False
-    text = re.sub(r"^(?:as long as|provided(?: that)?|in case)\b", "if", text)
+    text = re.sub(r"^(?:as long as|provided(?: that)?|in case|while)\b", "if", text)
     m = re.match(r"^(only if|if|when|unless)\s+(.*)$", text)
     if not m:
         raise NotUnderstood(f"didn't understand {text!r}")
@@ -365,7 +374,7 @@ def _clause(
         if other is not None and (other == read.action or {other, read.action} <= go_ahead) and not read.targets:
             # "lgtm, ship it", "sounds good, keep going": the same decision said twice.
             said_again.append((read, other))
-            text = read.rest.lstrip(", ")
+            text = re.sub(r"^(?:and|then|so)\s+", "", read.rest.lstrip(", "))
             continue
         result = _named_by_title(read, titles)
         break
@@ -408,7 +417,7 @@ def _read_clause(text: str, gate_option: int | None, known: Sequence[int]) -> De
             rest = (rest[: sm.start()] + rest[sm.end() :]).strip()
             break
     condition = None
-    cm = re.search(r"\b(only if|if|when|unless|as long as|provided(?: that)?)\b.*$", rest)
+    cm = re.search(r"\b(only if|if|when|unless|as long as|provided(?: that)?|while)\b.*$", rest)
     if cm:
         condition = _condition(cm.group(0))
         rest = rest[: cm.start()].strip()
@@ -497,7 +506,9 @@ _AT_GATE: dict[tuple[GateKind, Action], Action] = {
 def _all_but(text: str, commands: Sequence[str]) -> str:
     """ "approve all but 2", "approve all except rm -rf …": the listed commands' numbers, minus those."""
     m = re.search(
-        r"\b(?:all|everything|all of them|them all)\s*,?\s*(?:but|except|apart from|other than)\s+(.+)$", text
+        r"\b(?:all|everything|all of them|them all)\s*,?\s*(?:but|except|apart from|other than)\s+"
+        r"(.+?)(?=,(?!\s*(?:[#\d]|and\b))|$)",  # "all but 3, don't want to nuke the cache": the reason is not a name
+        text,
     )
     if m is None:
         return text
@@ -521,16 +532,36 @@ def _all_but(text: str, commands: Sequence[str]) -> str:
 
 def _named_command(text: str, commands: Sequence[str]) -> str:
     """ "run the py-spy one", "only approve nvidia-smi": the one listed command named by its words."""
-    m = re.fullmatch(r"(?:only |just )?(?:run|approve) (?:only |just )?(?:the )?(.+?)(?: one| command)?", text)
+    m = re.fullmatch(
+        r"(?:(?:ok|okay|fine|good|safe) to run |(?:only |just )?(?:run|approve) )(?:only |just )?(?:the )?(.+?)"
+        r"(?: one| command)?",
+        text,
+    )
     if m is None or re.fullmatch(r"[#\d\s,and&]+|all|everything|them|them all|it|these|those", m.group(1)):
         return text
-    named = m.group(1).strip(" `'\"")
-    # The whole command, or its program's name: never a prefix ("run rm -rf /" is not `rm -rf /tmp/x`).
-    hits = [i for i, c in enumerate(commands, 1) if named in (c.lower(), c.lower().split()[0])]
-    return f"approve {hits[0]}" if len(hits) == 1 else text
+    picked: list[int] = []
+    for named in re.split(r"\s*(?:,|\band\b|&)\s*", m.group(1)):  # "nvidia-smi and py-spy"
+        named = named.strip(" `'\"")
+        # The whole command, or its program's name: never a prefix ("run rm -rf /" is not `rm -rf /tmp/x`).
+        hits = [i for i, c in enumerate(commands, 1) if named in (c.lower(), c.lower().split()[0])]
+        if len(hits) != 1:
+            return text
+        picked.append(hits[0])
+    return "approve " + " and ".join(map(str, dict.fromkeys(picked)))
 
 
 _STANDING_LEADS = ("always", "from now on", "going forward")
+# Gates whose question offers a choice rather than asking yes or no, and the words that choose.
+_EITHER_OR: dict[GateKind, str] = {
+    "safety": "'keep it' or 'skip it' (or 'roll back', 'retry', 'stop')",
+    "rollback": "'revert again', 'accept it as is' or 'stop'",
+    "budget": "'continue' or 'stop'",
+    "goal": "'accept', 'measure again' or 'stop'",
+}
+_BARE_YES = re.compile(r"(?:(?:yes|yeah|yep|yup|ya|yea|ok|okay|sure|k|kk|y|alright|fine|right)[ ,.]*)+")
+_ACCEPTS = re.compile(
+    r"\b(?:approve|approved|accept|accepted|as is|as it is|as it stands|as they are|leave|take|like that)\b"
+)
 _SET = re.compile(
     r"(?P<head>.*?)\s*\b(?:(?:all|everything|every option|them all|all of them|all the options)\s*,?\s*"
     r"(?:but|except|apart from|other than|besides|minus|excluding|save)\s+(?P<but>.+)"
@@ -575,6 +606,9 @@ class _AtGate(Grammar):
     commands: Sequence[str]
 
     def decision(self, text: str) -> Decision:
+        if self.kind in _EITHER_OR and _BARE_YES.fullmatch(text):
+            # "Keep it, or skip it and roll back?" answered "yes": which? (a yes/no question's yes is its go-ahead)
+            raise DecisionError(f"{text!r} does not say which: this gate asks {_EITHER_OR[self.kind]}")
         reading = read(text, self.kind, titles=self.titles, hosts=self.hosts)
         if not reading.text:
             raise NotUnderstood(f"didn't understand {text!r}: no decision in it; try: {', '.join(EXAMPLES)}")
@@ -591,9 +625,6 @@ class _AtGate(Grammar):
         decision = _clause(said, self.gate_option, self.options, self.titles)
         if decision.action == "stop" and decision.targets == list(self.options):
             decision.targets = []  # "stop everything": the campaign, not a set of options
-        if decision.action == "select" and len(decision.targets) > 1 and set(decision.targets) != set(self.open):
-            # "do 1 and 2" with #3 open too: only those, or those first? a guess either way
-            raise DecisionError(f"{text!r}: try only those, or those first? say 'go with N' or 'skip …'")
         # "skip 3 instead" at #2's safety gate; "skip #3 if it's unsafe" is a rule for #3's own gate later
         other = decision.targets and decision.targets != [self.gate_option] and self.gate_option is not None
         if (
@@ -617,6 +648,9 @@ class _AtGate(Grammar):
                     f"({decision.condition}) && !({other.condition})" if decision.condition else f"!({other.condition})"
                 )
             decision.otherwise = other.action
+        if self.kind == "rollback" and decision.action == "approve" and not _ACCEPTS.search(reading.text + " " + text):
+            # "Revert again, accept it as is, or stop?": a bare "ok" or "keep it" may mean the first choice
+            raise DecisionError(f"{text!r} at a rollback gate: say 'accept it as is', 'revert again' or 'stop'")
         decision.hedged = hedged
         decision.read_as = [*reading.notes, *decision.read_as]
         return decision
@@ -678,7 +712,7 @@ class _AtGate(Grammar):
             if (
                 i == len(pieces) - 1
                 and i > 0
-                and re.fullmatch(r"(?:do |try )?(?:the rest|the others|everything else)", piece)
+                and re.fullmatch(r"(?:do |try )?(?:the rest|the others|everything else|whatever|anything)", piece)
             ):
                 order += [o for o in self.open if o not in order]
                 continue
@@ -733,6 +767,10 @@ class _AtGate(Grammar):
             return hits if len(hits) == 1 else None
         if not self.titles:
             return None
+        parts = [p for p in re.split(r"\s*(?:,|\band\b|&)\s*", text) if p]
+        if len(parts) > 1:  # "tbo and the scheduler"
+            each = [self.names(p) for p in parts]
+            return [n for found in each for n in found] if all(e and len(e) == 1 for e in each) else None  # type: ignore[union-attr]
         chosen, close = title_match(text, self.titles)
         if close:
             raise DecisionError(
@@ -741,7 +779,7 @@ class _AtGate(Grammar):
         return [chosen] if chosen is not None else None
 
     def mentions(self, text: str) -> set[int]:
-        found = {int(n) for n in re.findall(r"(?<![\w.])#?(\d+)(?![\w.%])", text) if int(n) in self.options}
+        found = {int(n) for n in re.findall(r"(?<![\w.-])#?(\d+)(?![\w.%-])", text) if int(n) in self.options}
         words = re.findall(r"[a-z][a-z0-9-]+", text)
         if self.commands:
             programs = {c.lower().split()[0]: i for i, c in enumerate(self.commands, 1)}
@@ -952,6 +990,11 @@ def parse_decision(
         raise DecisionError(
             f"a {kind} gate cannot {decision.action}; it takes: {', '.join(a for a in ALLOWED[kind] if a != 'ask')}"
         )
+    if decision.action == "select" and len(decision.targets) > 1 and set(decision.targets) != set(grammar.open):
+        # "do 1 and 2" with #3 open too: only those, or those first? a guess either way
+        raise DecisionError(f"{raw.strip()!r}: try only those, or those first? say 'go with N' or 'skip …'")
+    if kind == "rollback" and decision.runs is not None:
+        raise DecisionError("the rollback gate reverts and verifies again; it takes no count of runs")
     if decision.action == "retry" and decision.runs is not None and not 2 <= decision.runs <= 50:
         raise DecisionError("retry takes between 2 and 50 runs")
     if excepted:

@@ -29,7 +29,7 @@ verified health fails failed have next steps step there options left unsure sure
 confident hangs wedged hung runs times attempts seeds everything rest except excluding apart hosts host
 everywhere every option this that bigger better safer larger clearer best biggest sounds like think guess
 maybe probably perhaps seems please then just thanks instead anyway anyways here from always forward
-temporarily moment clarification confirmation guidance
+temporarily moment clarification confirmation guidance remeasure rerun rebench re-run
 """
 # Everyday words that are not the grammar's but must not be "corrected" into it ("them" is not "then").
 _COMMON = """
@@ -71,14 +71,35 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
     (r"(?:take|leave|accept|keep|continue)(?: it| them| the hosts| things| everything)?(?: as (?:it is|is|it stands"
      r"|they are)| like (?:that|this|it is))", "approve", ("rollback",)),
     (r"(?:stop|finish(?: up)?|wrap(?: it)? up|end it|end the run|abort|call it)(?:,| and| then| with)?(?: (?:send|give"
-     r"|write|show)(?: me)?)? the report", "stop", None),
-    (r"(?:put|leave|move|push|save|keep) (.+?) (?:at the end|for last|for later|till the end|to the end|off"
-     r"|for the end|until later)", r"defer \1", ("plan", "triage", "continue_or_ask")),
+     r"|write|show|write up)(?: me)?)? (?:the report|summari[sz]e|sum up)", "stop", None),
+    (r"(?:put|leave|move|push|save|keep|hold) (.+?) (?:at the end(?: of the queue)?|for last|for later|till the end"
+     r"|to the end|off|for the end|until later|at the back|to the back|to the bottom)", r"defer \1",
+     ("plan", "triage", "continue_or_ask")),
     (r"(?:put|push) (.+?) off", r"defer \1", ("plan", "triage", "continue_or_ask")),
     (r"come back to (?:it|this|that) (?:at the end|later)", "defer", ("safety", "plan", "triage", "continue_or_ask")),
     (r"(?:go ahead|go on|move on|carry on|proceed)(?: with| to)? (?:the )?(?:remaining|other) (?:two|ones|options)",
      "continue", ("triage", "continue_or_ask")),
     (r"go ahead with", "approve", ("command",)),
+    (r"(?:run|approve) all (?:3|three)", "approve", ("command",)),
+    (r"^(#?\d+(?: and #?\d+)*) (?:no|nope|not|skip)$", r"not \1", ("command",)),
+    (r"^none(?: of (?:them|these|those|it))?$", "reject", ("command",)),
+    (r"(?:ship|approve|run|go with) the plan|(?:the )?plan(?:'s| is)? (?:approved|approve)|^as (?:planned|proposed|is)$"
+     r"|run it as planned", "approve", ("plan",)),
+    (r"(?:kick off|start|lead|open|begin) (?:with|on)", "go with", ("plan", "triage", "continue_or_ask")),
+    (r"(?:leave out|exclude|omit|cut|scrap|forget|ditch|bin)(?= #?\d| the| tbo| moe| \w+ one)", "skip",
+     ("plan", "triage", "continue_or_ask")),
+    (r"(?:revisit|redo) (.+?) (?:at the end|later)", r"defer \1", ("safety", "plan", "triage", "continue_or_ask")),
+    (r"(?:do |run )?another (\d+) (?:runs|pairs)(?: before deciding)?|(?:do|run) (\d+) more (?:pairs|runs)",
+     r"retry with \1\2 runs", ("safety", "goal")),
+    (r"(?:bench|measure|run)(?: it)? (?:some )?more$|measure more"
+     r"|(?:get|collect|gather) more (?:data|samples|pairs|runs)(?: before (?:calling it|deciding))?", "retry",
+     ("safety", "goal")),
+    (r"take (?:[+-]?\d+(?:\.\d+)?%?)", "approve", ("goal",)),
+    (r"revert (?:it )?(?:one more time|once more|another time)|give (?:the )?(?:revert|rollback|it) another "
+     r"(?:go|try|shot)|revert (?:and|&) (?:verify|check) once more", "retry", ("rollback",)),
+    (r"leave (?:the hosts|it|them|things|everything) alone", "approve", ("rollback",)),
+    (r"go over (?:the )?budget|keep running", "continue", ("budget", "continue_or_ask", "triage", "plan")),
+    (r"that's (?:enough|it)(?: for (?:today|now))?", "stop", None),
     (r"(?:(?:ok|okay|fine|good|safe) )?to run$|^(?:ok|okay|fine|good|safe) to run", "approve", ("command",)),
     (r"^denied$|^deny$", "reject", ("command",)),
     (r"approve all (?:3|three)", "approve", ("command",)),
@@ -86,9 +107,10 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
      ("budget", "continue_or_ask", "triage", "plan")),
     (r"accept (?:the )?(?:config|configuration|result|results|numbers|final configuration)", "approve", ("goal",)),
     (r"^ship$", "approve", ("safety", "goal", "plan")),
-    (r"(?:pause and )?wait for (?:me|my \w+)\b.*|(?:let me|i want to|want to|need to|gotta) (?:look|check"
-     r"|see|read|review|think|ask|talk)\b.*|hold (?:it )?(?:there|on)\b.*|ask me later\b.*", "ask", None),
-    (r"(?:go on|carry on|proceed|continue|move on) with", "go with", ("plan", "triage", "continue_or_ask")),
+    (r"(?:pause and )?wait for (?:me|my \w+)\b.*|(?:let me|i want to|want to|gotta) (?:look|check"
+     r"|see|read|review|think|ask|talk|show)\b.*|hold (?:it )?(?:there|on)\b.*|ask me later\b.*", "ask", None),
+    (r"(?:go on|carry on|proceed|continue|move on) with(?= #?\d| the )", "go with",
+     ("plan", "triage", "continue_or_ask")),
     (r"(?:the )?plan(?:'s| is)? (?:fine|ok|okay|good|great)", "approve", ("plan",)),
     (r"(?:try|do) (?:the )?(?:rollback|revert) again|try again with the (?:rollback|revert)"
      r"|revert (?:it )?again (?:and|&) (?:verify|check)(?: it)?|revert (?:and|&) (?:verify|check) again", "retry",
@@ -130,6 +152,7 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
     (r"^go ahead and (?=(?:run|approve|continue|keep|proceed|try|do|go with)\b)", "", None),
     (r"(?:ditch|scrap|bin|toss) (?:it|this|that)", "skip", ("safety",)),
     (r"approved", "approve", None),
+    (r"accepted", "accept", ("rollback", "goal")),
     (r"(?:don't|do not|wouldn't|would not|i wouldn't|i would not|i'd not|shouldn't|should not|never) keep "
      r"(?:it|this|that)", "skip", ("safety",)),
     (r"take (?:it|that|this|the result|the number)", "approve", ("safety", "rollback", "goal")),
@@ -166,7 +189,8 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
      r"|stop and (?:give me|write|show me|send me) the report|stop the (?:campaign|run|whole thing)", "stop", None),
     (r"(?:push|move|put) (.+?) to the end", r"defer \1", ("plan", "triage", "continue_or_ask")),
     (r"(?:abort|cancel|halt|kill|end) the (?:campaign|run|whole thing)|call it(?: a day| quits)?|^enough$"
-     r"|(?<!stop and )(?:give me|write|send me|show me) the report|^report(?: pls| please| now)?$", "stop", None),
+     r"|(?<!stop and )(?:give me|write|send me|show me|write up) the report|^report(?: pls| please| now)?$"
+     r"|(?:summari[sz]e|sum up)$", "stop", None),
     (r"(?:re-?run|redo|repeat) the (?:benchmark|bench|a/b|measurement)s?", "retry", ("safety", "rollback", "goal")),
     (r"revert (?:it )?and (?:check|verify|measure)(?: it)?(?: again)?", "retry", ("rollback",)),
     (r"run (?:em|'em)", "run them", ("command",)),
@@ -331,7 +355,7 @@ def title_match(phrase: str, titles: Mapping[int, str]) -> tuple[int | None, lis
     from rapidfuzz.utils import default_process
 
     phrase = re.sub(r"^(?:the|option|that|this)\s+", "", phrase.strip()).strip()
-    phrase = re.sub(r"\s+(?:one|option|change|thing|stuff|idea|tweak)$", "", phrase)
+    phrase = re.sub(r"\s+(?:one|option|change|thing|stuff|idea|tweak|work|tuning|patch|optimi[sz]ation)$", "", phrase)
     if len(phrase) < 3 or not titles:
         return None, []
     said = [w for w in default_process(phrase).split() if w not in ("the", "one", "option", "change")]
@@ -339,8 +363,9 @@ def title_match(phrase: str, titles: Mapping[int, str]) -> tuple[int | None, lis
         return None, []
 
     def fits(word: str, title_words: list[str]) -> bool:
-        return any(
-            word == t or fuzz.ratio(word, t) >= 80 or (len(word) >= 4 and t.startswith(word)) for t in title_words
+        return any(  # a typo only of a word long enough to have one ("more" is not "moe")
+            word == t or (len(word) >= 5 and fuzz.ratio(word, t) >= 80) or (len(word) >= 4 and t.startswith(word))
+            for t in title_words
         )
 
     fitting = [k for k, t in titles.items() if all(fits(w, default_process(t).split()) for w in said)]

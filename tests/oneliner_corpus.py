@@ -46,7 +46,7 @@ CORPUS: list[tuple[str, str, str]] = [
     ("safety", "LGTM, ship it", "approve"),
     ("safety", "approve", "approve"),
     ("safety", "aprove", "approve"),
-    ("safety", "yes", "approve"),
+    ("safety", "yes", "refuse"),  # keep or skip? a choice is said (issue 35)
     ("safety", "yes keep it", "approve"),
     ("safety", "ok keep it", "approve"),
     ("safety", "keep this one", "approve"),
@@ -119,7 +119,7 @@ CORPUS: list[tuple[str, str, str]] = [
     ("rollback", "accept it", "approve"),
     ("rollback", "accept the rollback", "approve"),
     ("rollback", "accept", "approve"),
-    ("rollback", "ok", "approve"),
+    ("rollback", "ok", "refuse"),  # "Revert again, accept it as is, or stop?": which? (issue 35)
     ("rollback", "approve", "approve"),
     ("rollback", "leave it as is", "approve"),
     ("rollback", "fine, accept it as is", "approve"),
@@ -298,7 +298,7 @@ CORPUS: list[tuple[str, str, str]] = [
     # ---------------------------------------------------------------- budget gate
     ("budget", "continue", "continue"),
     ("budget", "keep going", "continue"),
-    ("budget", "ok", "continue"),
+    ("budget", "ok", "refuse"),  # keep or skip? a choice is said (issue 35)
     ("budget", "approve", "continue"),
     ("budget", "stop", "stop"),
     ("budget", "stop here", "stop"),
@@ -306,7 +306,7 @@ CORPUS: list[tuple[str, str, str]] = [
     # ---------------------------------------------------------------- goal gate
     ("goal", "continue", "continue"),
     ("goal", "accept", "continue"),
-    ("goal", "ok", "continue"),
+    ("goal", "ok", "refuse"),  # keep or skip? a choice is said (issue 35)
     ("goal", "approve", "continue"),
     ("goal", "measure again", "retry"),
     ("goal", "retry with 12 pairs", "retry"),

@@ -45,7 +45,7 @@ ISSUE_LINES = [
     # filler outside the old list
     ("continue_or_ask", "sure whatever, keep going", "continue"),
     ("safety", "eh fine, keep it", "approve"),
-    ("budget", "ya fine", "continue"),
+    ("plan", "ya fine", "approve"),
     ("budget", "nah stop", "stop"),
     ("plan", "skip 2 pls", "skip 2"),
     # partial titles
@@ -83,6 +83,8 @@ REFUSED = [
     ("plan", "skip it"),  # which option? as the live gate and `decision parse` both say
     ("safety", "wait, keep it"),
     ("plan", "skip three"),  # "three" is not rewritten to "there", and options are named by number
+    ("budget", "ya fine"),  # "Continue anyway, or stop with the report?": a bare yes does not say which
+    ("rollback", "ok"),
 ]
 
 

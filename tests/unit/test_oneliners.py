@@ -39,7 +39,7 @@ ACCEPTED = [
     ("approve", "plan", {"action": "approve"}),
     ("yes", "command", {"action": "approve"}),
     ("LGTM", "safety", {"action": "approve"}),
-    ("ok", "rollback", {"action": "approve"}),
+    ("ok", "plan", {"action": "approve"}),
     ("ship it", "safety", {"action": "approve"}),
     ("keep it", "safety", {"action": "approve"}),
     ("no", "command", {"action": "reject"}),
@@ -124,6 +124,9 @@ ACCEPTED = [
 ]
 
 REFUSED = [
+    # a bare yes to a gate that asks which (issue 35): "Revert again, accept it as is, or stop?"
+    ("ok", "rollback", "does not say which"),
+    ("yes", "safety", "does not say which"),
     ("purple monkey dishwasher", "triage", "no decision verb"),
     ("hmm, what do you think?", "triage", "no decision verb"),
     ("", "triage", "empty decision"),
