@@ -45,7 +45,7 @@ _TAKE_BACK = re.compile(
     r"or maybe not|not yet|hold on|hang on)"
 )
 _NO = re.compile(r"(?:no|nah|nope|no no)")
-_CONDITION = re.compile(r"^(?:only if|if|unless|when|in case|as long as|provided)\b")
+_CONDITION = re.compile(r"^(?:only if|if|unless|when|in case|as long as|provided|every time|whenever|each time)\b")
 _SCOPES: list[tuple[re.Pattern[str], Scope]] = [
     (re.compile(r"(?:always )?(?:from now on|going forward|from here on(?: out)?|always|every time|each time|for the"
                 r" rest of the (?:run|session|campaign))"), "standing"),
@@ -59,7 +59,7 @@ _NOT_A_REMARK = re.compile(
     r"from now on|all|everything|everyone|both|either|rest|others?|minus|besides|excluding|exclude|leave out|"
     r"save|apart|other than|also|plus|while you're at it|and then|as well|former|latter|later|actually|instead|"
     r"(?:last|previous|next|other|first|second|third) (?:one|option|change|thing)s?|kidding|nvm|jk|oops|mistake|"
-    r"wrong|strike|scratch|ignore|undo|"
+    r"wrong|strike|scratch|ignore|undo|every time|whenever|each time|"
     r"cancel|forget|assuming|given|once|pending|until|unless|provided|after|before|barring)\b"
 )
 # A number in a remark that is a measurement, not an option: "7.6 is worth it", "+19.8 vs +20", "3x faster".
@@ -188,6 +188,9 @@ def classify(text: str, grammar: Grammar, first: bool) -> Clause:
     if first and _WAIT.fullmatch(text):
         return Clause(text, "wait")
     count = re.fullmatch(r"(?:with |another |(?:do |run )?)?(\d+)(?: more)? (?:pairs|runs|samples|times|rounds)", text)
+    bare = re.fullmatch(r"#?(\d+)", text)
+    if bare and int(bare.group(1)) not in grammar.options:
+        count = bare  # "more pairs pls, 20": a count, which only a retry takes
     if count:
         return Clause(text, "runs", runs=int(count.group(1)))  # "bench it some more, 40 pairs"
     if _UNSURE.fullmatch(text):
@@ -223,7 +226,10 @@ def classify(text: str, grammar: Grammar, first: bool) -> Clause:
 def _condition(text: str, grammar: Grammar) -> Clause:
     """ "if 2 turns out unsafe": the condition, and the option it is about when it names one."""
     targets: list[int] = []
-    m = re.match(r"^((?:only if|if|unless|when|in case|as long as|provided)\s+)(.*)$", text)
+    standing = re.match(r"^(?:every time|whenever|each time)\b", text) is not None  # a rule for every later gate
+    m = re.match(
+        r"^((?:only if|if|unless|when|in case|as long as|provided|every time|whenever|each time)\s+)(.*)$", text
+    )
     if m and grammar.kind != "command":  # a condition is about an option's evidence, never a command's
         words = m.group(2).split()
         for k in (3, 2, 1):  # "if 3 wedges", "if the scheduler wedges", "if the moe kernel turns out unsafe"
@@ -235,9 +241,10 @@ def _condition(text: str, grammar: Grammar) -> Clause:
                 if named:
                     targets, text = named, f"{m.group(1)}it {' '.join(words[k:])}"
                     break
-    if re.match(r"^(?:in case|as long as|provided)\b", text):
-        text = re.sub(r"^(?:in case|as long as|provided)", "if", text)
-    return Clause(text, "condition", targets=targets, condition=grammar.condition(text))
+    if re.match(r"^(?:in case|as long as|provided|every time|whenever|each time)\b", text):
+        text = re.sub(r"^(?:in case|as long as|provided|every time|whenever|each time)", "if", text)
+    scope: Scope | None = "standing" if standing else None
+    return Clause(text, "condition", targets=targets, condition=grammar.condition(text), scope=scope)
 
 
 _OPINION = re.compile(
@@ -535,6 +542,8 @@ def _conditioned(decision: Decision, clause: Clause) -> Decision:
     if decision.condition is not None:
         raise DecisionError(f"{clause.text!r} is a second condition; say one condition per decision")
     decision.condition = clause.condition
+    if clause.scope is not None:
+        decision.scope = clause.scope  # "every time stress wedges, revert"
     if clause.targets:
         if decision.targets and decision.targets != clause.targets:
             raise DecisionError(f"{clause.text!r} is about another option than the decision")

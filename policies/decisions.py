@@ -148,7 +148,8 @@ _BOOL_PHRASES: list[tuple[str, str]] = [
     (r"(?:you are|you're|we are|we're) (?:sure|confident)|confident|confidence is (?:high|good|decent)(?: enough)?",
      "confidence >= 0.7"),
     (r"confidence is (?:low|poor|not high)", "confidence < 0.7"),
-    (r"(?:it )?(?:wedges|hangs|hung|wedged|wedge)|(?:there are|any|there were) wedges", "wedges > 0"),
+    (r"(?:it |(?:the |a )?stress(?: test)? |anything )?(?:wedges|hangs|hung|wedged|wedge)|(?:there are|any|there were)"
+     r" wedges", "wedges > 0"),
     (r"(?:it is |it's |it isn't |it's not |it is not |it )?(?:still )?(?:not verified|unverified|isn't verified"
      r"|is not verified|wasn't verified)"
      r"|it (?:didn't|did not|doesn't) verify",
@@ -284,7 +285,7 @@ def _pred(text: str) -> str:
 
 def _condition(text: str) -> str:
     negate = False
-    text = re.sub(r"^(?:as long as|provided(?: that)?|in case|while)\b", "if", text)
+    text = re.sub(r"^(?:as long as|provided(?: that)?|in case|while|every time|whenever|each time)\b", "if", text)
     m = re.match(r"^(only if|if|when|unless)\s+(.*)$", text)
     if not m:
         raise NotUnderstood(f"didn't understand {text!r}")
@@ -658,6 +659,8 @@ class _AtGate(Grammar):
     def _sets(self, said: str, notes: list[str]) -> str:
         """ "everything but 3", "skip all but 3", "only 1 and 3", "approve 2 only", "just run 2": the options
         named as a set, written as the grammar's decision on them (skipping the others, at an option gate)."""
+        if "," in said:
+            return said  # a set is said in one clause: "skip 3, overlap scheduler only" is two
         m = _SET.fullmatch(said)
         if m is None:
             # "approve 2 only", "py-spy only": the words before the set are the verb, whatever their length

@@ -135,7 +135,8 @@ def _plain(meaning: str, kind: str) -> str:
     nxt = {"continue_or_ask": "3", "triage": "2,3", "plan": "1,2,3"}.get(kind)
     if kind == "continue_or_ask" and action == "select" and not targets:
         targets = nxt or ""  # a reading leaves out the option "it" means, which a select there is the next one
-    if action == "select" and targets and targets == nxt and not any(s.startswith(("if=", "cond=")) for s in slots):
+    first = (nxt or "").split(",")[0]  # "go with 2" where #2 is what comes next anyway
+    if action == "select" and targets in (nxt, first) and not any(s.startswith(("if=", "cond=")) for s in slots):
         rest = [s for s in slots if "=" in s]
         return " ".join(["continue", *rest])
     del head
