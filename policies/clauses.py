@@ -2,19 +2,24 @@
 
 People say a decision and then why ("skip it, too risky"), correct themselves ("not 2, go with 3", "don't roll
 back, keep it"), put the condition first ("if 3 wedges, skip it") or add a scope ("from now on, skip anything
-unsafe"). The line is split at commas (dashes, parentheses, arrows and semicolons became commas when it was
-normalised), at "but" and at a "not" that follows a named option, and each clause is one of:
+unsafe"). The line is split at commas (dashes, parentheses, arrows, semicolons and sentence ends became commas when
+it was normalised), at "but", at an exclusion ("except", "minus", "without") and at a "not" that follows a named
+option, and each clause is one of:
 
     decision   what the grammar reads as a whole decision ("skip it", "go with 3")
-    negated    "not 2", "don't roll back", "never keep it": removes its options or its verb
-    condition  "if 3 wedges", "unless confidence < 0.7": the decision's condition (and its option)
+    negated    "not 2", "don't roll back", "approve, minus rm": removes its options or denies its verb
+    condition  "if 3 wedges", "every time stress wedges": the decision's condition (its option, its scope)
     otherwise  "otherwise stop", "or measure again": the branch taken when the condition does not hold
-    scope      "from now on", "for now", "every time"
+    scope      "from now on", "for now"
+    runs       "40 pairs": the count a retry takes
     take-back  "never mind", "scratch that", a trailing "no": the line is refused
-    remark     anything else that holds no verb, negation, condition or option: the person's reason
+    no, wait, hedge, no-mark   a leading "no" or "wait", a "maybe", a thumbs-down or an unknown symbol
+    remark     the person's reason, kept as the decision's rationale
 
-Words that change meaning are never commentary: two decisions that disagree are refused with both named, a
-negation of the decision's own verb or options is refused, a remark that names another option is refused.
+Words that change meaning are never commentary. Two decisions that disagree are refused with both named; a negation
+of the decision's own verb, of what it implies or of the options it names is refused; a remark beside a decision
+that goes ahead may only use a closed vocabulary of calm words, so a word that could undo part of it ("rm later",
+"kidding") refuses the line instead of being set aside.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Protocol
 
 from policies.gates import Action, Decision, GateKind, Scope
 from policies.refusals import DecisionError, NotUnderstood
@@ -51,8 +56,6 @@ _SCOPES: list[tuple[re.Pattern[str], Scope]] = [
                 r" rest of the (?:run|session|campaign))"), "standing"),
     (re.compile(r"(?:for now|for the moment|temporarily|for the time being)"), "for_now"),
 ]  # fmt: skip
-# Words that negate: beside a way back (skip, roll back, stop) a remark may hold them ("stop, 19.8 isn't 20").
-_NEGATING = re.compile(r"\b(?:not|no|never|nothing|none|neither|nor)\b|n't\b")
 # Words a remark may not hold: they exclude, condition, refer to or correct something.
 _NOT_A_REMARK = re.compile(
     r"\b(?:without|except|but|instead|rather|unless|if|when|always|"
@@ -102,7 +105,7 @@ _UNSURE = re.compile(r"(?:i'm |im |i am )?(?:not sure|unsure|not certain|uncerta
 _WAIT = re.compile(r"(?:wait|hold on|hang on|one sec|one second|just a sec)")
 
 
-class Grammar:
+class Grammar(Protocol):
     """What the clause reader asks of the one-clause grammar at this gate (`policies.decisions` implements it)."""
 
     kind: GateKind
@@ -112,27 +115,27 @@ class Grammar:
 
     def decision(self, text: str) -> Decision:
         """One clause as a whole decision (DecisionError; NotUnderstood when it holds no decision)."""
-        raise NotImplementedError
+        ...
 
     def condition(self, text: str) -> str:
         """ "if it's unsafe" as a CEL condition (NotUnderstood)."""
-        raise NotImplementedError
+        ...
 
     def names(self, text: str) -> list[int] | None:
         """The options (commands) a phrase names — "2", "tbo", "the rm one", "it" — or None."""
-        raise NotImplementedError
+        ...
 
     def mentions(self, text: str) -> set[int]:
         """The options a remark names by number or by a word only their title has."""
-        raise NotImplementedError
+        ...
 
     def has_verb(self, text: str) -> bool:
         """Does the text hold a decision verb anywhere?"""
-        raise NotImplementedError
+        ...
 
     def words_of(self, options: Sequence[int]) -> set[str]:
         """The words that name these options (their titles' words, a command's words)."""
-        raise NotImplementedError
+        ...
 
 
 @dataclass
@@ -196,7 +199,7 @@ def classify(text: str, grammar: Grammar, first: bool) -> Clause:
     if _UNSURE.fullmatch(text):
         raise DecisionError(f"{text!r}: say the decision when you are sure, or 'stop and ask me'")
     if _HEDGE.fullmatch(text):
-        return Clause(text, "hedge")  # "3 is better, not sure": the decision stands, hedged (it needs a confirmation)
+        return Clause(text, "hedge")  # "3 is better, maybe": the decision stands, hedged (it needs a confirmation)
     if _TAKE_BACK.fullmatch(text) or re.match(r"^(?:never ?mind|scratch that|no wait|wait no|actually no)\b", text):
         return Clause(text, "take-back")
     for pattern, scope in _SCOPES:
@@ -280,8 +283,8 @@ def _negated(text: str, rest: str, grammar: Grammar) -> Clause:
 
 
 def _remark(text: str, grammar: Grammar) -> bool:
-    """A reason or comment: no verb, negation, condition or scope in it (the options it names are checked against
-    the decision's once it is known)."""
+    """A reason or comment: no verb, exclusion, condition, scope, reference or correction in it (what it names, and
+    whether its words may stand beside a go-ahead, is checked once the decision is known: `_check_remarks`)."""
     plain = re.sub(r"\b\w+ing\b", lambda m: _GERUNDS.get(m.group(0), m.group(0)), text)  # "rolling back"
     return not (_NOT_A_REMARK.search(text) or grammar.has_verb(text) or grammar.has_verb(plain))
 
@@ -493,7 +496,6 @@ def _agree(decided: list[Clause], grammar: Grammar) -> Decision:
             result.read_as.extend(other.read_as)
             result.hedged = result.hedged or other.hedged
             continue
-        left = [o for o in grammar.open if o not in result.targets]
         pair = {result.action, other.action}
         if pair in ({"skip", "stop"}, {"defer", "stop"}) and grammar.kind in OPTION_GATES:
             dropped = result if result.action != "stop" else other
@@ -506,7 +508,6 @@ def _agree(decided: list[Clause], grammar: Grammar) -> Decision:
                 # "skip 1 and 2, do 3": with 3 all that is left, the select says what skipping the others does.
                 result = skipped.model_copy(deep=True)
                 continue
-        del left
         raise DecisionError(
             f"{decided[0].text!r} and {clause.text!r} are two different decisions "
             f"({result.describe()} / {other.describe()}); say one decision at a time"

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from policies.clauses import OPTION_GATES, Grammar
+from policies.clauses import OPTION_GATES
 from policies.clauses import aside as clause_aside
 from policies.clauses import combine as combine_clauses
 from policies.clauses import split as split_clauses
@@ -595,7 +595,7 @@ def _leads(text: str) -> tuple[str, bool, Scope | None]:
 
 
 @dataclass
-class _AtGate(Grammar):
+class _AtGate:
     """The grammar bound to one gate: what its numbers and words name, for the line and for each clause."""
 
     kind: GateKind
