@@ -10,7 +10,7 @@ Unknown text is refused with "didn't understand …; try: …" — the grammar n
 from __future__ import annotations
 
 import re
-import unicodedata as _unicodedata
+import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -190,14 +190,13 @@ _CMPS = [
 
 # Symbols people add to an answer. A thumbs-down or a cross says no, which is never noise: it reads as a "no"
 # clause (a take-back after a decision, a negation before one). Approving marks say nothing a word does not (alone
-# they are a "yes"); every other symbol, emoji or joiner is dropped.
+# they are a "yes"). Any other symbol or emoji is a mark the reader cannot account for: harmless beside a way back
+# ("roll it back 😬"), refused beside a go-ahead ("keep it 🤞"); a zero-width joiner is dropped.
 _NO_MARKS = "👎❌❎✖✗✘🚫⛔🙅🛑🔴☐×✕"
 _YES_MARKS = "👍✅✔🚀👌🙏💯🎉🆗🙂😀😃😄😁😊👏💪🤝🙌✨"
 
 
 def _symbols(text: str) -> str:
-    import unicodedata
-
     text = unicodedata.normalize("NFKC", text)  # "ｎｏｔ" is "not"
     out: list[str] = []
     for ch in text:
@@ -915,7 +914,7 @@ def parse_decision(
         raise DecisionError(
             f"{raw.strip()[:60]!r} holds letters outside plain ASCII (a look-alike 'о' is not an 'o'); type it plainly"
         )
-    if "?" in _unicodedata.normalize("NFKC", raw):  # "keep it？", "keep it⁇", "run them⁉"
+    if "?" in unicodedata.normalize("NFKC", raw):  # "keep it？", "keep it⁇", "run them⁉"
         raise DecisionError(
             f"didn't understand {raw.strip()!r} as a decision: it is a question, and no decision verb is acted on "
             "with a '?'; answer it, e.g. 'continue' or 'stop'"
