@@ -63,7 +63,7 @@ _NOT_A_REMARK = re.compile(
     r"save|apart|other than|also|plus|while you're at it|and then|as well|former|latter|later|actually|instead|"
     r"(?:last|previous|next|other|first|second|third) (?:one|option|change|thing)s?|kidding|nvm|jk|oops|mistake|"
     r"wrong|strike|scratch|ignore|undo|every time|whenever|each time|"
-    r"cancel|forget|assuming|given|once|pending|until|unless|provided|after|before|barring)\b"
+    r"cancel|forget|assuming|given|once|pending|until|unless|provided|barring|every|each|same|any)\b"
 )
 # A number in a remark that is a measurement, not an option: "7.6 is worth it", "+19.8 vs +20", "3x faster".
 _MEASURE = re.compile(
@@ -84,7 +84,7 @@ _CALM = frozenset(
     yep yeah ya thanks thank thx ty cheers pls please team boss lol haha ship shipit almost basically another hour
     hours day days that's they're there's reasonable sensible fair long shot anyway anyways interesting config dir
     soft budget budget's matter quick fast cheap simple small tiny minor fun i'll take lot ci covers cosmetic
-    reverted fixed
+    reverted fixed order imo tbh
     """.split()  # noqa: SIM905 - a word list reads best as words
 )
 _HEDGED = frozenset({"probably", "guess", "hope", "believe", "feel", "think"})  # a remark with one hedges the decision
@@ -151,7 +151,16 @@ class Clause:
 
 _EXCLUDING = {"except", "minus", "without", "excluding", "sans"}  # "approve except 3": a clause that removes 3
 _NOT_AFTER_BUT = {"all", "everything", "anything", "them", "nothing", "everyone"}  # "all but 2" is one clause
-_OPENS_NOT = {"it", "one", "them", "this", "that", "these", "those"}  # "go with it not 2": a correction follows
+_OPENS_NOT = {
+    "it",
+    "one",
+    "them",
+    "this",
+    "that",
+    "these",
+    "those",
+    "first",
+}  # "go with it not 2": a correction follows
 
 
 def split(text: str) -> list[str]:
@@ -338,7 +347,7 @@ def aside(text: str, rest: str, decision: Decision, grammar: Grammar) -> bool:
     rest = rest.strip(" ,")
     if not rest:
         return True
-    if re.match(r"(?:that|which|who|where|whose|when)\b", rest):
+    if re.match(r"(?:that|which|who|where|whose|when|before|after)\b", rest):
         return False  # "drop the one | that failed": what is left says which one
     if _FACT_WORD.search(rest):
         return False  # a suggestion never drops a number, or the fact a condition or a standing rule would be about
@@ -455,7 +464,8 @@ def _check_remarks(text: str, remarks: list[str], decision: Decision, grammar: G
             raise DecisionError(f"{text!r}: which option is {remark!r} about? name it by number")
         if ahead:
             calm = _CALM | grammar.words_of(sorted(own))
-            odd = [w for w in plain.split() if w.rstrip(".!'") not in calm and not re.fullmatch(r"[+-]?\d+", w)]
+            words = [re.sub(r"'s$", "", w.rstrip(".!'")) for w in plain.split()]  # "gain's good"
+            odd = [w for w in words if w not in calm and not re.fullmatch(r"[+-]?\d+", w)]
             if odd or re.search(r"[^a-z0-9\s.'%+]", plain.rstrip(".! ")):
                 said = odd[0] if odd else remark
                 raise DecisionError(

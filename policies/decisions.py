@@ -89,8 +89,8 @@ _HEDGES = (
     "i would rather",
 )
 _LEADS = (
-    "let's", "lets", "please", "ok so", "okay so", "so", "then", "just", "only", "and", "we should", "you should",
-    "we can", "you can", "i'd", "i would", "we'll", "i'll", "we will", "i will",
+    "let's", "lets", "please", "ok so", "okay so", "so", "then", "and", "we should", "you should",
+    "we can", "you can", "i'd", "i would", "we'll", "i'll", "we will", "i will", "we",
 )  # fmt: skip
 _FILLER_PHRASES = (
     "for clarification", "for confirmation", "for guidance", "for me", "for now please", "with more pairs",
@@ -139,7 +139,7 @@ for _kind, _facts in FACTS.items():
                 _ENUM_WORDS.setdefault(f"{phrase} risk", f'risk == "{_value}"')
 
 _BOOL_PHRASES: list[tuple[str, str]] = [
-    (r"(?:you|we) have (?:a )?next steps?", "has_next_step"),
+    (r"(?:you|we) (?:have|'ve got|got|still have) (?:a |another )?next steps?", "has_next_step"),
     (r"there(?: is|'s| are) (?:a |another )?(?:next steps?|next one|next option|more options?|options? left)"
      r"|there(?: is|'s) (?:still )?(?:something|anything) (?:left|more)(?: to try)?|(?:you|we) still have something"
      r"(?: left)? to try|(?:anything|something) (?:is )?left(?: to try)?", "has_next_step"),
@@ -148,11 +148,12 @@ _BOOL_PHRASES: list[tuple[str, str]] = [
     (r"(?:you are|you're|we are|we're) (?:sure|confident)|confident|confidence is (?:high|good|decent)(?: enough)?",
      "confidence >= 0.7"),
     (r"confidence is (?:low|poor|not high)", "confidence < 0.7"),
+    (r"(?:the )?health(?: checks?)? (?:is bad|is not ok|isn't ok|looks bad|fails|failed)", "!health_ok"),
     (r"(?:it |(?:the |a )?stress(?: test)? |anything )?(?:wedges|hangs|hung|wedged|wedge)|(?:there are|any|there were)"
      r" wedges", "wedges > 0"),
     (r"(?:it is |it's |it isn't |it's not |it is not |it )?(?:still )?(?:not verified|unverified|isn't verified"
      r"|is not verified|wasn't verified)"
-     r"|it (?:didn't|did not|doesn't) verify",
+     r"|(?:it|a rollback|the rollback|the revert) (?:didn't|did not|doesn't|does not) verify",
      "!verified"),
     (r"(?:it is |it's )?verified", "verified"),
     (r"(?:the )?health(?: checks?)? (?:pass(?:es|ed)?|(?:is |are )?(?:ok|fine|good))"
@@ -252,7 +253,8 @@ def _pred(text: str) -> str:
     text = text.strip()
     text = re.sub(r"\b(\w+)'s (above|below|over|under|at)\b", r"\1 is \2", text)  # "the gain's above 5"
     text = re.sub(r"\s*(?:percent|pct)\b", "%", text)
-    text = re.sub(r"\s+(?:under stress|in the stress test|under load|in stress)$", "", text)
+    text = re.sub(r"\s+(?:under stress|in the stress test|under load|in stress|too|as well|again)$", "", text)
+    text = re.sub(r"^(?:its|their)\s+", "", text)  # "if its gain is under 5%"
     text = re.sub(
         r"^(?:it )?gains (?=(?:under|over|less|more|at|below|above))", "gain ", text
     )  # "if #3 gains under 2%"
@@ -615,6 +617,9 @@ class _AtGate:
         said = self._sets(reading.text, reading.notes)
         said, hedged, lead_scope = _leads(said)
         said = self._order(self._sets(said, reading.notes), reading.notes)
+        said = re.sub(r"^(?:just|only)\s+", "", said)  # "just roll it back" (a set was read above: "just 3")
+        if self.commands:
+            said = _named_command(said, self.commands)  # "sure, run nvidia-smi and py-spy": per clause too
         otherwise_text = None
         om = re.search(
             r"(?:,\s*|\s)(?:or|otherwise|else|,)\s+(?=(?:stop|ask|skip|continue|roll|defer|wait|pause))", said

@@ -72,8 +72,9 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
      r"|they are)| like (?:that|this|it is))", "approve", ("rollback",)),
     (r"(?:stop|finish(?: up)?|wrap(?: it)? up|end it|end the run|abort|call it)(?:,| and| then| with)?(?: (?:send|give"
      r"|write|show|write up)(?: me)?)? (?:the report|summari[sz]e|sum up)", "stop", None),
-    (r"(?:put|leave|move|push|save|keep|hold) (.+?) (?:at the end(?: of the queue)?|for last|for later|till the end"
-     r"|to the end|off|for the end|until later|at the back|to the back|to the bottom)", r"defer \1",
+    (r"(?:put|leave|move|push|save|keep|hold)(?! off\b) (.+?) (?:at the end|for last|for later|till the end"
+     r"|to the end|off|for the end|until later|at the back|to the back|to the bottom)(?: of the (?:queue|list|line))?"
+     r"(?: and revisit(?: it)?)?", r"defer \1",
      ("plan", "triage", "continue_or_ask")),
     (r"(?:put|push) (.+?) off", r"defer \1", ("plan", "triage", "continue_or_ask")),
     (r"come back to (?:it|this|that) (?:at the end|later)", "defer", ("safety", "plan", "triage", "continue_or_ask")),
@@ -109,9 +110,20 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
     (r"^ship$", "approve", ("safety", "goal", "plan")),
     (r"(?:pause and )?wait for (?:me|my \w+)\b.*|(?:let me|i want to|want to|gotta) (?:look|check"
      r"|see|read|review|think|ask|talk|show)\b.*|hold (?:it )?(?:there|on)\b.*|ask me later\b.*", "ask", None),
-    (r"(?:go on|carry on|proceed|continue|move on) with(?= #?\d| the )", "go with",
+    (r"(?:go ahead|go on|carry on|proceed|continue|move on)(?: with| to)? (?:the )?(?:rest|remaining ones|others)"
+     r"(?: of them)?$", "continue", ("triage", "continue_or_ask")),
+    (r"(?:go on|carry on|proceed|continue|move on) with(?= #?\d| the (?!plan))", "go with",
      ("plan", "triage", "continue_or_ask")),
-    (r"(?:the )?plan(?:'s| is)? (?:fine|ok|okay|good|great)", "approve", ("plan",)),
+    (r"(?:the )?plan(?:'s| is| looks?)? (?:fine|ok|okay|good|great|right|solid|sensible)", "approve", ("plan",)),
+    (r"run (?:them )?all(?: of them)?(?: (?:3|three))?$|^all (?:3|three)$", "approve", ("plan",)),
+    (r"\bif if\b", "if", None),
+    (r"ask (?:me |the [\w-]+(?: [\w-]+)? |my [\w-]+ |our [\w-]+ )?(?:first|later|tomorrow|tmrw(?: morning)?"
+     r"|before\b.*|after\b.*)$|ask (?:the|my|our) [\w-]+(?: [\w-]+)?$", "ask", None),
+    (r"keep it (?:running|going)", "keep", ("safety",)),
+    (r"(?:it's |its )?fine as it is|(?:it's |its )?fine as is", "approve", ("rollback",)),
+    (r"rollback again|redo (?:it|the (?:rollback|revert))", "retry", ("rollback",)),
+    (r"^all (?:fine|good|ok|okay)$", "approve", ("command",)),
+    (r"^(?:good|close) enough$", "approve", ("goal",)),
     (r"(?:try|do) (?:the )?(?:rollback|revert) again|try again with the (?:rollback|revert)"
      r"|revert (?:it )?again (?:and|&) (?:verify|check)(?: it)?|revert (?:and|&) (?:verify|check) again", "retry",
      ("rollback",)),
@@ -145,7 +157,7 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
     (r"^(?:option |number )?(#?\d+)$", r"go with \1", ("plan", "triage", "continue_or_ask")),
     (r"(?:let's |lets )?(?:do|try|run|test) (?:option |number )?(#?\d+)", r"go with \1", None),
     (r"(?:option |number )?(#?\d+) please", r"go with \1", None),
-    (r"(?:don't|do not) run (?:them|it|these|those|any of them|any of that|any|anything|that|this)", "reject",
+    (r"(?:don't|do not) run (?:them|it|these|those|any of (?:them|that|those|these)|any|anything|that|this)", "reject",
      ("command",)),
     (r"run (?:them|these|those|all of them|all|it|this|that|em|'em)(?: all)?", "approve", ("command",)),
     (r"go ahead and run (?:them|it|these)", "approve", ("command",)),
@@ -168,7 +180,7 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
     (r"skip(?:ping)? the no-?go(?: one| ones| options?)?(?: and)?|(?:with )?both(?: of them)?$", "", ("triage",)),
     (r"^run (?:it|the plan)$", "approve", ("plan",)),
     (r"(#?\d+) (?:before|ahead of) #?\d+$", r"\1 first", ("plan", "triage", "continue_or_ask")),
-    (r"(?<!with )(?<!do )(?<!try )(?<!pick )(?<!run )(#?\d+) first$", r"go with \1",
+    (r"(?<!with )(?<!do )(?<!try )(?<!pick )(?<!run )(#?\d+)(?: up)? first$", r"go with \1",
      ("plan", "triage", "continue_or_ask")),
     (r"(?:worth )?trying (#?\d+)", r"go with \1", ("plan", "triage", "continue_or_ask")),
     (r"^(.+?) last$", r"defer \1", ("plan", "triage", "continue_or_ask")),
@@ -178,7 +190,8 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
      r"|(?:an? )?(unsafe|inconclusive|regressed) (?:stuff|ones?|options?|changes?)", r"if it's \1\2", None),
     (r"(?:anything|whatever|everything|stuff|options?|ones?|changes?)(?: that| which)? (?:wedges|wedged|hangs|hung)",
      "if it wedges", None),
-    (r"^(#?\d+(?: and #?\d+)*)(?: (?:ok|okay|fine|is fine|are fine|go|please|pls))?$", r"approve \1", ("command",)),
+    (r"^(#?\d+(?: and #?\d+)*)(?: (?:ok|okay|fine|is fine|are fine|go|please|pls|yes|are ok|look fine))?$",
+     r"approve \1", ("command",)),
     (r"^(?:run|do) (#?\d+(?: and #?\d+)*)$", r"approve \1", ("command",)),
 
     (r"(?:looks?|sounds?|seems?) (?:good|fine|great|ok|okay)(?: to me)?|all good|good to go|works for me|fine by me",
@@ -188,7 +201,7 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
     (r"finish(?: up)?(?: with the report)?|end (?:it|the run|here)|stop (?:with|and write) the report"
      r"|stop and (?:give me|write|show me|send me) the report|stop the (?:campaign|run|whole thing)", "stop", None),
     (r"(?:push|move|put) (.+?) to the end", r"defer \1", ("plan", "triage", "continue_or_ask")),
-    (r"(?:abort|cancel|halt|kill|end) the (?:campaign|run|whole thing)|call it(?: a day| quits)?|^enough$"
+    (r"(?:abort|cancel|halt|kill|end) the (?:campaign|run|whole thing|session)|call it(?: a day| quits)?|^enough$"
      r"|(?<!stop and )(?:give me|write|send me|show me|write up) the report|^report(?: pls| please| now)?$"
      r"|(?:summari[sz]e|sum up)$", "stop", None),
     (r"(?:re-?run|redo|repeat) the (?:benchmark|bench|a/b|measurement)s?", "retry", ("safety", "rollback", "goal")),

@@ -1441,6 +1441,8 @@ WANT_OVERRIDE = {
     ("safety", "keep it as long as gain is at least 5%"): "approve if=gain",
     ("safety", "skip it for now, not forever"): "skip scope=for_now",
     ("triage", "skip 2 for now, not forever"): "skip 2 scope=for_now",
+    ("safety", "keep it going"): "approve",  # keeping it running at a safety gate is keeping it
+    ("command", "approve nvidia-smi, not rm"): "approve 1",  # what is named runs; the gate asks again about the rest
 }
 # Suggestions on tried lines that are what the person meant (or a subset of the commands they meant).
 SUGGEST_OK = {
