@@ -459,6 +459,9 @@ def _check_remarks(text: str, remarks: list[str], decision: Decision, grammar: G
         if mentioned and not ahead and _POSITIVE.search(plain):
             # "skip it, 3 looks great": what is said about the option argues against the decision
             raise DecisionError(f"{text!r} speaks for #{min(mentioned)} beside {decision.action}; say one thing")
+        if decision.action in ("skip", "rollback", "stop") and _DEFERRING.search(plain):
+            # "revert it, we can revisit at the end": coming back to it later is a deferral, not a skip
+            raise DecisionError(f"{text!r}: {decision.action}, or defer it to revisit later? say which")
         if grammar.kind == "continue_or_ask" and _COA_REFERENCE.search(plain):
             # at a continue-or-ask gate "it" may be the option that finished or the one offered next
             raise DecisionError(f"{text!r}: which option is {remark!r} about? name it by number")
@@ -474,6 +477,7 @@ def _check_remarks(text: str, remarks: list[str], decision: Decision, grammar: G
                 )
 
 
+_DEFERRING = re.compile(r"\b(?:revisit|come back|at the end|later|afterwards)\b")
 _COA_REFERENCE = re.compile(
     r"\b(?:it|that one|this one|that change|this change|(?:the )?(?:last|previous|next) (?:one|option))\b"
     r"|^(?:that|this|they)\b(?!'s (?:enough|it))"
