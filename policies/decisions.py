@@ -614,6 +614,8 @@ class _AtGate:
         reading = read(text, self.kind, titles=self.titles, hosts=self.hosts)
         if not reading.text:
             raise NotUnderstood(f"didn't understand {text!r}: no decision in it; try: {', '.join(EXAMPLES)}")
+        if self.kind in _EITHER_OR and _BARE_YES.fullmatch(reading.text):  # "yep sure", "fine by me" read as a yes
+            raise DecisionError(f"{text!r} does not say which: this gate asks {_EITHER_OR[self.kind]}")
         said = self._sets(reading.text, reading.notes)
         said, hedged, lead_scope = _leads(said)
         said = self._order(self._sets(said, reading.notes), reading.notes)
@@ -631,11 +633,11 @@ class _AtGate:
         if decision.action == "stop" and decision.targets == list(self.options):
             decision.targets = []  # "stop everything": the campaign, not a set of options
         # "skip 3 instead" at #2's safety gate; "skip #3 if it's unsafe" is a rule for #3's own gate later
-        other = decision.targets and decision.targets != [self.gate_option] and self.gate_option is not None
+        elsewhere = decision.targets and decision.targets != [self.gate_option] and self.gate_option is not None
         if (
             decision.action in ("skip", "defer")
             and self.kind in ("safety", "rollback")
-            and other
+            and elsewhere
             and not decision.condition
         ):
             raise DecisionError(f"this gate decides #{self.gate_option}; say what to do with it")
