@@ -45,7 +45,7 @@ _NEGATOR = re.compile(
     r"save for|besides|don't bother with|no need for)\b\s*"
 )
 _TAKE_BACK = re.compile(
-    r"(?:never ?mind|scratch that|forget (?:it|that)|just kidding|jk|no|nah|nope|or not|not|not really|"
+    r"(?:never ?mind|scratch that|forget (?:it|that)|just kidding|jk|or not|not|not really|"
     r"wait|no wait|wait no|actually no|hmm+|hm|maybe not|on second thought|ignore that|cancel that|undo that|"
     r"or maybe not|not yet|hold on|hang on)"
 )

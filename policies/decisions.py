@@ -608,13 +608,12 @@ class _AtGate:
     commands: Sequence[str]
 
     def decision(self, text: str) -> Decision:
-        if self.kind in _EITHER_OR and _BARE_YES.fullmatch(text):
-            # "Keep it, or skip it and roll back?" answered "yes": which? (a yes/no question's yes is its go-ahead)
-            raise DecisionError(f"{text!r} does not say which: this gate asks {_EITHER_OR[self.kind]}")
         reading = read(text, self.kind, titles=self.titles, hosts=self.hosts)
         if not reading.text:
             raise NotUnderstood(f"didn't understand {text!r}: no decision in it; try: {', '.join(EXAMPLES)}")
-        if self.kind in _EITHER_OR and _BARE_YES.fullmatch(reading.text):  # "yep sure", "fine by me" read as a yes
+        if self.kind in _EITHER_OR and _BARE_YES.fullmatch(reading.text):
+            # "Keep it, or skip it and roll back?" answered "yes", "yep sure", "fine by me": which? (a yes-or-no
+            # question's yes is its go-ahead)
             raise DecisionError(f"{text!r} does not say which: this gate asks {_EITHER_OR[self.kind]}")
         said = self._sets(reading.text, reading.notes)
         said, hedged, lead_scope = _leads(said)
@@ -1040,6 +1039,11 @@ def pronoun_option(gate: Gate) -> int | None:
     return gate.option
 
 
+def option_states(gate: Gate) -> dict[int, str]:
+    """Each option's state as the gate shows it (pending, current, kept, skipped, no-go …), keyed by its number."""
+    return {int(k): v for k, v in gate.status.items() if k.isdigit()}
+
+
 def parse_at_gate(text: str, gate: Gate, *, by: str | None = None) -> Decision:
     """`text` read at `gate` as the live gate reads it: its options, titles, hosts, commands and their states."""
     return parse_decision(
@@ -1051,5 +1055,5 @@ def parse_at_gate(text: str, gate: Gate, *, by: str | None = None) -> Decision:
         hosts=gate.hosts,
         titles={int(k): t for k, t in gate.titles.items() if int(k) in gate.options},
         commands=gate.commands,
-        status={int(k): v for k, v in gate.status.items() if k.isdigit()},
+        status=option_states(gate),
     )

@@ -130,7 +130,7 @@ def _same_action(want: str, got: str, kind: str) -> bool:
 def _plain(meaning: str, kind: str) -> str:
     """A select of what the gate does next anyway, as the go-ahead it is: "go with 3" where #3 is what a
     continue-or-ask gate offers next, "go with 2 and 3" at a triage whose open options are #2 and #3."""
-    head, *slots = meaning.split(" ")
+    slots = meaning.split(" ")[1:]
     action, targets = _head(meaning)
     nxt = {"continue_or_ask": "3", "triage": "2,3", "plan": "1,2,3"}.get(kind)
     if kind == "continue_or_ask" and action == "select" and not targets:
@@ -139,7 +139,6 @@ def _plain(meaning: str, kind: str) -> str:
     if action == "select" and targets in (nxt, first) and not any(s.startswith(("if=", "cond=")) for s in slots):
         rest = [s for s in slots if "=" in s]
         return " ".join(["continue", *rest])
-    del head
     return meaning
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from policies.decisions import DecisionError, check_states
+from policies.decisions import DecisionError, check_states, option_states
 from policies.engine import SessionRule, kinds_for_condition
 from policies.expr import Condition, EvalError
 from policies.gates import ALLOWED, FACTS, MEANING, Decision, Gate, GateKind
@@ -34,7 +34,7 @@ class Answer(BaseModel):
 
 def check_targets(gate: Gate, decision: Decision) -> None:
     """Refuse decisions that name options in a state they cannot apply to (DecisionError)."""
-    check_states(gate.kind, decision, {int(k): v for k, v in gate.status.items() if k.isdigit()})
+    check_states(gate.kind, decision, option_states(gate))
 
 
 def keeps_unsafe(gate: Gate, decision: Decision | None) -> bool:
