@@ -100,19 +100,22 @@ def gate_bench(url: str, work: Path) -> tuple[float, float]:
     return statistics.median(local), statistics.median(team)
 
 
-def events() -> list[tuple[str, dict[str, object]]]:
-    out: list[tuple[str, dict[str, object]]] = []
+def events() -> list[ev.Event]:
+    """A run's mix: mostly finished commands, a decision (durable: fsynced) every 50th line."""
+    out: list[ev.Event] = []
     for i in range(N):
-        kind = "decision" if i % 50 == 0 else "command.finished"
-        out.append((kind, {"host": "gpu-a", "exit": 0, "duration_s": 0.27, "pair": i, "gate": f"g{i}"}))
+        if i % 50 == 0:
+            out.append(ev.Decision(gate=f"g{i}", by="human:bench", decision={"action": "continue"}))
+        else:
+            out.append(ev.CommandFinished(host="gpu-a", purpose="benchmark", exit=0, duration_s=0.27))
     return out
 
 
 def file_rate(work: Path, k: int) -> float:
     j = Journal(work / f"file{k}" / "journal.jsonl", f"bench-{k}")
     t = time.perf_counter()
-    for kind, data in events():
-        j.append(kind, **data)
+    for event in events():
+        j.append(event)
     j.close()
     return N / (time.perf_counter() - t)
 
@@ -120,8 +123,8 @@ def file_rate(work: Path, k: int) -> float:
 def pg_rate(url: str, work: Path, k: int) -> float:
     j = PgJournal(url, f"bench-{k}")
     t = time.perf_counter()
-    for kind, data in events():
-        j.append(kind, **data)
+    for event in events():
+        j.append(event)
     rate = N / (time.perf_counter() - t)
     exported = work / f"pg{k}" / "journal.jsonl"
     j.export(exported)
