@@ -21,15 +21,16 @@ reproducible while every number is still a noisy measurement.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
+import os
 import random
+import re
 import sys
 import time
-from pathlib import Path
+from types import SimpleNamespace as Args
 
-STATE = Path("server.json")
+STATE = "server.json"
 FEATURES = {
     "overlap-scheduler": ("overlap_scheduler", True, False),
     "moe-occupancy": ("moe_occupancy", "tuned", "default"),
@@ -75,15 +76,16 @@ class DecoderLayer:
 
 
 def load() -> dict:
-    if not STATE.exists():
+    if not os.path.exists(STATE):
         sys.exit("simserve: no server.json here; run `simserve.py init` first")
-    return json.loads(STATE.read_text())
+    with open(STATE) as fh:
+        return json.load(fh)
 
 
 def save(state: dict) -> None:
-    tmp = STATE.with_suffix(".tmp")
-    tmp.write_text(json.dumps(state, indent=2, sort_keys=True))
-    tmp.replace(STATE)
+    with open("server.tmp", "w") as fh:
+        fh.write(json.dumps(state, indent=2, sort_keys=True))
+    os.replace("server.tmp", STATE)
 
 
 def rng(state: dict, salt: str) -> random.Random:
@@ -144,7 +146,7 @@ def step_ms(state: dict, concurrency: int) -> float:
     return step
 
 
-def cmd_init(args: argparse.Namespace) -> None:
+def cmd_init(args: Args) -> None:
     save(
         {
             **BASELINE,
@@ -155,14 +157,14 @@ def cmd_init(args: argparse.Namespace) -> None:
             "neighbour": {"pct": args.neighbour_pct, "from": args.neighbour_from, "calls": args.neighbour_calls},
         }
     )
-    src = Path("src")
-    src.mkdir(exist_ok=True)
-    (src / "scheduler.py").write_text(SCHEDULER_SRC)
-    (src / "decoder.py").write_text(MODEL_SRC)
+    os.makedirs("src", exist_ok=True)
+    for name, text in (("scheduler.py", SCHEDULER_SRC), ("decoder.py", MODEL_SRC)):
+        with open(os.path.join("src", name), "w") as fh:
+            fh.write(text)
     print(f"initialised baseline server state (seed {args.seed})")
 
 
-def cmd_apply(args: argparse.Namespace, on: bool = True) -> None:
+def cmd_apply(args: Args, on: bool = True) -> None:
     state = load()
     key, value_on, value_off = FEATURES[args.feature]
     if key == "two_batch_overlap" and on and state["ep_size"] <= 1:
@@ -172,7 +174,7 @@ def cmd_apply(args: argparse.Namespace, on: bool = True) -> None:
     print(f"{args.feature}: {'on' if on else 'off'} ({key}={state[key]!r})")
 
 
-def cmd_check(args: argparse.Namespace) -> None:
+def cmd_check(args: Args) -> None:
     """Exit 0 when the feature is on, 1 when it is off: how signoff tells whether a cut-short apply took."""
     state = load()
     key, value_on, _ = FEATURES[args.feature]
@@ -180,7 +182,7 @@ def cmd_check(args: argparse.Namespace) -> None:
     sys.exit(0 if state[key] == value_on else 1)
 
 
-def cmd_leakcheck(_: argparse.Namespace) -> None:
+def cmd_leakcheck(_: Args) -> None:
     """Like scraping /metrics after the load drained: running, waiting and KV usage back to idle?
     (`health` keeps saying ok: real health endpoints lie about this.)"""
     state = load()
@@ -189,7 +191,7 @@ def cmd_leakcheck(_: argparse.Namespace) -> None:
     print("kv_cache_usage_perc=0.00 num_requests_running=0 num_requests_waiting=0")
 
 
-def cmd_health(_: argparse.Namespace) -> None:
+def cmd_health(_: Args) -> None:
     state = load()
     if state.get("dead"):
         sys.exit("connection refused: the server is gone (its engine died under load)")
@@ -199,12 +201,12 @@ def cmd_health(_: argparse.Namespace) -> None:
 FEATURES_KEYS = [v[0] for v in FEATURES.values()]
 
 
-def cmd_show(_: argparse.Namespace) -> None:
+def cmd_show(_: Args) -> None:
     state = load()
     print(json.dumps({k: state[k] for k in [*FEATURES_KEYS, "ep_size", "tp_size"]}, sort_keys=True))
 
 
-def cmd_probe(args: argparse.Namespace) -> None:
+def cmd_probe(args: Args) -> None:
     state = load()
     if args.what == "ep":
         print(f"ep_size={state['ep_size']} tp_size={state['tp_size']}")
@@ -215,7 +217,7 @@ def cmd_probe(args: argparse.Namespace) -> None:
         print("8x simulated H100 80GB, driver 570.86, all healthy")
 
 
-def cmd_bench(args: argparse.Namespace) -> None:
+def cmd_bench(args: Args) -> None:
     state = load()
     r = rng(state, "bench")
     step = step_ms(state, args.concurrency) * math.exp(r.gauss(0.0, args.noise)) / _jump(state, args)
@@ -270,7 +272,7 @@ def cmd_bench(args: argparse.Namespace) -> None:
 STREAM_ERROR = "stream parse error: Expecting ',' delimiter: line 1 column 58 (char 57) in a server-sent event"
 
 
-def _failed_requests(state: dict, args: argparse.Namespace) -> int:
+def _failed_requests(state: dict, args: Args) -> int:
     """`--fail N` requests of the run fail with a client error: in every run, or only while `--fail-if` FEATURE is
     on, and only in the first `--fail-runs` such runs (0: all of them)."""
     if not args.fail:
@@ -288,7 +290,7 @@ def _failed_requests(state: dict, args: argparse.Namespace) -> int:
     return min(args.fail, args.num_prompts)
 
 
-def _jump(state: dict, args: argparse.Namespace) -> float:
+def _jump(state: dict, args: Args) -> float:
     """`--jump-pct P --jump-if FEATURE --jump-runs 2,3`: those runs of the ones with FEATURE on (counted from 1) are
     P % faster — an effect that shows only in some runs, which two such runs agree on."""
     if not args.jump_pct or not args.jump_if:
@@ -302,7 +304,7 @@ def _jump(state: dict, args: argparse.Namespace) -> float:
     return 1 + args.jump_pct / 100 if seen in runs else 1.0
 
 
-def cmd_stress(args: argparse.Namespace) -> None:
+def cmd_stress(args: Args) -> None:
     state = load()
     r = stress_rng(state, args.scenario)
     time.sleep(args.wall)
@@ -359,7 +361,7 @@ def cmd_stress(args: argparse.Namespace) -> None:
     print(f"{args.scenario}: drained, 0 running, 0 waiting, kv usage back to baseline", flush=True)
 
 
-def cmd_dump(_: argparse.Namespace) -> None:
+def cmd_dump(_: Args) -> None:
     """What `py-spy dump` of a wedged scheduler looks like; captured before the hung process is killed."""
     state = load()
     hung = state["overlap_scheduler"]
@@ -377,56 +379,126 @@ def cmd_dump(_: argparse.Namespace) -> None:
         print(f"Thread rank{rank} (active): {where}")
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(prog="simserve.py", description=__doc__.splitlines()[0])
+# Every subcommand's arguments, once: (name, type, default, choices, help). A name with "--" is an option
+# (type bool: a flag), one without a positional. `main` reads a well-formed command line from this table
+# directly, and hands anything else (`--help`, a mistake, an abbreviation) to an argparse parser built from
+# the same table: the demo runs this script thousands of times, and argparse alone would be half its start.
+FEATURE_CHOICES = sorted(FEATURES)
+COMMANDS: dict[str, list[tuple[str, type, object, list[str] | None, str | None]]] = {
+    "init": [
+        ("--seed", int, 3, None, None),
+        ("--occupancy-effect", float, 0.83, None, "step-time factor of tuned occupancy"),
+        ("--drift-pct", float, 0.0, None, "throughput drifts by this much over the run"),
+        ("--drift-calls", int, 100, None, "… reaching it after this many bench/stress calls"),
+        ("--neighbour-pct", float, 0.0, None, "a neighbour's load slows every run by this much"),
+        ("--neighbour-from", int, 1, None, "… from this bench/stress call (1: the first)"),
+        ("--neighbour-calls", int, 0, None, "… for this many calls"),
+    ],
+    **{name: [("feature", str, None, FEATURE_CHOICES, None)] for name in ("apply", "revert", "check")},
+    "health": [],
+    "show": [],
+    "dump": [],
+    "leakcheck": [],
+    "probe": [("what", str, None, ["ep", "gpu"], None)],
+    "bench": [
+        ("--concurrency", int, 90, None, None),
+        ("--num-prompts", int, 900, None, None),
+        ("--output-len", int, 256, None, None),
+        ("--noise", float, 0.02, None, None),
+        ("--wall", float, 0.25, None, "real seconds one run takes"),
+        ("--fail", int, 0, None, "this many requests of a run fail (a client error)"),
+        ("--fail-if", str, None, FEATURE_CHOICES, "… only while this feature is on"),
+        ("--fail-runs", int, 0, None, "… only in the first N such runs (0: every one)"),
+        ("--jump-pct", float, 0.0, None, "some runs with a feature on are this much faster"),
+        ("--jump-if", str, None, FEATURE_CHOICES, "… the feature"),
+        ("--jump-runs", str, "", None, "… which of its runs, counted from 1 (e.g. 2,3)"),
+    ],
+    "stress": [
+        ("scenario", str, None, ["abort-cascade", "idle-busy-bursts"], None),
+        ("--requests", int, 200, None, None),
+        ("--wall", float, 0.2, None, None),
+        ("--wedge-rate", float, 0.55, None, "chance a desynced abort hangs the engine"),
+        ("--degrade", bool, False, None, "leave the server slower afterwards (a leak)"),
+        ("--drain-s", float, 0.0, None, "drain slowly for this long, printing progress"),
+        ("--burst-drain-s", float, 4.0, None, "idle-busy-bursts under the overlap scheduler drain this long"),
+        ("--die", bool, False, None, "the server dies under the load (health fails from then)"),
+        ("--slow-after", int, 0, None, "the next N benchmark runs are slower, fading out"),
+        ("--slow-pct", float, 40.0, None, "… by up to this much (step time)"),
+        ("--slow-if", str, None, FEATURE_CHOICES, "… only the runs with this feature on (its own state)"),
+        ("--crash", bool, False, None, "the engine dies under load (the client exits 0)"),
+        ("--neighbour-runs", int, 0, None, "a neighbour's load for the next N calls, any config"),
+        ("--neighbour-pct", float, 30.0, None, "… slowing every run by this much (step time)"),
+    ],
+}
+
+
+NEGATIVE = re.compile(r"-\d+|-\d*\.\d+")  # what argparse takes for a negative number, not an option
+
+
+def _dest(name: str) -> str:
+    return name.lstrip("-").replace("-", "_")
+
+
+def parse_quickly(argv: list[str]) -> Args | None:
+    """The arguments of a well-formed command line, or None for anything argparse should read instead."""
+    if not argv or argv[0] not in COMMANDS:
+        return None
+    spec = COMMANDS[argv[0]]
+    values = {_dest(name): default for name, _, default, _, _ in spec}
+    options = {name: (kind, choices) for name, kind, _, choices, _ in spec if name.startswith("--")}
+    positionals = [(name, kind, choices) for name, kind, _, choices, _ in spec if not name.startswith("--")]
+    rest = iter(argv[1:])
+    for token in rest:
+        if token.startswith("-"):
+            name, eq, value = token.partition("=")
+            if name not in options:
+                return None
+            kind, choices = options[name]
+            if kind is bool:
+                if eq:
+                    return None
+                values[_dest(name)] = True
+                continue
+            if not eq:
+                following = next(rest, None)
+                if following is None or (following.startswith("-") and not NEGATIVE.fullmatch(following)):
+                    return None
+                value = following
+        elif positionals:
+            name, kind, choices = positionals.pop(0)
+            value = token
+        else:
+            return None
+        try:
+            typed = kind(value)
+        except ValueError:
+            return None
+        if choices is not None and typed not in choices:
+            return None
+        values[_dest(name)] = typed
+    return None if positionals else Args(cmd=argv[0], **values)
+
+
+def parse_fully(argv: list[str]) -> Args:
+    """argparse over the same table: its help, its abbreviations and its one-line errors (exit 2)."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="simserve.py", description=(__doc__ or "").splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
-    p = sub.add_parser("init")
-    p.add_argument("--seed", type=int, default=3)
-    p.add_argument("--occupancy-effect", type=float, default=0.83, help="step-time factor of tuned occupancy")
-    p.add_argument("--drift-pct", type=float, default=0.0, help="throughput drifts by this much over the run")
-    p.add_argument("--drift-calls", type=int, default=100, help="… reaching it after this many bench/stress calls")
-    p.add_argument("--neighbour-pct", type=float, default=0.0, help="a neighbour's load slows every run by this much")
-    p.add_argument("--neighbour-from", type=int, default=1, help="… from this bench/stress call (1: the first)")
-    p.add_argument("--neighbour-calls", type=int, default=0, help="… for this many calls")
-    for name in ("apply", "revert", "check"):
-        p = sub.add_parser(name)
-        p.add_argument("feature", choices=sorted(FEATURES))
-    sub.add_parser("health")
-    sub.add_parser("show")
-    sub.add_parser("dump")
-    sub.add_parser("leakcheck")
-    p = sub.add_parser("probe")
-    p.add_argument("what", choices=["ep", "gpu"])
-    p = sub.add_parser("bench")
-    p.add_argument("--concurrency", type=int, default=90)
-    p.add_argument("--num-prompts", type=int, default=900)
-    p.add_argument("--output-len", type=int, default=256)
-    p.add_argument("--noise", type=float, default=0.02)
-    p.add_argument("--wall", type=float, default=0.25, help="real seconds one run takes")
-    p.add_argument("--fail", type=int, default=0, help="this many requests of a run fail (a client error)")
-    p.add_argument("--fail-if", choices=sorted(FEATURES), help="… only while this feature is on")
-    p.add_argument("--fail-runs", type=int, default=0, help="… only in the first N such runs (0: every one)")
-    p.add_argument("--jump-pct", type=float, default=0.0, help="some runs with a feature on are this much faster")
-    p.add_argument("--jump-if", choices=sorted(FEATURES), help="… the feature")
-    p.add_argument("--jump-runs", default="", help="… which of its runs, counted from 1 (e.g. 2,3)")
-    p = sub.add_parser("stress")
-    p.add_argument("scenario", choices=["abort-cascade", "idle-busy-bursts"])
-    p.add_argument("--requests", type=int, default=200)
-    p.add_argument("--wall", type=float, default=0.2)
-    p.add_argument("--wedge-rate", type=float, default=0.55, help="chance a desynced abort hangs the engine")
-    p.add_argument("--degrade", action="store_true", help="leave the server slower afterwards (a leak)")
-    p.add_argument("--drain-s", type=float, default=0.0, help="drain slowly for this long, printing progress")
-    p.add_argument(
-        "--burst-drain-s", type=float, default=4.0, help="idle-busy-bursts under the overlap scheduler drain this long"
-    )
-    p.add_argument("--die", action="store_true", help="the server dies under the load (health fails from then)")
-    p.add_argument("--slow-after", type=int, default=0, help="the next N benchmark runs are slower, fading out")
-    p.add_argument("--slow-pct", type=float, default=40.0, help="… by up to this much (step time)")
-    p.add_argument("--slow-if", choices=sorted(FEATURES), help="… only the runs with this feature on (its own state)")
-    p.add_argument("--crash", action="store_true", help="the engine dies under load (the client exits 0)")
-    p.add_argument("--neighbour-runs", type=int, default=0, help="a neighbour's load for the next N calls, any config")
-    p.add_argument("--neighbour-pct", type=float, default=30.0, help="… slowing every run by this much (step time)")
-    args = ap.parse_args()
+    for command, spec in COMMANDS.items():
+        p = sub.add_parser(command)
+        for name, kind, default, choices, help_ in spec:
+            if kind is bool:
+                p.add_argument(name, action="store_true", help=help_)
+            elif name.startswith("--"):
+                p.add_argument(name, type=kind, default=default, choices=choices, help=help_)
+            else:
+                p.add_argument(name, choices=choices, help=help_)
+    return Args(**vars(ap.parse_args(argv)))
+
+
+def main() -> None:
+    args = parse_quickly(sys.argv[1:]) or parse_fully(sys.argv[1:])
     if args.cmd == "init":
         cmd_init(args)
     elif args.cmd == "apply":
