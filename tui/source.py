@@ -10,15 +10,26 @@ from __future__ import annotations
 
 import getpass
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agent.errors import SessionError
-from agent.run.runner import Runner
 from agent.store.base import Session
 from policies.decisions import DecisionError
 from tools.terminal import MAX_LINE, printable
+
+if TYPE_CHECKING:
+    from agent.run.runner import Runner
+
+
+def _runner(d: Session) -> Runner:
+    # The graph and its libraries (~0.6 s to import) load only once a session is run or answered: a replay,
+    # which never needs them, then reaches its first frame without them.
+    from agent.run.runner import Runner
+
+    return Runner(d, headless=False)
 
 
 @dataclass
@@ -91,7 +102,7 @@ class SessionSource:
         if self._pending_at == self.tail.offset:
             return self._pending
         try:
-            with self.dir.locked(), Runner(self.dir, headless=False) as runner:
+            with self.dir.locked(), _runner(self.dir) as runner:
                 out = runner.outcome()
         except SessionError:
             return None  # another runner has it: keep following the journal
@@ -112,7 +123,7 @@ class SessionSource:
 
     def preview(self, text: str, *, gate: str | None = None) -> Preview:
         try:
-            with self.dir.locked(), Runner(self.dir, headless=False) as runner:
+            with self.dir.locked(), _runner(self.dir) as runner:
                 echo, confirm = runner.preview(text, by=self._by, gate=gate)
         except DecisionError as exc:
             return Preview(error=str(exc), suggestion=exc.suggestion)
@@ -123,7 +134,7 @@ class SessionSource:
     def answer(self, text: str, *, gate: str | None = None) -> None:
         def work(runner: Runner) -> None:
             runner.decide(text, by=self._by, confirmed=True, gate=gate)
-            Runner(self.dir, headless=False).resume()
+            _runner(self.dir).resume()
 
         self._run(work)
 
@@ -143,7 +154,7 @@ class SessionSource:
         def target() -> None:
             try:
                 with self.dir.locked():
-                    work(Runner(self.dir, headless=False))
+                    work(_runner(self.dir))
             except Exception as exc:  # shown in the status bar; the journal has the details
                 self.error = " ".join(str(exc).split())
 
@@ -162,7 +173,11 @@ class LiveSource(SessionSource):
 
     def start(self, how: str = "start") -> None:
         """Run the session in the worker: a new one (`start`), or a paused one (`resume`, `revisit`)."""
-        runs = {"start": Runner.start, "resume": Runner.resume, "revisit": Runner.revisit}
+        runs: dict[str, Callable[[Runner], object]] = {
+            "start": lambda r: r.start(),
+            "resume": lambda r: r.resume(),
+            "revisit": lambda r: r.revisit(),
+        }
         self._run(runs[how])
 
 
