@@ -56,15 +56,17 @@ $(DEVSTAMP): pyproject.toml $(STAMP)
 demo: $(STAMP)
 	$(BIN)/signoff demo
 
-# Four workers on two cores: many tests wait on real servers (sshd, PostgreSQL, Redis, llama-server), and a
-# fresh-clone .ci/run took 9m57s with four against 10m51s with three (2026-12-05). Tests that share a
-# once-made session carry an xdist_group and stay on one worker; the 25 slowest are listed at the end.
+# Six workers on two cores: many tests wait on real servers (sshd, PostgreSQL, Redis, llama-server) or on
+# a stress deadline, and more workers keep both cores busy meanwhile. The suite alone took 599 s with four
+# and 552 s with six on the same quiet machine (2026-12-06). Tests that share a once-made session carry an
+# xdist_group and stay on one worker; the longest are marked `heavy` and start first; the 25 slowest are
+# listed at the end.
 # The suite starts thousands of Python processes from this checkout; where PYTHONDONTWRITEBYTECODE is set
 # (as on CI) none of them would write its compiled modules, and each would compile the product again (about
 # a tenth of a second of CPU for a run). compileall writes them once, whatever that variable says.
 test: $(DEVSTAMP) system-deps llamacpp
 	@$(BIN)/python -m compileall -q -j 0 agent tools policies tui tests bench examples >/dev/null
-	$(BIN)/python -m pytest -q -n 4 --dist loadgroup --durations=25
+	$(BIN)/python -m pytest -q -n 6 --dist loadgroup --durations=25
 
 # llama.cpp's llama-server and a small model for the LLM example (examples/llamacpp): built once, cached
 # under ~/.cache/signoff (about 5 minutes on 2 cores the first time, nothing after). Without cmake and a

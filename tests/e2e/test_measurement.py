@@ -124,6 +124,7 @@ options:
 """
 
 
+@pytest.mark.heavy
 def test_calibration_warmup_and_a_server_left_degraded_by_stress(cli, variant):
     r = cli("run", str(variant(CALIBRATED, name="calibrated")), "--policy", "autonomous", "--json")
     assert r.code == 0, r.stderr

@@ -47,6 +47,7 @@ def plan_row(screen: str, option: str) -> str:
     return next(line for line in screen.splitlines() if re.search(rf"│ {re.escape(option)}\s", line))
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("size", [(120, 40), (80, 24)], ids=["120x40", "80x24"])
 def test_make_demo_in_a_terminal_shows_the_run_and_the_report(tmp_path: Path, size: tuple[int, int]) -> None:
     term = Terminal(f"demo-{size[0]}")
@@ -96,6 +97,7 @@ def paused_at_plan(home: Path, tmp_path: Path) -> str:
     return json.loads(out.stdout)["session"]
 
 
+@pytest.mark.heavy
 def test_decide_a_line_needing_no_confirmation_records_it_and_goes_on_on_screen(tmp_path: Path) -> None:
     home = tmp_path / "home"
     session = paused_at_plan(home, tmp_path)
@@ -120,6 +122,7 @@ def test_decide_a_line_needing_no_confirmation_records_it_and_goes_on_on_screen(
         term.tmux("kill-server")
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("how", ["resume", "decide"])
 def test_resume_and_decide_in_a_terminal_open_the_gate_on_screen(tmp_path: Path, how: str) -> None:
     home = tmp_path / "home"
