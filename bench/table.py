@@ -2,7 +2,8 @@
 
 Each benchmark script prints its own sentences and also calls `record(...)` for every figure it has a
 target for. `python bench/table.py` runs every script in turn (their output shows as it comes) and then
-prints one table of those records, read back from the file named by $BENCH_TABLE_FILE.
+prints one table of those records, read back from the file named by $BENCH_TABLE_FILE. It exits 1 when a
+row is NOT met or a script did not finish, after printing the table either way.
 """
 
 from __future__ import annotations
@@ -63,7 +64,11 @@ def main() -> int:
             print("  ".join("-" * w for w in widths))
     for script in failed:
         print(f"{script} did not finish (see its output above)")
-    return 1 if failed else 0
+    missed = [r["name"] for r in rows if not r["met"]]
+    if missed:
+        print(f"{len(missed)} of {len(rows)} rows NOT met: " + "; ".join(missed))
+    # A red row fails `make bench` as a crash does: a regression nobody sees is one nobody fixes.
+    return 1 if failed or missed else 0
 
 
 if __name__ == "__main__":
