@@ -1,6 +1,8 @@
 import time
 from pathlib import Path
 
+import pytest
+
 from tools.artifacts import ArtifactStore
 from tools.transport import Host, LocalTransport
 
@@ -72,3 +74,28 @@ def test_output_without_newlines_streams_in_bounded_pieces(tmp_path):
     _, _, name = sink.close()
     assert (tmp_path / "a" / name).read_bytes() == data
     assert "".join(pieces) == text and max(len(p.encode()) for p in pieces) <= (1 << 16) + 4093
+
+
+@pytest.mark.parametrize("pidfd", [True, False], ids=["pidfd", "no-pidfd"])
+def test_waiting_for_a_process_notices_its_end_reaps_it_and_times_out_on_one_that_runs_on(pidfd, monkeypatch):
+    import os
+    import subprocess
+    import sys
+
+    from tools.transport import wait_for_exit
+
+    if not pidfd:  # a system without pidfds (not Linux, or a kernel before 5.3): Popen's own wait
+        monkeypatch.delattr(os, "pidfd_open", raising=False)
+    quick = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
+    assert wait_for_exit(quick, 1e9)  # a deadline past what poll() takes in one call
+    assert quick.returncode == 3  # reaped, with its status
+    assert wait_for_exit(quick, 0.01)  # asked again: already ended, and its pid is not looked up again
+
+    slow = subprocess.Popen(["sleep", "30"])
+    try:
+        started = time.monotonic()
+        assert not wait_for_exit(slow, 0.2)
+        assert time.monotonic() - started >= 0.2 and slow.poll() is None  # it waited its time and left it running
+    finally:
+        slow.kill()
+        assert wait_for_exit(slow, 10) and slow.returncode == -9
