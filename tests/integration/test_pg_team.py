@@ -254,6 +254,7 @@ def test_decide_with_no_runner_waiting_resumes_the_session_itself(cli, team, hom
 
 
 @pytest.mark.heavy
+@pytest.mark.timeout(300)  # about 30 signoff processes: 50-70 s on a quiet machine, 117 s and more beside two CPU hogs
 def test_export_verify_import_round_trip_is_identical_and_resumes_alike(cli, team, home, postgres, campaign, tmp_path):
     r = cli("run", str(campaign), "--policy", "ask-everything", "--headless", "--json", "--store", team)
     assert r.code == 3
