@@ -308,7 +308,9 @@ def test_attach_follow_stops_at_a_session_paused_after_notifying(
 ) -> None:
     d = create(variant(), with_notify(ASK_EVERYTHING, [{"url": hook.url()}], tmp_path))
     assert Runner(d, headless=True).start().status == "paused" and kinds(d)[-1] == "notify.sent"
-    r = cli("attach", "--follow", d.id, timeout=5)
+    # A follow that never stopped would hang here until the limit; the limit is only that. (5 s was too
+    # short beside two CPU hogs: a fresh clone's run timed out while the interpreter was still starting.)
+    r = cli("attach", "--follow", d.id, timeout=60)
     assert r.code == 3 and "notified http://127.0.0.1:" in r.stdout
 
 
