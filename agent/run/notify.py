@@ -38,7 +38,7 @@ from pydantic import BaseModel, Field
 
 from policies.schema import ENV_REF, ENV_WHOLE, NotifyTarget, env_refs
 from tools.secrets import Redactor
-from tools.transport import Host, local_environment
+from tools.transport import Host, local_environment, wait_for_exit
 
 MAX_OUTPUT = 64 * 1024  # read at most this much of a response body; keep at most this much of a command's stream
 MAX_ERROR = 200  # characters of the one-line error journaled
@@ -355,14 +355,13 @@ def _run(target: Target, body: bytes) -> NotifyResult:
     for t in threads:
         t.start()
     try:
-        code = proc.wait(timeout=target.timeout_s)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)  # its own group, by the id it was started with
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=KILL_GRACE_S)
-        error = f"still running after {target.timeout_s:g}s (timed out); its process group was killed"
-        return NotifyResult(target=label, ok=False, error=error)
+        if not wait_for_exit(proc, target.timeout_s):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)  # its own group, by the id it was started with
+            wait_for_exit(proc, KILL_GRACE_S)
+            error = f"still running after {target.timeout_s:g}s (timed out); its process group was killed"
+            return NotifyResult(target=label, ok=False, error=error)
+        code = proc.returncode
     finally:
         until = time.monotonic() + 0.3  # a grandchild that left the group may hold a pipe: not our wait
         for t in threads:
