@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,12 @@ ROOT = Path(__file__).resolve().parent.parent
 DEMO_DIR = ROOT / "examples" / "decode-campaign"
 DEMO = DEMO_DIR / "campaign.yaml"
 FIXTURES = Path(__file__).parent / "fixtures"
-SIGNOFF = [sys.executable, "-m", "agent.cli"]
+# `python -m agent.cli`, started by the worker's warm fork server (tests/forkserver.py): a process of its own that
+# skips the ~0.8 s of imports. SIGNOFF_EXEC is the same command in a new interpreter, for the tests that signal a
+# runner from outside or read its pid: a forked command outlives its launcher by the moment the server needs to
+# see the launcher gone, and its pid is not the launcher's.
+SIGNOFF = [sys.executable, "-I", "-S", str(ROOT / "tests" / "launch.py")]
+SIGNOFF_EXEC = [sys.executable, "-m", "agent.cli"]
 
 # The facts of a safety gate for an option that wedged under stress (shared by policy and decision tests).
 SAFETY = {
@@ -60,6 +66,34 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # xdist hands out work in collection order: the longest tests go first, so that the last minute of a
     # run is short tests on every worker instead of one worker still in a long one.
     items.sort(key=lambda item: item.get_closest_marker("heavy") is None)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def forkserver() -> Iterator[None]:
+    """This worker's fork server, for every SIGNOFF command of its tests. Until it is ready (about a second)
+    and if it dies, the launcher starts a new interpreter instead: nothing waits for it."""
+    work = Path(tempfile.mkdtemp(prefix="signoff-fs-"))  # short: a Unix socket's path has ~100 bytes
+    path = work / "sock"
+    with (work / "log").open("wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.forkserver", str(path)],
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+        )
+    os.environ["SIGNOFF_TEST_FORKSERVER"] = str(path)
+    try:
+        yield
+    finally:
+        os.environ.pop("SIGNOFF_TEST_FORKSERVER", None)
+        proc.terminate()  # the server this worker started, by its own pid
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        shutil.rmtree(work, ignore_errors=True)
 
 
 @dataclass

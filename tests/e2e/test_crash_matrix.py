@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from agent.journal.verify import verify
-from tests.conftest import DEMO, ROOT, SIGNOFF, fast
+from tests.conftest import DEMO, ROOT, SIGNOFF, SIGNOFF_EXEC, fast
 
 # Each session is killed three times, each time at a later point of the run (a point's count starts
 # again in every process): 24 distinct points across every kind of step.
@@ -128,7 +128,12 @@ def killed_at(home: Path, campaign: Path, delay: float) -> dict[str, Any]:
     env = {**os.environ, "SIGNOFF_HOME": str(home), "USER": "tester"}
     env.pop("SIGNOFF_CRASH_AT", None)
     proc = subprocess.Popen(
-        [*SIGNOFF, "run", str(campaign), "--json"], env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        # killed from outside: a new interpreter, so that the kill lands on signoff itself
+        [*SIGNOFF_EXEC, "run", str(campaign), "--json"],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     # The delay counts from the session's first journal line: before it there is nothing to resume, and
     # on a loaded machine the interpreter alone can take longer than the shortest delay.

@@ -148,11 +148,11 @@ def test_a_second_recorded_answer_for_the_same_gate_is_refused(cli, variant, hom
 
 def run_until_benchmarking(home: Path, campaign: Path, stderr: int) -> subprocess.Popen:
     """`signoff run` in its own process, returned once its journal shows three benchmark runs."""
-    from tests.conftest import ROOT, SIGNOFF
+    from tests.conftest import ROOT, SIGNOFF_EXEC
 
     env = {**os.environ, "SIGNOFF_HOME": str(home)}
     proc = subprocess.Popen(
-        [*SIGNOFF, "run", str(campaign), "--json"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=stderr
+        [*SIGNOFF_EXEC, "run", str(campaign), "--json"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=stderr
     )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:

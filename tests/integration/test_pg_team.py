@@ -17,7 +17,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from tests.conftest import DEMO, ROOT, SIGNOFF, Result, ed25519_keypair, fast
+from tests.conftest import DEMO, ROOT, SIGNOFF, SIGNOFF_EXEC, Result, ed25519_keypair, fast
 
 OUTCOME_KEYS = ("id", "outcome", "gain_pct", "ci", "verdict")
 
@@ -46,8 +46,15 @@ def run_as(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[st
 
 
 def spawn(home: Path, *args: str, **env: str) -> subprocess.Popen[str]:
+    """A runner the test may signal or kill: a new interpreter (the fork server's commands outlive their
+    launcher by a moment)."""
     return subprocess.Popen(
-        [*SIGNOFF, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(home, **env), cwd=ROOT
+        [*SIGNOFF_EXEC, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(home, **env),
+        cwd=ROOT,
     )
 
 

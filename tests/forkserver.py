@@ -1,0 +1,195 @@
+"""A warm interpreter that forks a fresh `python -m agent.cli` process for each test command.
+
+Every signoff command a test runs is a process of its own: its own pid, stdin/stdout/stderr, working
+directory, environment and exit status. What a new interpreter spends first, though, is importing: about
+0.8 s of CPU for a command that builds the graph (LangGraph → langchain_core → langsmith), paid by several
+hundred processes per suite. This server imports once and forks per command, so a command starts in a few
+milliseconds with nothing shared but the modules' code.
+
+Protocol (one Unix-socket connection per command, from `tests/launch.py`):
+  launcher → server: a 4-byte length, a JSON request {args, cwd, env}, and its fds 0, 1 and 2 (SCM_RIGHTS);
+  server → launcher: `exec` (start a real interpreter instead) or `pid <n>`, then `exit <code>` or `signal <n>`;
+  launcher → server: one byte per signal to pass on; EOF (the launcher died, e.g. SIGKILL) kills the command.
+
+What differs from a fresh interpreter is refused, not approximated: a request whose environment would change
+how the interpreter starts (PYTHON*, locale, TZ) gets `exec`, and modules that read the environment at import
+are imported again in the child (`REIMPORT`). `tests/unit/test_forkserver.py` holds the two paths to the same
+behaviour.
+"""
+
+from __future__ import annotations
+
+import array
+import contextlib
+import importlib
+import json
+import os
+import runpy
+import selectors
+import signal
+import socket
+import struct
+import sys
+import threading
+from typing import Any
+
+# What every graph-building command imports: the CLI and the graph with its checkpointers.
+PRELOAD = (
+    "agent.cli",
+    "agent.graph",
+    "agent.run.runner",
+    "agent.run.create",
+    "agent.run.checkpoints",
+    "langgraph.checkpoint.sqlite",
+)
+# Modules that read the environment when imported: a child imports them again under its own environment.
+REIMPORT = ("agent.crashpoints",)
+# What the interpreter reads from the environment as it starts (a forked child could not honour a change).
+STARTUP_PREFIXES = ("PYTHON", "LC_")
+STARTUP_NAMES = ("LANG", "LANGUAGE", "TZ")
+MAX_REQUEST = 8 << 20
+
+
+def startup_env(env: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if k.startswith(STARTUP_PREFIXES) or k in STARTUP_NAMES}
+
+
+def _receive(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
+    fds = array.array("i")
+    data = b""
+    need = 4
+    while len(data) < need:
+        chunk, ancdata, _flags, _addr = conn.recvmsg(1 << 16, socket.CMSG_SPACE(3 * fds.itemsize))
+        if not chunk:
+            raise EOFError("launcher went away before its request was complete")
+        for level, kind, payload in ancdata:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
+        data += chunk
+        if len(data) >= 4:
+            need = 4 + struct.unpack("!I", data[:4])[0]
+            if need > MAX_REQUEST:
+                raise ValueError("request too large")
+    return json.loads(data[4:need]), list(fds)
+
+
+class Server:
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        staging = f"{path}.{os.getpid()}"
+        self.listener.bind(staging)
+        self.listener.listen(64)
+        os.rename(staging, path)  # the path appears only once it accepts connections
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(self.listener, selectors.EVENT_READ, ("accept", None))
+        self.own_env = startup_env(dict(os.environ))
+        self.live: set[int] = set()  # forked and not reaped yet: these pids are still our commands'
+
+    def serve(self) -> tuple[dict[str, Any], list[int]]:
+        """Serve until a request is forked: returns (in the child only) that request and its fds."""
+        while True:
+            for key, _ in self.selector.select():
+                what, state = key.data
+                if what == "accept":
+                    conn, _ = self.listener.accept()
+                    forked = self._start(conn)
+                    if forked is not None:
+                        return forked
+                elif what == "ended":
+                    self._ended(*state)
+                else:
+                    self._from_launcher(*state)
+
+    def _start(self, conn: socket.socket) -> tuple[dict[str, Any], list[int]] | None:
+        try:
+            request, fds = _receive(conn)
+        except (OSError, EOFError, ValueError):
+            conn.close()
+            return None
+        if len(fds) != 3 or startup_env(request["env"]) != self.own_env or threading.active_count() != 1:
+            for fd in fds:
+                os.close(fd)
+            print(f"refused: {' '.join(request['args'])[:200]}", file=sys.stderr, flush=True)
+            conn.sendall(b"exec\n")
+            conn.close()
+            return None
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            for key in list(self.selector.get_map().values()):
+                if isinstance(key.fileobj, socket.socket):
+                    key.fileobj.close()
+                elif isinstance(key.fileobj, int):
+                    os.close(key.fileobj)  # another command's pidfd
+            self.selector.close()
+            conn.close()
+            return request, fds
+        self.live.add(pid)
+        print(f"forked {pid}: {' '.join(request['args'])[:200]}", file=sys.stderr, flush=True)
+        for fd in fds:
+            os.close(fd)
+        pidfd = os.pidfd_open(pid)
+        self.selector.register(pidfd, selectors.EVENT_READ, ("ended", (pid, pidfd, conn)))
+        self.selector.register(conn, selectors.EVENT_READ, ("launcher", (pid, conn)))
+        conn.sendall(f"pid {pid}\n".encode())
+        return None
+
+    def _forget(self, fileobj: socket.socket | int) -> None:
+        if fileobj in self.selector.get_map():
+            self.selector.unregister(fileobj)
+
+    def _ended(self, pid: int, pidfd: int, conn: socket.socket) -> None:
+        _, status = os.waitpid(pid, 0)
+        self.live.discard(pid)
+        self._forget(pidfd)
+        os.close(pidfd)
+        self._forget(conn)
+        code = os.waitstatus_to_exitcode(status)
+        with contextlib.suppress(OSError):  # the launcher may be gone already
+            conn.sendall(f"signal {-code}\n".encode() if code < 0 else f"exit {code}\n".encode())
+        conn.close()
+
+    def _from_launcher(self, pid: int, conn: socket.socket) -> None:
+        if pid not in self.live:
+            return  # reaped in this same round: its pid may be another process's by now
+        try:
+            data = conn.recv(64)
+        except OSError:
+            data = b""
+        if not data:
+            self._forget(conn)
+            os.kill(pid, signal.SIGKILL)  # the launcher died (SIGKILL, a test's timeout): so does its command
+            return
+        for sig in data:
+            os.kill(pid, sig)
+
+
+def become(request: dict[str, Any], fds: list[int]) -> None:
+    """Turn this forked child into the command: its fds, directory, environment and argv."""
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target, inheritable=True)
+        os.close(fd)
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    sys.path[0] = os.getcwd()  # what `python -m` puts first
+    sys.argv = ["-m", *request["args"]]
+    for name in REIMPORT:
+        if name in sys.modules:
+            importlib.reload(sys.modules[name])
+
+
+def main() -> None:
+    for name in PRELOAD:
+        importlib.import_module(name)
+    server = Server(sys.argv[1])
+    request, fds = server.serve()
+    del server
+    become(request, fds)
+    runpy.run_module("agent.cli", run_name="__main__", alter_sys=True)
+
+
+if __name__ == "__main__":
+    main()
