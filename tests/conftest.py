@@ -76,7 +76,7 @@ def forkserver() -> Iterator[None]:
     path = work / "sock"
     with (work / "log").open("wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.forkserver", str(path)],
+            [sys.executable, "-m", "tests.forkserver", str(path), str(os.getpid())],
             cwd=ROOT,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,

@@ -6,14 +6,19 @@ directory, environment and exit status. What a new interpreter spends first, tho
 hundred processes per suite. This server imports once and forks per command, so a command starts in a few
 milliseconds with nothing shared but the modules' code.
 
+Run as `python -m tests.forkserver SOCKET WORKER_PID`; it ends with its worker.
+
 Protocol (one Unix-socket connection per command, from `tests/launch.py`):
   launcher → server: a 4-byte length, a JSON request {args, cwd, env}, and its fds 0, 1 and 2 (SCM_RIGHTS);
   server → launcher: `exec` (start a real interpreter instead) or `pid <n>`, then `exit <code>` or `signal <n>`;
   launcher → server: one byte per signal to pass on; EOF (the launcher died, e.g. SIGKILL) kills the command.
 
-What differs from a fresh interpreter is refused, not approximated: a request whose environment would change
-how the interpreter starts (PYTHON*, locale, TZ) gets `exec`, and modules that read the environment at import
-are imported again in the child (`REIMPORT`). `tests/unit/test_forkserver.py` holds the two paths to the same
+What a forked child cannot take from its request is refused rather than approximated: a request whose
+environment would change how the interpreter starts (PYTHON*, locale, TZ) gets `exec`, and modules of ours that
+read the environment at import are imported again in the child (`REIMPORT`). What it shares with the server and
+a fresh interpreter would not: the string hash seed (every command of a worker iterates a set of strings in the
+same order, so a test comparing two processes' results runs one of them with SIGNOFF_EXEC), its parent and
+process group, and `/proc/<pid>/cmdline`. `tests/unit/test_forkserver.py` holds the two paths to the same
 behaviour.
 """
 
@@ -27,6 +32,7 @@ import json
 import os
 import runpy
 import selectors
+import shutil
 import signal
 import socket
 import struct
@@ -59,23 +65,31 @@ def _receive(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
     fds = array.array("i")
     data = b""
     need = 4
-    while len(data) < need:
-        chunk, ancdata, _flags, _addr = conn.recvmsg(1 << 16, socket.CMSG_SPACE(3 * fds.itemsize))
-        if not chunk:
-            raise EOFError("launcher went away before its request was complete")
-        for level, kind, payload in ancdata:
-            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-                fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
-        data += chunk
-        if len(data) >= 4:
-            need = 4 + struct.unpack("!I", data[:4])[0]
-            if need > MAX_REQUEST:
-                raise ValueError("request too large")
-    return json.loads(data[4:need]), list(fds)
+    try:
+        while len(data) < need:
+            # CLOEXEC: a descriptor received here must not leak into what another command executes
+            chunk, ancdata, _flags, _addr = conn.recvmsg(
+                1 << 16, socket.CMSG_SPACE(3 * fds.itemsize), socket.MSG_CMSG_CLOEXEC
+            )
+            for level, kind, payload in ancdata:
+                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                    fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
+            if not chunk:
+                raise EOFError("launcher went away before its request was complete")
+            data += chunk
+            if len(data) >= 4:
+                need = 4 + struct.unpack("!I", data[:4])[0]
+                if need > MAX_REQUEST:
+                    raise ValueError("request too large")
+        return json.loads(data[4:need]), list(fds)
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
+        raise
 
 
 class Server:
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, worker: int) -> None:
         self.path = path
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         staging = f"{path}.{os.getpid()}"
@@ -86,6 +100,11 @@ class Server:
         self.selector.register(self.listener, selectors.EVENT_READ, ("accept", None))
         self.own_env = startup_env(dict(os.environ))
         self.live: set[int] = set()  # forked and not reaped yet: these pids are still our commands'
+        # The worker that started us: if it dies without its teardown, so do we (and what we still run).
+        try:
+            self.selector.register(os.pidfd_open(worker), selectors.EVENT_READ, ("worker gone", None))
+        except ProcessLookupError:
+            self._orphaned()
 
     def serve(self) -> tuple[dict[str, Any], list[int]]:
         """Serve until a request is forked: returns (in the child only) that request and its fds."""
@@ -99,25 +118,43 @@ class Server:
                         return forked
                 elif what == "ended":
                     self._ended(*state)
-                else:
+                elif what == "launcher":
                     self._from_launcher(*state)
+                else:
+                    self._orphaned()
+
+    def _orphaned(self) -> None:
+        for pid in self.live:
+            os.kill(pid, signal.SIGKILL)  # ours, not reaped: the pid is still theirs
+        shutil.rmtree(os.path.dirname(self.path), ignore_errors=True)  # the fixture's directory, made for us
+        raise SystemExit(0)
+
+    def _refuse(self, conn: socket.socket, fds: list[int], args: list[str]) -> None:
+        for fd in fds:
+            os.close(fd)
+        print(f"refused: {' '.join(args)[:200]}", file=sys.stderr, flush=True)
+        with contextlib.suppress(OSError):  # a launcher gone already needs no answer
+            conn.sendall(b"exec\n")
+        conn.close()
 
     def _start(self, conn: socket.socket) -> tuple[dict[str, Any], list[int]] | None:
+        conn.settimeout(10)  # a launcher stopped halfway through its request must not hold up the others
         try:
             request, fds = _receive(conn)
         except (OSError, EOFError, ValueError):
             conn.close()
             return None
+        conn.settimeout(None)
         if len(fds) != 3 or startup_env(request["env"]) != self.own_env or threading.active_count() != 1:
-            for fd in fds:
-                os.close(fd)
-            print(f"refused: {' '.join(request['args'])[:200]}", file=sys.stderr, flush=True)
-            conn.sendall(b"exec\n")
-            conn.close()
+            self._refuse(conn, fds, request["args"])
             return None
         sys.stdout.flush()
         sys.stderr.flush()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:
+            self._refuse(conn, fds, request["args"])
+            return None
         if pid == 0:
             for key in list(self.selector.get_map().values()):
                 if isinstance(key.fileobj, socket.socket):
@@ -135,7 +172,11 @@ class Server:
         pidfd = os.pidfd_open(pid)
         self.selector.register(pidfd, selectors.EVENT_READ, ("ended", (pid, pidfd, conn)))
         self.selector.register(conn, selectors.EVENT_READ, ("launcher", (pid, conn)))
-        conn.sendall(f"pid {pid}\n".encode())
+        try:
+            conn.sendall(f"pid {pid}\n".encode())
+        except OSError:
+            self._forget(conn)
+            os.kill(pid, signal.SIGKILL)  # its launcher is gone before it knew of it: the command goes too
         return None
 
     def _forget(self, fileobj: socket.socket | int) -> None:
@@ -145,11 +186,12 @@ class Server:
     def _ended(self, pid: int, pidfd: int, conn: socket.socket) -> None:
         _, status, usage = os.wait4(pid, 0)
         self.live.discard(pid)
-        print(f"ended {pid}: {usage.ru_utime + usage.ru_stime:.3f} s CPU", file=sys.stderr, flush=True)
+        code = os.waitstatus_to_exitcode(status)
+        how = f"signal {-code}" if code < 0 else f"exit {code}"
+        print(f"ended {pid}: {how}, {usage.ru_utime + usage.ru_stime:.3f} s CPU", file=sys.stderr, flush=True)
         self._forget(pidfd)
         os.close(pidfd)
         self._forget(conn)
-        code = os.waitstatus_to_exitcode(status)
         with contextlib.suppress(OSError):  # the launcher may be gone already
             conn.sendall(f"signal {-code}\n".encode() if code < 0 else f"exit {code}\n".encode())
         conn.close()
@@ -190,7 +232,7 @@ def main() -> None:
     # What is imported now lives as long as every child: out of the collector's sight, a child's collections
     # neither scan it nor write to its pages (which would copy them from this process, page by page).
     gc.freeze()
-    server = Server(sys.argv[1])
+    server = Server(sys.argv[1], int(sys.argv[2]))
     request, fds = server.serve()
     del server
     become(request, fds)

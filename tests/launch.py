@@ -8,6 +8,7 @@ Standard library only and started with `-I -S`: it must cost a few milliseconds,
 """
 
 import array
+import contextlib
 import json
 import os
 import signal
@@ -18,30 +19,50 @@ import sys
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 
 
-def real(args: list[str]) -> None:
-    os.execv(sys.executable, [sys.executable, "-m", "agent.cli", *args])
-
-
 def main() -> None:
     args = sys.argv[1:]
+    pending: list[int] = []  # signals that came before the command's pid
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    known = False
+
+    def pass_on(sig: int, _frame: object) -> None:
+        if not known:
+            pending.append(sig)
+            return
+        # The server may have answered and gone: the command has ended, and its status is on its way.
+        with contextlib.suppress(OSError):
+            conn.send(bytes([sig]))
+
+    def real() -> None:
+        for sig in FORWARDED:
+            signal.signal(sig, signal.SIG_DFL)
+        for sig in pending:  # what a new interpreter would have got: delivered to it instead, if we live
+            os.kill(os.getpid(), sig)
+        os.execv(sys.executable, [sys.executable, "-m", "agent.cli", *args])
+
+    for sig in FORWARDED:
+        signal.signal(sig, pass_on)
     path = os.environ.get("SIGNOFF_TEST_FORKSERVER")
     if not path:
-        real(args)
-    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        real()
     try:
         conn.connect(path)
     except OSError:
-        real(args)
+        real()
     body = json.dumps({"args": args, "cwd": os.getcwd(), "env": dict(os.environ)}).encode()
     message = struct.pack("!I", len(body)) + body
-    conn.sendmsg([message[:4]], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [0, 1, 2]))])
-    conn.sendall(message[4:])
-    reader = conn.makefile("rb")
-    first = reader.readline().split()
+    try:
+        conn.sendmsg([message[:4]], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [0, 1, 2]))])
+        conn.sendall(message[4:])
+        reader = conn.makefile("rb")
+        first = reader.readline().split()
+    except OSError:
+        first = []
     if not first or first[0] != b"pid":
-        real(args)
-    for sig in FORWARDED:
-        signal.signal(sig, lambda n, _frame: conn.send(bytes([n])))
+        real()
+    known = True
+    for sig in pending:
+        pass_on(sig, None)
     end = reader.readline().split()
     if len(end) == 2 and end[0] == b"signal":
         sig = int(end[1])

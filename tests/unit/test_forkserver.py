@@ -4,11 +4,15 @@ cannot serve faithfully becomes a new interpreter."""
 
 from __future__ import annotations
 
+import array
 import json
 import os
 import signal
 import socket
+import struct
 import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -106,3 +110,51 @@ def test_a_killed_launcher_takes_its_command_along(tmp_path: Path, variant) -> N
         time.sleep(0.2)
     assert status == "interrupted"
     assert '"session.finished"' not in journal.read_text()
+
+
+def test_a_launcher_gone_before_its_answer_takes_its_command_along_and_the_server_serves_on(
+    tmp_path: Path, variant
+) -> None:
+    log = server_log()
+    campaign = str(variant())
+    request = {
+        "args": ["run", campaign, "--json"],
+        "cwd": str(ROOT),
+        "env": {**os.environ, "SIGNOFF_HOME": str(tmp_path / "home"), "USER": "tester"},
+    }
+    body = json.dumps(request).encode()
+    earlier = log.read_text()  # other tests may have run the same campaign path through this server
+    with open(os.devnull, "rb") as nothing, socket.socket(socket.AF_UNIX) as conn:
+        conn.connect(os.environ["SIGNOFF_TEST_FORKSERVER"])
+        fds = array.array("i", [nothing.fileno()] * 3)
+        conn.sendmsg([struct.pack("!I", len(body)) + body], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
+    # closed without reading its pid: the run it asked for is killed, not left running unowned
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        new = log.read_text()[len(earlier) :].splitlines()
+        forked = [line.split()[1].rstrip(":") for line in new if line.startswith("forked") and campaign in line]
+        ended = {line.split()[1].rstrip(":"): line for line in new if line.startswith("ended")}
+        if forked and forked[-1] in ended:
+            assert "signal 9" in ended[forked[-1]], ended[forked[-1]]
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError(f"the command of a launcher that went away was never ended:\n{log.read_text()[-2000:]}")
+    before = log.read_text().count("forked ")
+    r = run([*SIGNOFF, "schema", "policy"], tmp_path)
+    assert r.returncode == 0 and log.read_text().count("forked ") == before + 1, log.read_text()[-1500:]
+
+
+def test_a_server_whose_worker_died_ends_and_leaves_nothing_behind(tmp_path: Path) -> None:
+    work = Path(tempfile.mkdtemp(prefix="signoff-fs-test-"))
+    # A parent that starts a server and exits at once, as a worker killed without its teardown would.
+    starter = (
+        "import os, subprocess, sys; "
+        f"subprocess.Popen([sys.executable, '-m', 'tests.forkserver', {str(work / 'sock')!r}, str(os.getpid())], "
+        "stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)"
+    )
+    subprocess.run([sys.executable, "-c", starter], cwd=ROOT, check=True, timeout=60)
+    deadline = time.monotonic() + 60
+    while work.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not work.exists()
