@@ -8,7 +8,6 @@ pattern matches.
 
 from __future__ import annotations
 
-import hashlib
 from collections import deque
 from collections.abc import Callable
 
@@ -34,8 +33,7 @@ class StreamSink:
             redact.stream() if self.redacting and isinstance(redact, Redactor) else None
         )
         self.by_line = self.redacting and self.stream is None
-        self.writer = store.writer()
-        self.hash = hashlib.sha256()
+        self.writer = store.writer()  # it hashes what it writes: that digest is the stream's (one pass, not two)
         self.partial_parts: list[bytes] = []
         self.partial_size = 0
         self.tail: deque[bytes] = deque()
@@ -73,7 +71,7 @@ class StreamSink:
 
     def _line(self, raw: bytes, end: bytes) -> None:
         if self.filter is None and not self.by_line and self.on_line is None:
-            out = raw + end  # fast path: bytes straight through (already masked, nothing to show)
+            out = raw + end if end else raw  # fast path: bytes straight through (already masked, nothing to show)
             clean = ""
         else:
             text = raw.decode(errors="replace")
@@ -86,7 +84,6 @@ class StreamSink:
                 self.writer.write(out)
             except StorageFull as exc:
                 self.full = exc
-        self.hash.update(out)
         self.tail.append(out)
         self.tail_size += len(out)
         while self.tail_size > TAIL_BYTES and len(self.tail) > 1:
@@ -105,8 +102,8 @@ class StreamSink:
         if self.full is not None:
             self.writer.discard()
             raise self.full
-        _, name = self.writer.close()
-        return b"".join(self.tail).decode(errors="replace"), self.hash.hexdigest(), name
+        digest, name = self.writer.close()
+        return b"".join(self.tail).decode(errors="replace"), digest, name
 
 
 def _utf8_boundary(buf: bytes) -> int:

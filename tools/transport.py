@@ -158,13 +158,8 @@ def gone_after(timeout: float) -> float:
 def open_sinks(
     store: ArtifactStore, on_line: LineCallback | None, redact: Callable[[str], str]
 ) -> tuple[StreamSink, StreamSink]:
-    out = StreamSink("stdout", store, on_line, redact)
-    try:
-        err = StreamSink("stderr", store, on_line, redact)
-    except StorageFull:
-        out.writer.discard()
-        raise
-    return out, err
+    # No file is made before a stream's first byte, so a full disk shows at that write (or at close), never here.
+    return StreamSink("stdout", store, on_line, redact), StreamSink("stderr", store, on_line, redact)
 
 
 class TransportError(RuntimeError):

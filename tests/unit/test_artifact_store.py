@@ -33,3 +33,25 @@ def test_threads_storing_the_same_bytes_at_once_all_succeed(tmp_path: Path) -> N
     assert all(len(n) == 1 for n in names.values())
     stored = {p.name for p in store.root.iterdir()}
     assert stored == set().union(*names.values())  # one file per output, no temporary file left behind
+
+
+def test_a_streams_digest_names_its_artifact_and_an_empty_stream_makes_no_file_of_its_own(tmp_path: Path) -> None:
+    import hashlib
+
+    from tools.output import StreamSink
+
+    store = ArtifactStore(tmp_path / "artifacts")
+    quiet = StreamSink("stderr", store, None, str)
+    assert list(store.root.iterdir()) == []  # nothing on disk before a stream's first byte
+    _, digest, name = quiet.close()
+    empty = hashlib.sha256(b"").hexdigest()
+    assert (digest, name) == (empty, f"sha256-{empty}") and store.read(name) == ""
+    # Without a newline, longer than a line, and in pieces: what is kept is what came, and its name says so.
+    data = b"x" * 100_000 + "é".encode() + b"\nlast line without a newline"
+    loud = StreamSink("stdout", store, None, str)
+    for i in range(0, len(data), 4096):
+        loud.feed(data[i : i + 4096])
+    _, digest, name = loud.close()
+    assert digest == hashlib.sha256(data).hexdigest() and name == f"sha256-{digest}"
+    assert (store.root / name).read_bytes() == data
+    assert sorted(p.name for p in store.root.iterdir()) == sorted({name, f"sha256-{empty}"})  # no partial file
