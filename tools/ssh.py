@@ -16,6 +16,7 @@ What the defaults would get wrong, and what this module does instead (research/s
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import select
@@ -485,6 +486,7 @@ class SSHTransport:
             for attempt in range(6):
                 try:
                     chan = conn.transport.open_session(timeout=CONNECT_TIMEOUT)
+                    chan.in_buffer, chan.in_stderr_buffer = _bytes_pipe(), _bytes_pipe()  # before any data
                     return conn, chan
                 except paramiko.ChannelException:
                     time.sleep(0.05 * 2**attempt)  # "no more sessions": sshd frees slots lazily
@@ -657,6 +659,35 @@ class SSHTransport:
             conns, self._pool = list(self._pool.values()), {}
         for conn in conns:
             conn.close()
+
+
+def _bytes_pipe() -> Any:
+    return _bytes_pipe_class()()
+
+
+@functools.cache
+def _bytes_pipe_class() -> type:
+    """paramiko's channel buffer on a bytearray instead of an `array("B")`.
+
+    Streaming 200 MB, two thirds of the reading thread's time went to that array: `frombytes` regrows it
+    for every 32 KiB packet, and a read copies twice (a slice, then `tobytes`) and moves what is left. A
+    bytearray grows in place, drops a prefix without moving the rest, and is read with one copy. Only the
+    two storage hooks change: locking, events and closing stay paramiko's (pinned below 6 in pyproject)."""
+    from paramiko.buffered_pipe import BufferedPipe
+
+    class BytesPipe(BufferedPipe):  # pyright: ignore[reportMissingTypeArgument]
+        def __init__(self) -> None:
+            super().__init__()
+            self._buffer: Any = bytearray()
+
+        def _buffer_frombytes(self, data: bytes) -> None:
+            self._buffer += data
+
+        def _buffer_tobytes(self, limit: int | None = None) -> bytes:
+            with memoryview(self._buffer) as view:
+                return bytes(view[:limit])
+
+    return BytesPipe
 
 
 def _fast_transport(sock: Any, **kwargs: Any) -> Any:
