@@ -2,7 +2,9 @@
 
 Starts a throwaway sshd on 127.0.0.1 (as the tests do), then:
   1. 200 sequential `true` commands: pooled SSHTransport vs `ssh` with ControlMaster multiplexing;
-  2. 200 MB streamed to us: SSHTransport (to artifacts, bounded memory) vs `ssh ... > /dev/null`;
+  2. 200 MB streamed to us: SSHTransport (to artifacts, bounded memory) vs `ssh ... > file`, both files in
+     memory (/dev/shm where there is one): on this shared VM the disk's writeback alone moved our figure
+     from 550 to 220 MB/s between runs, and `ssh` into /dev/null never paid it;
   3. the orchestrator's RSS growth while those 200 MB stream through it.
 Prints medians and ratios. Targets (issue 3): latency ≤ 0.6× multiplexed ssh, streaming ≥ 0.9× ssh,
 RSS growth < 50 MB.
@@ -39,7 +41,8 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=3)
     args = ap.parse_args()
     server = harness.start()
-    work = Path(tempfile.mkdtemp(prefix="signoff-bench-"))
+    shm = Path("/dev/shm")
+    work = Path(tempfile.mkdtemp(prefix="signoff-bench-", dir=shm if shm.is_dir() else None))
     try:
         cfg = work / "ssh_config"
         control = work / "cm-%r@%h:%p"
@@ -76,13 +79,14 @@ def main() -> None:
             ours_mb.append(args.mb / (time.perf_counter() - s))
             assert r.ok, r.error
             s = time.perf_counter()
-            subprocess.run(["ssh", "-F", str(cfg), "bench", cmd], check=True, stdout=subprocess.DEVNULL)
+            with (work / "ssh-output").open("wb") as into:
+                subprocess.run(["ssh", "-F", str(cfg), "bench", cmd], check=True, stdout=into)
             theirs_mb.append(args.mb / (time.perf_counter() - s))
         growth = rss_mb() - before
         a, b = statistics.median(ours_mb), statistics.median(theirs_mb)
         print(
             f"streaming {args.mb} MB (median of {args.reps}): SSHTransport {a:.0f} MB/s into an artifact file, "
-            f"ssh {b:.0f} MB/s into /dev/null → ratio {a / b:.2f} (target ≥ 0.9)"
+            f"ssh {b:.0f} MB/s into a file beside it → ratio {a / b:.2f} (target ≥ 0.9)"
         )
         print(f"orchestrator peak RSS growth while streaming: {growth:.1f} MB (target < 50)")
         record(f"ssh: streaming {args.mb} MB", f"{a:.0f} MB/s", f"ssh {b:.0f} MB/s", a / b, "≥ 0.9×", a / b >= 0.9)
