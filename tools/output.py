@@ -59,7 +59,7 @@ class StreamSink:
             if self.partial_size >= MAX_LINE:
                 buf = b"".join(self.partial_parts)
                 cut = _utf8_boundary(buf)
-                self._line(buf[:cut], b"")
+                self._line(buf if cut == len(buf) else buf[:cut], b"")  # a slice would copy every byte again
                 self.partial_parts, self.partial_size = ([buf[cut:]], len(buf) - cut) if cut < len(buf) else ([], 0)
             return
         head, _, rest = data.partition(b"\n")
