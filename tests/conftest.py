@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,6 +95,25 @@ def forkserver() -> Iterator[None]:
             proc.kill()
             proc.wait()
         shutil.rmtree(work, ignore_errors=True)
+
+
+def run_until_benchmarking(
+    home: Path, campaign: Path, stderr: int, *, command: list[str] = SIGNOFF_EXEC
+) -> subprocess.Popen[bytes]:
+    """`signoff run` in its own process, returned once its journal shows three benchmark runs. A new
+    interpreter by default: the tests that use it signal the runner or read its pid."""
+    env = {**os.environ, "SIGNOFF_HOME": str(home)}
+    proc = subprocess.Popen(
+        [*command, "run", str(campaign), "--json"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=stderr
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        found = list((home / "sessions").glob("*/journal.jsonl"))
+        if found and found[0].read_text().count('"bench.run"') >= 3:
+            return proc
+        time.sleep(0.05)
+    proc.kill()
+    raise AssertionError("the run never reached its benchmark")
 
 
 @dataclass

@@ -486,7 +486,8 @@ class SSHTransport:
             for attempt in range(6):
                 try:
                     chan = conn.transport.open_session(timeout=CONNECT_TIMEOUT)
-                    chan.in_buffer, chan.in_stderr_buffer = _bytes_pipe(), _bytes_pipe()  # before any data
+                    pipe = _bytes_pipe_class()
+                    chan.in_buffer, chan.in_stderr_buffer = pipe(), pipe()  # before any data arrives
                     return conn, chan
                 except paramiko.ChannelException:
                     time.sleep(0.05 * 2**attempt)  # "no more sessions": sshd frees slots lazily
@@ -659,10 +660,6 @@ class SSHTransport:
             conns, self._pool = list(self._pool.values()), {}
         for conn in conns:
             conn.close()
-
-
-def _bytes_pipe() -> Any:
-    return _bytes_pipe_class()()
 
 
 @functools.cache

@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import signal
 import sqlite3
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from agent.journal.verify import verify
-from tests.conftest import journal_events
+from tests.conftest import journal_events, run_until_benchmarking
 
 
 @pytest.mark.heavy
@@ -144,24 +142,6 @@ def test_a_second_recorded_answer_for_the_same_gate_is_refused(cli, variant, hom
     assert r.code == 2 and "already has a recorded answer" in r.stderr
     r = cli("resume", session, "--json")
     assert r.json()["gates"][1]["action"] == "continue"  # gates[0] is the plan, approved by rule
-
-
-def run_until_benchmarking(home: Path, campaign: Path, stderr: int) -> subprocess.Popen:
-    """`signoff run` in its own process, returned once its journal shows three benchmark runs."""
-    from tests.conftest import ROOT, SIGNOFF_EXEC
-
-    env = {**os.environ, "SIGNOFF_HOME": str(home)}
-    proc = subprocess.Popen(
-        [*SIGNOFF_EXEC, "run", str(campaign), "--json"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=stderr
-    )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        found = list((home / "sessions").glob("*/journal.jsonl"))
-        if found and found[0].read_text().count('"bench.run"') >= 3:
-            return proc
-        time.sleep(0.05)
-    proc.kill()
-    raise AssertionError("the run never reached its benchmark")
 
 
 def test_one_runner_per_session_and_kill_9_frees_the_lock_for_resume(cli, variant, home):

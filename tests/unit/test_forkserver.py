@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, SIGNOFF, SIGNOFF_EXEC
+from tests.conftest import ROOT, SIGNOFF, SIGNOFF_EXEC, run_until_benchmarking
 
 
 def server_log() -> Path:
@@ -71,19 +71,11 @@ def test_an_environment_the_interpreter_reads_at_start_gets_a_new_interpreter(tm
 
 
 def started_run(home: Path, variant) -> tuple[subprocess.Popen[bytes], Path]:
+    """A forked `signoff run`, once it is benchmarking, and its journal."""
     campaign = variant(edit=lambda t: t.replace("--wall 0.02", "--wall 0.3"))  # long enough to be caught running
-    env = {**os.environ, "SIGNOFF_HOME": str(home), "USER": "tester"}
-    proc = subprocess.Popen(
-        [*SIGNOFF, "run", str(campaign), "--json"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        found = list(home.glob("sessions/*/journal.jsonl"))
-        if found and '"bench.run"' in found[0].read_text():
-            return proc, found[0]
-        time.sleep(0.05)
-    proc.kill()
-    raise AssertionError("the run never reached its benchmark")
+    proc = run_until_benchmarking(home, campaign, subprocess.PIPE, command=SIGNOFF)
+    (journal,) = home.glob("sessions/*/journal.jsonl")
+    return proc, journal
 
 
 def test_sigterm_reaches_the_forked_command_and_its_exit_comes_back(tmp_path: Path, variant) -> None:
