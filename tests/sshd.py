@@ -120,6 +120,11 @@ class SSHServer:
             mine.update({p.pid: p for p in table if p.uid == self.uid})
         return list(mine.values())
 
+    def connections_seen(self) -> int:
+        """How many connections this server has accepted so far (its log, LogLevel VERBOSE), closed ones too."""
+        log = self.root / "sshd.log"
+        return log.read_text(errors="replace").count("Connection from ") if log.exists() else 0
+
     def processes(self, pattern: str) -> list[int]:
         """PIDs of this server's processes whose command line matches `pattern` (a regex)."""
         return [p.pid for p in procs.matching(pattern, self._own())]
