@@ -6,8 +6,8 @@ What the defaults would get wrong, and what this module does instead (research/s
 - `channel_timeout` defaults to an hour and `recv_exit_status()` has no timeout at all: explicit
   timeouts everywhere, and we wait on `status_event` with the time left;
 - closing a channel leaves the remote process running (and sshd refuses the `signal` request for
-  root): every command runs in its own process group under `timeout`, and on our deadline we kill
-  that group over a second channel;
+  root): every command runs in its own process group beside a watchdog that ends it if signoff cannot,
+  and on our deadline we kill that group over a second channel;
 - sshd frees session slots lazily: at most 4 channels per connection, retried with backoff;
 - `AutoAddPolicy` trusts anyone: unknown keys are rejected unless the operator opted into
   trust-on-first-use, and a changed key is always refused with both fingerprints.
@@ -585,9 +585,10 @@ class SSHTransport:
                 _drain(chan, out, err, time.monotonic() + KILL_GRACE)
             elif chan.status_event.wait(max(0.0, deadline - time.monotonic()) + 1.0):
                 status = chan.recv_exit_status()
-                # -1: killed by a signal (paramiko drops exit-signal); 124/137: the remote `timeout` fired.
+                # -1: killed by a signal (paramiko drops exit-signal), which is how the watchdog's TERM or KILL
+                # ends the command's shell; 124/137: `timeout` fired (signoff's own `sh` commands).
                 exit_code = None if status == -1 else status
-                if status in (124, 137) and time.monotonic() - started >= timeout:
+                if status in (-1, 124, 137) and time.monotonic() - started >= timeout:
                     timed_out = True
                 if status == -1:
                     # No exit status: either the process died by a signal or the link went down.
@@ -709,25 +710,48 @@ def wrap(
     stdin: bool = True,
     bash: bool = True,
 ) -> str:
-    """Run `command` under `timeout` and print its process group id first, on stderr.
+    """Run `command` with a backstop and print its process group id first, on stderr.
 
     sshd starts every session's shell with setsid(), so that shell's pid is the process group of
-    everything the command spawns: `kill -TERM -PGID` reaches all of it. The remote `timeout` is the
-    backstop that holds even if signoff or the link dies; our own deadline fires first. The login shell
-    only starts it: the command itself runs in bash (tools/transport.py: SHELL), with PATH's relative entries
-    dropped first; `bash=False` is for signoff's own setup commands, which run in `sh`.
+    everything the command spawns: `kill -TERM -PGID` reaches all of it. The backstop holds even if signoff
+    or the link dies; our own deadline fires first. The login shell only starts it: the command itself runs in
+    bash (tools/transport.py: SHELL), with PATH's relative entries dropped first, beside `_watchdog`;
+    `bash=False` is for signoff's own setup commands, which run in `sh` under coreutils `timeout`.
     """
-    prefix = ABSOLUTE_PATH if bash else ""
+    term, kill = backstop(timeout, diagnosed=diagnosed)
+    # Without stdin the command reads /dev/null, so the channel needs no EOF from us (see `_exec`).
+    redirect = "" if stdin else " </dev/null"
+    prefix = ABSOLUTE_PATH + _watchdog(term, kill) if bash else ""
     if cwd:
         prefix += f"cd {shlex.quote(cwd)} || exit 126; "
     for key, value in (env or {}).items():
         prefix += f"export {key}={shlex.quote(value)}; "
-    term, kill = backstop(timeout, diagnosed=diagnosed)
-    # Without stdin the command reads /dev/null, so the channel needs no EOF from us (see `_exec`).
-    redirect = "" if stdin else " </dev/null"
-    interpreter = " ".join(SHELL) if bash else "sh -c"
     script = shlex.quote(prefix + command)
-    return f"echo {PGID_MARK}$$ >&2; exec timeout -k {kill} {term} {interpreter} {script}{redirect}"
+    if bash:
+        return f"echo {PGID_MARK}$$ >&2; exec {' '.join(SHELL)} {script}{redirect}"
+    return f"echo {PGID_MARK}$$ >&2; exec timeout -k {kill} {term} sh -c {script}{redirect}"
+
+
+def _watchdog(term: int, kill: int) -> str:
+    """The backstop, forked by the command's own bash before the command runs: TERM to the whole group `term`
+    seconds after the start, KILL `kill` seconds later; it ends itself once the command's shell has gone.
+
+    It replaces coreutils `timeout`, which cost every command a second exec and a fork (about 1 ms of the
+    3.3 ms a pooled `true` took, bench/ssh_latency.py). Builtins only, nothing exec'd: it sleeps in `read -t`
+    on a pty master no one writes to (`sleep` where there is no /dev/ptmx). Being in the group, it keeps the
+    group's id from being reused while it lives, so its kill can reach no one else's processes; disowned, a
+    `wait` in the command does not wait for it; its stdio is /dev/null, so it never holds the channel open.
+    It ignores the TERM it sends itself, but not one from signoff's own kill of the group. Its clock is SECONDS,
+    set to 0 first: bash takes SECONDS from the environment, and a negative one would put the TERM off for
+    days. SECONDS counts whole seconds, so the TERM comes up to a second before `term` (still 2 s after
+    signoff's own deadline, see tools/transport.py: OUTLIVE_S) and at most half a second after it: the command
+    is gone by `gone_after`."""
+    return (
+        "{ SECONDS=0; trap '[ -n \"$__f\" ] || exit' TERM; "
+        'if exec 3<>/dev/ptmx; then __nap() { read -t "$1" -u 3; }; else __nap() { sleep "$1"; }; fi; '
+        f"while kill -0 $$; do if ((SECONDS >= {term})); then __f=1; kill -TERM -$$; __nap {kill}; "
+        "kill -KILL -$$; fi; __nap 0.5; done; } </dev/null >/dev/null 2>&1 & disown 2>/dev/null; "
+    )
 
 
 def _drain(chan: Any, out: StreamSink, err: StreamSink, deadline: float) -> bool:

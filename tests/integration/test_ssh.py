@@ -14,7 +14,8 @@ import pytest
 from tests import procs
 from tests import sshd as harness
 from tools.artifacts import ArtifactStore
-from tools.ssh import KnownHosts, SSHTransport, wrap
+from tools.ssh import KnownHosts, SSHTransport
+from tools.transport import backstop, gone_after
 
 
 def test_exit_codes_stderr_env_and_cwd(ssh_transport, sshd):
@@ -67,6 +68,44 @@ def test_timeout_kills_the_remote_process_tree(ssh_transport, sshd):
     assert time.monotonic() - started < 8
     time.sleep(0.5)
     assert sshd.processes(marker) == [] and sshd.processes("sleep 30[01]") == []
+
+
+def test_the_backstop_ends_a_command_that_signoff_can_no_longer_reach(sshd, tmp_path):
+    # Attack: signoff's link is cut (as if signoff died) just after the command started, so our deadline and our
+    # kill never come. Part of the command ignores TERM, and the shell itself is replaced by `exec`.
+    t = SSHTransport(ArtifactStore(tmp_path / "a"), KnownHosts([sshd.known_hosts], None))
+    host = sshd.host(name="cut-off")
+    stubborn, plain = (f"sleep 3000.{os.getpid()}{n}" for n in (1, 2))
+    command = f"bash -c 'trap \"\" TERM; {stubborn}' & echo started; exec {plain}"
+
+    def cut(stream: str, line: str) -> None:
+        t._pool["cut-off"].client.get_transport().sock.close()
+
+    timeout = 1.5
+    started = time.monotonic()
+    r = t.run(host, command, timeout=timeout, on_line=cut)
+    assert r.link_lost and not r.ok, r
+    orphans = f"^({stubborn}|{plain})$"  # the sleeps themselves, not the shells whose text names them
+    assert len(procs.matching(orphans, procs.processes())) == 2  # nothing on our side can end them now
+    while procs.matching(orphans, procs.processes()) and time.monotonic() - started < gone_after(timeout) + 10:
+        time.sleep(0.2)
+    assert procs.matching(orphans, procs.processes()) == [], "the backstop did not end the orphaned command"
+    # Gone only once the backstop fired (it may fire up to a second early, see tools/ssh.py: _watchdog),
+    # and the TERM-ignoring part only by its KILL.
+    assert time.monotonic() - started >= backstop(timeout)[0] - 1
+    t.close()
+
+
+def test_the_backstop_is_not_one_of_the_commands_jobs_and_leaves_with_it(ssh_transport, sshd):
+    marker = f"signoff-short-{os.getpid()}"
+    started = time.monotonic()
+    r = ssh_transport.run(sshd.host(), f"sleep 0.2 & wait; jobs | wc -l # {marker}", timeout=30)
+    assert r.ok and r.stdout_tail.strip() == "0"  # `wait` and `jobs` see only the command's own jobs
+    assert time.monotonic() - started < 10
+    deadline = time.monotonic() + 10
+    while sshd.processes(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert sshd.processes(marker) == []  # the watchdog went with the command's shell
 
 
 def test_a_signal_killed_command_is_not_success(ssh_transport, sshd):
@@ -209,7 +248,6 @@ def test_upload_and_the_wrapper_quotes_everything(ssh_transport, sshd, tmp_path)
     assert ssh_transport.run(host, 'mkdir -p "$D"', timeout=10, env={"D": odd}).ok
     r = ssh_transport.run(host, 'pwd; printf "%s\\n" "$V"', timeout=10, cwd=odd, env={"V": "a 'b' \"c\" `d`"})
     assert r.stdout_tail.splitlines() == [odd, "a 'b' \"c\" `d`"]
-    assert wrap("true", timeout=5, cwd=None, env=None).startswith("echo __SIGNOFF_PGID=$$ >&2; exec timeout")
 
 
 @pytest.mark.parametrize("secret_env", ["DEPLOY_TOKEN"])

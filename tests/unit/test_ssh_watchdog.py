@@ -1,0 +1,70 @@
+"""The remote backstop's watchdog (tools/ssh.py: _watchdog), run by a local bash in a session of its own, as sshd
+starts every command: fast checks of what tests/integration/test_ssh.py shows end to end over SSH."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from tests import procs
+from tools.ssh import _watchdog
+from tools.transport import ABSOLUTE_PATH, SHELL
+
+NO_PTY = "/nonexistent/ptmx"  # where a host has no /dev/ptmx, the watchdog naps with `sleep`
+
+
+def start(script: str, **env: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [*SHELL, script],
+        start_new_session=True,  # its shell's pid is its process group, as under sshd
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+def gone(pattern: str, within: float) -> bool:
+    deadline = time.monotonic() + within
+    while procs.matching(pattern, procs.processes()):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+@pytest.mark.parametrize("pty", ["/dev/ptmx", NO_PTY])
+def test_it_terms_then_kills_the_whole_group_even_when_the_environment_sets_its_clock_back(pty):
+    # Attack: bash takes SECONDS from the environment; a negative one would put the TERM off for a day.
+    tag = f"{os.getpid()}{len(pty)}"
+    stubborn, plain = f"sleep 3000.{tag}1", f"sleep 3000.{tag}2"
+    watchdog = _watchdog(1, 1).replace("/dev/ptmx", pty)
+    command = f"bash -c 'trap \"\" TERM; exec {stubborn}' & exec {plain}"
+    started = time.monotonic()
+    p = start(ABSOLUTE_PATH + watchdog + command, SECONDS="-100000")
+    try:
+        p.wait(timeout=20)
+        took = time.monotonic() - started
+        assert p.returncode == -signal.SIGTERM and 0.4 < took < 10, (p.returncode, took)
+        assert gone(f"^({stubborn}|{plain})$", within=10)  # the TERM-ignoring one by the KILL a second later
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(p.pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("pty", ["/dev/ptmx", NO_PTY])
+def test_it_is_not_one_of_the_commands_jobs_and_leaves_with_it(pty):
+    marker = f"signoff-watchdog-{os.getpid()}-{len(pty)}"
+    watchdog = _watchdog(60, 1).replace("/dev/ptmx", pty)
+    p = start(ABSOLUTE_PATH + watchdog + f"sleep 0.1 & wait; echo $?; jobs | wc -l # {marker}")
+    try:
+        out, err = p.communicate(timeout=20)
+        assert (p.returncode, out.split(), err) == (0, [b"0", b"0"], b"")  # no job of ours; nothing on stderr
+        assert gone(marker, within=5)  # it noticed its command's shell had gone, and went too
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(p.pid, signal.SIGKILL)
