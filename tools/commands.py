@@ -1378,6 +1378,24 @@ def classify(command: str, *, allow: Sequence[str], ask: Sequence[str], deny: Se
     """The class of the whole command — the most restrictive class of any of its parts — judged both as written
     and in its canonical form, which is what runs (`Verdict.runs`): the stricter verdict stands, so whatever the
     grammar made of the text, what bash is given is what was allowed."""
+    rules = (tuple(allow), tuple(ask), tuple(deny))
+    if len(command) > _REMEMBERED_CHARS:
+        return _classify(command, *rules)
+    return _remembered(command, *rules).model_copy()  # a copy: the remembered verdict is never anyone's to change
+
+
+# A run classifies the same few commands again and again (154 times, 15 texts, in the demo): the verdict is a
+# function of the text and the rules alone, so it is remembered, for texts short enough that 1,024 of them stay
+# small in memory.
+_REMEMBERED_CHARS = 4096
+
+
+@functools.lru_cache(maxsize=1024)
+def _remembered(command: str, allow: tuple[str, ...], ask: tuple[str, ...], deny: tuple[str, ...]) -> Verdict:
+    return _classify(command, allow, ask, deny)
+
+
+def _classify(command: str, allow: tuple[str, ...], ask: tuple[str, ...], deny: tuple[str, ...]) -> Verdict:
     verdict = _judge(command, allow=allow, ask=ask, deny=deny)
     if verdict.klass == "deny":
         return verdict.model_copy(update={"judged": command})
