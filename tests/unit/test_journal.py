@@ -1,8 +1,13 @@
 import json
 from pathlib import Path
 
+import pytest
+import rfc8785
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from agent.journal import events as ev
-from agent.journal.chain import Journal, read_events
+from agent.journal.chain import Journal, _plain, canonical, read_events
 from agent.journal.verify import verify
 
 
@@ -128,3 +133,30 @@ print(refused)
     assert report.ok, report
     kinds = [e["kind"] for e in read_events(tmp_path / "journal.jsonl")]
     assert kinds[0] == "session.started" and kinds[-1] == "session.failed"
+
+
+# Anything a journal line may hold, exotic corners included: control characters, U+2028, keys beyond the BMP (sorted by
+# UTF-16 units in RFC 8785), floats on both sides of where exponent forms begin, whole floats, -0.0, lone surrogates.
+_KEYS = st.one_of(st.text(max_size=6), st.sampled_from(["a", "\U0001f600", "\ufb01", "é", "Z", "_", "\x00", "\u2028"]))
+_FLOATS = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from([-0.0, 1e-4, 9.99e-5, 1e-7, 1e15, 9.9e15, 1e16, 1e21, 5.0, 0.1 + 0.2, 2.0**53, 2.0**53 + 2]),
+)
+_LEAVES = st.one_of(st.none(), st.booleans(), st.integers(-(2**60), 2**60), _FLOATS, st.text(max_size=12))
+_DATA = st.recursive(_LEAVES, lambda kids: st.lists(kids, max_size=4) | st.dictionaries(_KEYS, kids, max_size=4))
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(_KEYS, _DATA, max_size=6))
+def test_the_fast_encoder_writes_exactly_rfc8785s_bytes(data):
+    exotic: list[str] = []
+    plain = _plain(data, exotic)
+    try:
+        expected = rfc8785.dumps(plain)
+    except Exception as exc:  # what rfc8785 refuses (a lone surrogate) is refused alike, never written otherwise
+        with pytest.raises(type(exc)):
+            canonical(plain, exotic)
+        return
+    assert canonical(plain, exotic) == expected
+    if not exotic:  # `plain`, the record listeners get, is what a reader of the line gets (JCS rounds beyond 2^53)
+        assert json.loads(expected) == plain
