@@ -8,6 +8,7 @@ its view as lines arrive and a replay rebuilds it up to any point.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -35,16 +36,55 @@ def timestamp(value: object) -> datetime | None:
         return None
 
 
-def _document(text: object) -> dict[str, Any]:
+def _document(text: str) -> dict[str, Any]:
     """A journaled campaign or policy text as a mapping, read with the same bounds as the files were (a
     journal someone else wrote may hold an alias bomb); anything unreadable is an empty one."""
-    if not isinstance(text, str) or not text:
+    if not text:
         return {}
     try:
         data = YamlSource(Path("journaled.yaml"), text).data
     except (SourceError, yaml.YAMLError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+@dataclass(frozen=True)
+class _Documents:
+    """What a fold takes from the journaled campaign and policy texts."""
+
+    options: tuple[tuple[int, str], ...] = ()
+    stress_total: int = 0
+    goal: tuple[str, float | None] | None = None  # (metric, target %), when the campaign has a goal
+    budget_usd: float | None = None
+
+
+@functools.lru_cache(maxsize=16)
+def _documents(campaign_text: str, policy_text: str) -> _Documents:
+    """Read once per pair of texts, not on every fold: reading the YAML within its bounds took 15 ms a document,
+    and a runner folds its journal several times a run (bench/overhead.py)."""
+    campaign, policy = _document(campaign_text), _document(policy_text)
+    options = campaign.get("options")
+    found = [
+        (o["id"], str(o.get("title", "")))
+        for o in (options if isinstance(options, list) else [])
+        if isinstance(o, dict) and isinstance(o.get("id"), int) and not isinstance(o.get("id"), bool)
+    ]
+    stress = campaign.get("stress")
+    runs = [s.get("runs", 1) for s in (stress if isinstance(stress, list) else []) if isinstance(s, dict)]
+    goal = campaign.get("goal")
+    budgets = policy.get("budgets")
+    return _Documents(
+        options=tuple(found),
+        stress_total=sum(r for r in runs if isinstance(r, int) and 0 <= r < 1_000_000),
+        goal=(str(goal.get("metric") or "output_tok_s"), _number(goal.get("target_pct")))
+        if isinstance(goal, dict)
+        else None,
+        budget_usd=_number(budgets.get("llm_usd")) if isinstance(budgets, dict) else None,
+    )
 
 
 @dataclass
@@ -350,22 +390,13 @@ class SessionView:
         self.user = e.user or ""
         self.started = timestamp(entry.ts)
         self.status = "running"
-        campaign, policy = _document(e.campaign_text), _document(e.policy_text)
-        options = campaign.get("options")
-        for o in options if isinstance(options, list) else []:
-            if isinstance(o, dict) and isinstance(o.get("id"), int) and not isinstance(o.get("id"), bool):
-                self.options[o["id"]] = OptionView(id=o["id"], title=str(o.get("title", "")))
-        stress = campaign.get("stress")
-        runs = [s.get("runs", 1) for s in (stress if isinstance(stress, list) else []) if isinstance(s, dict)]
-        self.stress_total = sum(r for r in runs if isinstance(r, int) and 0 <= r < 1_000_000)
-        goal = campaign.get("goal")
-        if isinstance(goal, dict):
-            target = goal.get("target_pct")
-            self.goal_metric = str(goal.get("metric") or "output_tok_s")
-            self.goal_pct = float(target) if isinstance(target, int | float) and not isinstance(target, bool) else None
-        budgets = policy.get("budgets")
-        budget = budgets.get("llm_usd") if isinstance(budgets, dict) else None
-        self.budget_usd = float(budget) if isinstance(budget, int | float) and not isinstance(budget, bool) else None
+        docs = _documents(*(t if isinstance(t, str) else "" for t in (e.campaign_text, e.policy_text)))
+        for option_id, title in docs.options:
+            self.options[option_id] = OptionView(id=option_id, title=title)
+        self.stress_total = docs.stress_total
+        if docs.goal is not None:
+            self.goal_metric, self.goal_pct = docs.goal
+        self.budget_usd = docs.budget_usd
 
     def _plan(self, e: ev.Plan) -> None:
         for p in e.proposals:

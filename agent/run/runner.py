@@ -293,7 +293,7 @@ class Runner:
         ended = ev.SessionFailed if status == "failed" else ev.SessionFinished
         self.journal.append(ended(status=status, elapsed_s=round(elapsed, 3), error=report.get("error")))
         self._set_status(status)
-        return self.outcome()
+        return self.outcome(snapshot)  # the graph's state as the run left it: no second connection to read it again
 
     def _journal_gates(self, records: list[dict[str, Any]], *, recovered: bool = False) -> None:
         for g in records:
