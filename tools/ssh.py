@@ -52,6 +52,9 @@ HANDSHAKES_PER_HOST = 3  # sshd MaxStartups starts dropping at 10 unauthenticate
 CONNECT_TIMEOUT = 10.0
 KILL_GRACE = 2.0
 IDLE_PROBE_AFTER = 60.0
+# The largest data packet we ask sshd for: paramiko's 32 KiB made its reading thread handle four times as many
+# packets (200 MB streamed: 573 vs 606 MB/s, medians of 6 interleaved runs); OpenSSH's own limit is 256 KiB.
+MAX_PACKET = 1 << 17
 PGID_MARK = "__SIGNOFF_PGID="
 NO_BASH = "__SIGNOFF_NO_BASH"
 
@@ -485,7 +488,7 @@ class SSHTransport:
             conn.slots.acquire()
             for attempt in range(6):
                 try:
-                    chan = conn.transport.open_session(timeout=CONNECT_TIMEOUT)
+                    chan = conn.transport.open_session(timeout=CONNECT_TIMEOUT, max_packet_size=MAX_PACKET)
                     pipe = _bytes_pipe_class()
                     chan.in_buffer, chan.in_stderr_buffer = pipe(), pipe()  # before any data arrives
                     return conn, chan
