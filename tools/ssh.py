@@ -739,16 +739,16 @@ def _watchdog(term: int, kill: int) -> str:
     """The backstop, forked by the command's own bash before the command runs: TERM to the whole group `term`
     seconds after the start, KILL `kill` seconds later; it ends itself once the command's shell has gone.
 
-    It replaces coreutils `timeout`, which cost every command a second exec and a fork (about 1 ms of the
-    3.3 ms a pooled `true` took, bench/ssh_latency.py). Builtins only, nothing exec'd: it sleeps in `read -t`
-    on a pty master no one writes to (`sleep` where there is no /dev/ptmx). Being in the group, it keeps the
-    group's id from being reused while it lives, so its kill can reach no one else's processes; disowned, a
-    `wait` in the command does not wait for it; its stdio is /dev/null, so it never holds the channel open.
-    It ignores the TERM it sends itself, but not one from signoff's own kill of the group. Its clock is SECONDS,
-    set to 0 first: bash takes SECONDS from the environment, and a negative one would put the TERM off for
-    days. SECONDS counts whole seconds, so the TERM comes up to a second before `term` (still 2 s after
-    signoff's own deadline, see tools/transport.py: OUTLIVE_S) and at most half a second after it: the command
-    is gone by `gone_after`."""
+    It replaces coreutils `timeout`, which cost every command a second exec and a fork: about 1 ms of the 3.3 ms a
+    pooled `true` took; this fork costs about 0.45 ms (bench/ssh_latency.py). Builtins only, nothing exec'd: it
+    sleeps in `read -t` on a pty master no one writes to (`sleep` where there is no /dev/ptmx). (A keeper per
+    connection that commands registered with cost as much: waking it is what costs.) Being in the group, it keeps
+    the group's id from being reused while it lives, so its kill can reach no one else's processes; disowned, a
+    `wait` in the command does not wait for it; its stdio is /dev/null, so it never holds the channel open. It
+    ignores the TERM it sends itself, but not one from signoff's own kill of the group. Its clock is SECONDS, set to
+    0 first: bash takes SECONDS from the environment, and a negative one would put the TERM off for days. SECONDS
+    counts whole seconds, so the TERM comes up to a second before `term` (still 2 s after signoff's own deadline,
+    see tools/transport.py: OUTLIVE_S) and at most half a second after it: the command is gone by `gone_after`."""
     return (
         "{ SECONDS=0; trap '[ -n \"$__f\" ] || exit' TERM; "
         'if exec 3<>/dev/ptmx; then __nap() { read -t "$1" -u 3; }; else __nap() { sleep "$1"; }; fi; '
