@@ -31,7 +31,7 @@ from tui.commands import Commands
 from tui.eventlist import EventList
 from tui.output import OutputPane
 from tui.plot import figure
-from tui.screens import ArtifactScreen, GateScreen, HelpScreen
+from tui.screens import ArtifactScreen, GateScreen, HelpScreen, QuitScreen
 from tui.source import EventSource, SanitizedSource
 
 if TYPE_CHECKING:
@@ -61,6 +61,8 @@ class SignoffApp(App[str | None]):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
     BINDINGS = [
         Binding("q", "quit_app", "Quit"),
+        # One quit path: Textual's own ctrl+q quit and ctrl+c hint would leave the run going without a word.
+        Binding("ctrl+q,ctrl+c", "quit_app", "Quit", show=False, priority=True),
         Binding("question_mark", "help", "Help"),
         Binding("g", "gate", "Gate"),
         Binding("f", "follow", "Follow"),
@@ -106,6 +108,7 @@ class SignoffApp(App[str | None]):
         self._plan_layout: list[tuple[str, int]] = []
         self._followed: int | None = None
         self._announced_end = False
+        self.stopping = False  # the operator quit while the run went on: it stops after its running step
 
     # ------------------------------------------------------------------ layout
 
@@ -478,7 +481,33 @@ class SignoffApp(App[str | None]):
         self.theme = "textual-light" if self.theme == "textual-dark" else "textual-dark"
 
     def action_quit_app(self) -> None:
+        if self.stopping:
+            self.notify("stopping: the step that is running finishes first, then signoff quits", timeout=4)
+            return
+        if isinstance(self.screen, QuitScreen):
+            return
+        if self.source.busy():  # a run goes on in this process: quitting stops it, so ask first
+            self.push_screen(QuitScreen(self.view.activity, self.source.session), self._quit_answered)
+            return
         self.exit(self.view.status)
+
+    def _quit_answered(self, stop: bool | None) -> None:
+        if not stop:
+            return
+        from agent.stopping import request_stop
+
+        request_stop("operator-quit")  # honoured after the running step: its checkpoint is whole, resume goes on
+        self.stopping = True
+        self.note = "stopping after the step that is running, then quitting …"
+        self.notify(self.note, timeout=10)
+        self.set_interval(0.2, self._quit_when_stopped)
+
+    def _quit_when_stopped(self) -> None:
+        if not self.source.busy():
+            from agent.stopping import clear_stop
+
+            clear_stop()  # honoured: the run stopped
+            self.exit(self.view.status)
 
     def jump_to_option(self, option: int) -> None:
         table = self.query_one("#plan", DataTable)

@@ -324,6 +324,37 @@ class GateScreen(ModalScreen[str | None]):
         self.dismiss(self.typed)
 
 
+class QuitScreen(ModalScreen[bool]):
+    """Quitting while the run goes on: stop it after the step that is running (True), or keep watching."""
+
+    BINDINGS = [
+        Binding("y,enter", "answer(True)", "Stop and quit"),
+        Binding("n,escape,q", "answer(False)", "Keep watching"),
+    ]
+    DEFAULT_CSS = """
+    QuitScreen { align: center middle; }
+    QuitScreen > Static { width: auto; max-width: 90%; border: thick $warning; background: $surface; padding: 1 2; }
+    """
+
+    def __init__(self, doing: str, session: str) -> None:
+        super().__init__()
+        self.doing, self.session = doing, session
+
+    def compose(self) -> ComposeResult:
+        text = Text()
+        text.append("The run is still going", style="bold")
+        text.append(f" ({self.doing})." if self.doing else ".")
+        text.append(
+            "\n\nStop it after the step that is running, then quit? Whatever that step applied stays applied;"
+            f"\nsignoff prints what is on each host, and `signoff resume {self.session}` goes on from there.\n\n"
+        )
+        text.append("[y] stop and quit   [n] keep watching", style="bold cyan")
+        yield Static(text, id="quit-question")
+
+    def action_answer(self, stop: bool) -> None:
+        self.dismiss(stop)
+
+
 class HelpScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close")]
     DEFAULT_CSS = """
@@ -343,7 +374,8 @@ class HelpScreen(ModalScreen[None]):
             ("ctrl+p", "palette: jump to an option, open a command's output by name, screenshot"),
             ("ctrl+t", "light / dark theme"),
             ("← →  [ ]  home end", "replay: step, previous/next gate or decision, first/last event"),
-            ("q", "quit (a paused session resumes with `signoff resume`, or here with `signoff attach`)"),
+            ("q  ctrl+q  ctrl+c", "quit; while the run goes on, asks first and stops it after the running step "
+             "(a stopped or paused session resumes with `signoff resume`, or here with `signoff attach`)"),
             ("At a gate", "single keys answer, the recommended one first (▶); / types a one-liner and "
              "Esc leaves the input; Enter confirms the echoed decision, Esc takes it back to edit"),
         ]  # fmt: skip

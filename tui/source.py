@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agent.errors import SessionError
+from agent.stopping import clear_stop
 from agent.store.base import Session
 from policies.decisions import DecisionError
 from tools.terminal import MAX_LINE, printable
@@ -149,12 +150,15 @@ class SessionSource:
     def _run(self, work: Any) -> None:
         if self.busy():
             return
+        clear_stop()  # a stop that was honoured (the operator quit an earlier run in this process) is over
         self._pending, self._pending_at = None, -1
 
         def target() -> None:
             try:
                 with self.dir.locked():
                     work(_runner(self.dir))
+            except KeyboardInterrupt:
+                pass  # the stop that was asked for (the operator quit): journaled as `session.interrupted`
             except Exception as exc:  # shown in the status bar; the journal has the details
                 self.error = " ".join(str(exc).split())
 

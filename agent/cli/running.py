@@ -53,17 +53,35 @@ def _live_tui(
     """Run a session under the TUI — new, resumed, or attached with a line to confirm at its gate (`gate`,
     the one it was given for); the outcome once the person quits (paused, finished, …)."""
     from agent.errors import SessionError
+    from agent.journal.view import fold
     from agent.run.runner import Runner
 
     ui = screens()
     assert ui is not None
     if ui.attach(d, prefill=prefill, by=by, gate=gate) if prefill is not None else ui.live(d, how, by=by):
         raise fail(f"quit while the run was still going; `signoff resume {d.id}` continues it", INTERRUPTED)
+    view = fold(d.events())
+    if view.status == "interrupted":  # the operator quit on screen and the run stopped after its running step
+        raise fail(f"stopped after the running step; {on_hosts(view)}; `signoff resume {d.id}` goes on from there",
+                   INTERRUPTED)  # fmt: skip
     try:
         with d.locked(), Runner(d, headless=True) as runner:
             return runner.outcome()
     except SessionError as exc:
         raise fail(str(exc), FAILED) from None
+
+
+def on_hosts(view: Any) -> str:
+    """What the journal says each host has on it now, in words: where a stopped run left them."""
+    hosts = {h: on for h, on in sorted(view.on_hosts.items()) if on}
+    if not hosts:
+        return "no option is applied on any host"
+    parts = [
+        f"{host}: " + ", ".join(f"#{o} {state}" + (" (kept)" if view.options.get(o) and view.options[o].status == "kept"
+                                                     else "") for o, state in sorted(on.items()))
+        for host, on in hosts.items()
+    ]  # fmt: skip
+    return "on the hosts now: " + "; ".join(parts)
 
 
 def _served(d: Any, out: Any, wait: bool, listeners: list[Any]) -> Any:

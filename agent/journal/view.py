@@ -200,6 +200,9 @@ class SessionView:
     # The mutation ledger: command.started by key, and the recorded result of those that finished.
     mutations_started: dict[str, dict[str, Any]] = field(default_factory=dict)
     mutations_finished: dict[str, Any] = field(default_factory=dict)
+    # What the journal says each host has on it now, host → option → "applied" (its apply finished, no revert
+    # since) or "in doubt" (an apply or revert started and did not finish cleanly). Kept options stay here.
+    on_hosts: dict[str, dict[int, str]] = field(default_factory=dict)
     unrecognized: int = 0
     last_kind: str = ""
     decided: set[str] = field(default_factory=set)  # every gate a decision was journaled for
@@ -365,9 +368,19 @@ class SessionView:
             case ev.CommandStarted():
                 if e.key:
                     self.mutations_started[e.key] = {**e.fields(), "kind": e.kind, "ts": entry.ts}
+                if e.effect in ("apply", "revert") and e.option is not None:
+                    self.on_hosts.setdefault(e.host, {})[e.option] = "in doubt"  # until it finishes cleanly
             case ev.CommandFinished() | ev.MutationRecovered():
                 if e.key and e.result:
                     self.mutations_finished[e.key] = e.result
+                if isinstance(e, ev.CommandFinished) and e.effect in ("apply", "revert") and e.option is not None:
+                    on = self.on_hosts.setdefault(e.host, {})
+                    if e.exit != 0 or e.timed_out or e.error:
+                        on[e.option] = "in doubt"
+                    elif e.effect == "apply":
+                        on[e.option] = "applied"
+                    else:
+                        on.pop(e.option, None)
             case ev.Unrecognized():
                 self.unrecognized += 1
             case _:

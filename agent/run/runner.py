@@ -33,7 +33,7 @@ from agent.run.ledger import Ledger
 from agent.run.outcome import Outcome, Status, ended_as, opened_at, outcome_of
 from agent.run.planning import command_class
 from agent.run.wiring import brain_for, run_context, session_documents
-from agent.stopping import stop_requested
+from agent.stopping import stop_reason, stop_requested
 from agent.store.base import Session, owner
 from policies.expr import engine_version
 from policies.gates import Gate
@@ -264,7 +264,7 @@ class Runner:
                 snapshot = graph.get_state(cfg)
         except KeyboardInterrupt:
             # The last checkpoint stands; `signoff resume` continues from the step that was running.
-            self.journal.append(ev.SessionInterrupted(reason="signal" if stop_requested() else "SIGINT"))
+            self.journal.append(ev.SessionInterrupted(reason=stop_reason() if stop_requested() else "SIGINT"))
             self._set_status("interrupted")
             raise
         except StorageFull as exc:

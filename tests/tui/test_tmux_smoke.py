@@ -156,3 +156,33 @@ def test_resume_and_decide_in_a_terminal_open_the_gate_on_screen(tmp_path: Path,
             assert stop[-1]["decision"]["action"] == "stop" and stop[-1]["by"] == "human:alice"  # --by holds
     finally:
         term.tmux("kill-server")
+
+
+@pytest.mark.heavy
+def test_ctrl_c_mid_run_asks_then_stops_after_the_running_step_and_says_what_is_on_the_hosts(tmp_path: Path) -> None:
+    # Was: ctrl+c showed Textual's "press ctrl+q to quit", and ctrl+q exited 130 while the run went on behind it
+    # (a gate, a decision and `session.finished` were journaled after the quit), leaving the lock file naming a
+    # dead process.
+    home = tmp_path / "home"
+    term = Terminal("quit-mid-run")
+    campaign = ROOT / "examples" / "decode-campaign" / "campaign.yaml"
+    command = (
+        f"cd {ROOT} && SIGNOFF_HOME={home} TERM=xterm-256color .venv/bin/signoff run {campaign} --policy autonomous; "
+        "echo EXIT=$?; sleep 60"
+    )
+    term.tmux("new-session", "-d", "-s", "smoke", "-x", "120", "-y", "40", command)
+    try:
+        term.wait_for("benchmark #", timeout=90)
+        term.tmux("send-keys", "-t", "smoke", "C-c")
+        term.wait_for("The run is still going", timeout=30)
+        term.tmux("send-keys", "-t", "smoke", "y")
+        term.wait_for("EXIT=130", timeout=120)
+        said = " ".join(term.tmux("capture-pane", "-p", "-J", "-t", "smoke", "-S", "-200").split())
+        assert "signoff: stopped after the running step; on the hosts now: gpu-a: #" in said, said
+        assert "goes on from there" in said and "Traceback" not in said
+        (session,) = [p for p in (home / "sessions").iterdir() if p.is_dir()]
+        events = [json.loads(x) for x in (session / "journal.jsonl").read_text().splitlines()]
+        assert events[-1]["kind"] == "session.interrupted" and events[-1]["reason"] == "operator-quit"
+        assert (session / "lock").read_text() == ""  # the lease was given back: no dead process named as its holder
+    finally:
+        term.tmux("kill-server")

@@ -18,14 +18,17 @@ from rich.console import Console
 from textual.css.query import NoMatches
 from textual.widgets import DataTable, Input, Static
 
+from agent.cli.running import on_hosts
+from agent.journal.view import fold
 from agent.run.create import create
 from agent.run.runner import Runner
+from agent.stopping import stop_requested
 from agent.store.local import SessionDir
 from tests.conftest import ROOT, journal_events
 from tui import render
 from tui.app import SignoffApp
 from tui.eventlist import EventList
-from tui.screens import GateScreen, HelpScreen
+from tui.screens import GateScreen, HelpScreen, QuitScreen
 from tui.source import LiveSource, ReplaySource, SessionSource
 
 CAUTIOUS = (ROOT / "policies" / "presets" / "cautious.yaml").read_text()
@@ -184,6 +187,40 @@ async def test_quitting_at_a_gate_leaves_the_session_paused_and_resumable(
     with d.locked():
         out = Runner(d).outcome()
     assert out.status == "paused" and out.pending_gate["kind"] == "plan"
+
+
+async def test_quitting_while_the_run_goes_on_asks_then_stops_it_after_the_running_step(
+    home: Path, variant: Callable[..., Path]
+) -> None:
+    # Was: `q` exited at once, ctrl+q exited 130 while the worker kept running (stress, a gate, a decision and
+    # `session.finished` were journaled after the quit), and ctrl+c only showed Textual's "press ctrl+q".
+    d, app = live_app(variant, ROOT / "policies" / "presets" / "autonomous.yaml")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.view.phase == "benchmark", what="a benchmark running")
+        for key in ("q", "ctrl+q", "ctrl+c"):
+            await pilot.press(key)
+            await wait_for(pilot, lambda: isinstance(app.screen, QuitScreen), what=f"{key} asking first")
+            assert "still going" in str(app.screen.query_one("#quit-question", Static).render())
+            await pilot.press("n")
+            await wait_for(pilot, lambda: not isinstance(app.screen, QuitScreen), what="keep watching")
+            assert app.source.busy() and not stop_requested()
+        await pilot.press("q")
+        await wait_for(pilot, lambda: isinstance(app.screen, QuitScreen), what="the question")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: not app.source.busy(), what="the run stopping")
+        await wait_for(pilot, lambda: app.return_value is not None, what="the app quitting")
+    events = journal_events(d.journal)
+    assert events[-1]["kind"] == "session.interrupted" and events[-1]["reason"] == "operator-quit"
+    assert not stop_requested()  # honoured, and forgotten: the next run in this process is not stopped by it
+    view = fold(d.events())
+    assert view.status == "interrupted" and d.meta()["status"] == "interrupted"
+    # A benchmark of an option was running: it is on both demo hosts, and the message the CLI prints says so.
+    applied = {host: sorted(on) for host, on in view.on_hosts.items() if on}
+    assert set(applied) == {"gpu-a", "gpu-b"} and applied["gpu-a"] == applied["gpu-b"], view.on_hosts
+    option = applied["gpu-a"][-1]
+    assert f"gpu-a: #{option} applied" in on_hosts(view) and f"gpu-b: #{option} applied" in on_hosts(view)
+    with d.locked():  # and `resume` goes on to the end from the last whole step
+        assert Runner(d, headless=True).resume().status == "finished"
 
 
 # ---------------------------------------------------------------- attach
