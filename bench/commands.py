@@ -16,7 +16,7 @@ import time
 from table import record
 
 from policies.load import load_policy
-from tools.commands import _remembered, classify
+from tools.commands import classify, forget_verdicts
 
 RUNS = int(os.environ.get("BENCH_RUNS", "5"))
 # Shapes that were slow, or that stress one part of the walk: long lists, error recovery (the 3.1 s
@@ -43,7 +43,7 @@ def main() -> None:
     rules = load_policy("cautious").model.commands
 
     def judge(text: str) -> None:
-        _remembered.cache_clear()  # each run reads a text it has not seen: a remembered verdict costs nothing
+        forget_verdicts()  # each run reads a text it has not seen: a remembered verdict costs nothing
         classify(text, allow=rules.allow, ask=rules.ask, deny=rules.deny)
 
     def bash_n(text: str) -> None:

@@ -82,6 +82,9 @@ _PIPE_OPS = {"|", "|&"}
 _CASE_ENDS = {";;", ";&", ";;&"}
 _TEST_OPS = {"=", "==", "!=", "<", ">", "&&", "||", "!", "(", ")"}
 
+# Why a text could not be written back when the walk ran out of stack: it depends on how deep the caller already was.
+NESTED_TOO_DEEPLY = "nested too deeply to write back"
+
 
 @dataclass(frozen=True)
 class Canonical:
@@ -112,7 +115,7 @@ def canonical(command: str) -> Canonical:
     except _Unfaithful as exc:
         return Canonical(None, str(exc))
     except RecursionError:
-        return Canonical(None, "nested too deeply to write back")
+        return Canonical(None, NESTED_TOO_DEEPLY)
     return Canonical(text)
 
 

@@ -67,9 +67,11 @@ pieces of at most 2 KB, so the worst case stays under about a second and grows l
 
 from __future__ import annotations
 
+import collections
 import fnmatch
 import functools
 import re
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -77,7 +79,7 @@ from typing import Literal
 from pydantic import BaseModel
 from tree_sitter import Node
 
-from tools.canonical import canonical
+from tools.canonical import NESTED_TOO_DEEPLY, canonical
 from tools.shellwords import CHUNKED_ABOVE, MAX_RUN, group_words
 from tools.shellwords import as_bash_reads as _as_bash_reads
 from tools.shellwords import braces as _braces
@@ -1381,18 +1383,37 @@ def classify(command: str, *, allow: Sequence[str], ask: Sequence[str], deny: Se
     rules = (tuple(allow), tuple(ask), tuple(deny))
     if len(command) > _REMEMBERED_CHARS:
         return _classify(command, *rules)
-    return _remembered(command, *rules).model_copy()  # a copy: the remembered verdict is never anyone's to change
+    key = (command, *rules)
+    with _REMEMBERED_LOCK:
+        known = _REMEMBERED.get(key)
+        if known is not None:
+            _REMEMBERED.move_to_end(key)
+    if known is None:
+        known = _classify(command, *rules)
+        # A verdict made when the walk ran out of stack depends on how deep the caller was: never kept.
+        if NESTED_TOO_DEEPLY not in known.reason:
+            with _REMEMBERED_LOCK:
+                _REMEMBERED[key] = known
+                while len(_REMEMBERED) > _REMEMBERED_TEXTS:
+                    _REMEMBERED.popitem(last=False)
+    return known.model_copy()  # a copy: the remembered verdict is never anyone's to change
 
 
 # A run classifies the same few commands again and again (154 times, 15 texts, in the demo): the verdict is a
 # function of the text and the rules alone, so it is remembered, for texts short enough that 1,024 of them stay
 # small in memory.
 _REMEMBERED_CHARS = 4096
+_REMEMBERED_TEXTS = 1024
+_REMEMBERED: collections.OrderedDict[tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]], Verdict] = (
+    collections.OrderedDict()
+)
+_REMEMBERED_LOCK = threading.Lock()
 
 
-@functools.lru_cache(maxsize=1024)
-def _remembered(command: str, allow: tuple[str, ...], ask: tuple[str, ...], deny: tuple[str, ...]) -> Verdict:
-    return _classify(command, allow, ask, deny)
+def forget_verdicts() -> None:
+    """Drop every remembered verdict (a test that swaps a matcher, a benchmark that times a first reading)."""
+    with _REMEMBERED_LOCK:
+        _REMEMBERED.clear()
 
 
 def _classify(command: str, allow: tuple[str, ...], ask: tuple[str, ...], deny: tuple[str, ...]) -> Verdict:

@@ -135,8 +135,8 @@ def test_the_check_finds_a_program_matched_by_its_basename(
     monkeypatch.setattr(commands, "program_matches", lambda word, pattern: commands.fnmatch.fnmatchcase(
         word.rsplit("/", 1)[-1], pattern.rsplit("/", 1)[-1]))  # fmt: skip
     # classify remembers verdicts: none made by the old matcher may outlive this test, nor one from before serve it
-    commands._remembered.cache_clear()
-    request.addfinalizer(commands._remembered.cache_clear)
+    commands.forget_verdicts()
+    request.addfinalizer(commands.forget_verdicts)
     _, _, found = _sweep(scratch, signoff_today, iter([KNOWN[3]]))
     assert found and any("not a program the policy allows" in bad for bad in found[0][1])
     _, _, found = _sweep(scratch, signoff_today, corpus(SEED, COMMANDS), first=True)

@@ -1,4 +1,7 @@
-from tools.commands import classify, split_compound
+import sys
+
+from tools.canonical import NESTED_TOO_DEEPLY
+from tools.commands import Verdict, classify, forget_verdicts, split_compound
 
 RULES = {"allow": ["*python* *simserve.py *", "cat *"], "ask": ["sudo *"], "deny": ["rm -rf *"]}
 
@@ -56,3 +59,26 @@ def test_a_hash_inside_a_word_does_not_hide_the_rest_of_the_command():
     rules = {"allow": ["cat *"], "ask": [], "deny": ["touch *"]}
     assert split_compound("cat README#; touch PWNED") == ["cat README#", "touch PWNED"]
     assert classify("cat README#; touch PWNED", **rules).klass == "deny"
+
+
+def test_a_verdict_made_short_of_stack_is_not_remembered_for_a_caller_with_room() -> None:
+    # Found by an attack review: writing back a deep command depends on the stack the caller left, and the verdict
+    # cache froze whichever came first, so an `ask` made deep in a stack stuck for every later caller.
+    command = "echo " + "$(echo " * 20 + "x" + ")" * 20
+    rules: dict[str, list[str]] = {"allow": ["echo *"], "ask": [], "deny": []}
+    forget_verdicts()
+
+    def at_depth(n: int) -> Verdict:
+        return at_depth(n - 1) if n else classify(command, **rules)
+
+    deep = None
+    for n in range(sys.getrecursionlimit(), 0, -1):  # from the deepest call that gets a verdict at all
+        forget_verdicts()
+        try:
+            verdict = at_depth(n)
+        except RecursionError:
+            continue
+        deep = verdict
+        break
+    assert deep is not None and NESTED_TOO_DEEPLY in deep.reason and deep.klass == "ask", deep
+    assert classify(command, **rules).klass == "allow"  # not the `ask` the deep caller got
