@@ -740,21 +740,32 @@ def _watchdog(term: int, kill: int) -> str:
     seconds after the start, KILL `kill` seconds later; it ends itself once the command's shell has gone.
 
     It replaces coreutils `timeout`, which cost every command a second exec and a fork: about 1 ms of the 3.3 ms a
-    pooled `true` took; this fork costs about 0.45 ms (bench/ssh_latency.py). Builtins only, nothing exec'd: it
-    sleeps in `read -t` on a pty master no one writes to (`sleep` where there is no /dev/ptmx). (A keeper per
-    connection that commands registered with cost as much: waking it is what costs.) Being in the group, it keeps
-    the group's id from being reused while it lives, so its kill can reach no one else's processes; disowned, a
-    `wait` in the command does not wait for it; its stdio is /dev/null, so it never holds the channel open. It
-    ignores the TERM it sends itself, but not one from signoff's own kill of the group. Its clock is SECONDS, set to
-    0 first: bash takes SECONDS from the environment, and a negative one would put the TERM off for days. SECONDS
-    counts whole seconds, so the TERM comes up to a second before `term` (still 2 s after signoff's own deadline,
-    see tools/transport.py: OUTLIVE_S) and at most half a second after it: the command is gone by `gone_after`."""
+    pooled `true` took; this fork costs about 0.45 ms (bench/ssh_latency.py). (A keeper per connection that commands
+    registered with cost as much: waking it is what costs.) Builtins only, nothing exec'd: it sleeps in `read -t` on a
+    pty master no one writes to (`sleep` where there is no /dev/ptmx). Being in the group, it keeps the group's id
+    from being reused while it lives, so its kill can reach no one else's processes; disowned, a `wait` or `jobs` in
+    the command does not see it (`$!` does name it until the command starts a job of its own); its stdio is
+    /dev/null, so it never holds the channel open. What it must survive, each found by an attack (tests/unit/
+    test_ssh_watchdog.py): every signal the command can send its own group (`kill 0`, `kill -HUP 0`, `kill $!`) is
+    ignored, so only KILL ends it early (signoff's own kill of a group ends with KILL); a shell that `exec`s a
+    program that drops the user's rights is still there by /proc when `kill -0` may not signal it; posix mode
+    (POSIXLY_CORRECT from the environment) would end the subshell at a failed redirection, so it is turned off; and
+    SECONDS, which bash takes from the environment, is set to 0. Its clock is SECONDS, bounded by the naps it took
+    (a clock stepped back cannot put the TERM off), in whole seconds: the TERM comes up to a second before `term`
+    (still 2 s after signoff's own deadline, see tools/transport.py: OUTLIVE_S) and at most half a second after it,
+    so the command is gone by `gone_after`."""
+    # Ignored before the fork, so the watchdog is born ignoring them (a trap set in it would race the command's first
+    # `kill 0`); the command's shell then takes back what it had.
     return (
-        "{ SECONDS=0; trap '[ -n \"$__f\" ] || exit' TERM; "
-        'if exec 3<>/dev/ptmx; then __nap() { read -t "$1" -u 3; }; else __nap() { sleep "$1"; }; fi; '
-        f"while kill -0 $$; do if ((SECONDS >= {term})); then __f=1; kill -TERM -$$; __nap {kill}; "
-        "kill -KILL -$$; fi; __nap 0.5; done; } </dev/null >/dev/null 2>&1 & disown 2>/dev/null; "
+        f"trap '' {_SURVIVED}; {{ set +o posix; SECONDS=0; __n=0; "
+        'if exec 3<>/dev/ptmx; then __nap() { read -t "$1" -u 3; }; else __nap() { sleep "$1" || exit; }; fi; '
+        f"while kill -0 $$ 2>/dev/null || [ -e /proc/$$ ]; do if ((SECONDS >= {term} || __n >= {2 * term})); then "
+        f"kill -TERM -$$; __nap {kill}; kill -KILL -$$; fi; __nap 0.5; __n=$((__n + 1)); done; }} "
+        f"</dev/null >/dev/null 2>&1 & trap - {_SURVIVED}; disown 2>/dev/null; "
     )
+
+
+_SURVIVED = "HUP INT QUIT ALRM TERM USR1 USR2 PIPE"  # every signal a command may send its own group but KILL
 
 
 def _drain(chan: Any, out: StreamSink, err: StreamSink, deadline: float) -> bool:

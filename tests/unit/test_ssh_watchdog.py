@@ -37,19 +37,31 @@ def gone(pattern: str, within: float) -> bool:
     return True
 
 
+# What a command may do to its own group (all found by attack): every signal it can send the group, `kill $!` (which
+# names the watchdog until the command starts a job), a part that ignores TERM, and a shell `exec`'d away.
+SIGNALS = "HUP INT QUIT ALRM TERM USR1 USR2 PIPE"
+ATTACKS = {
+    "term-ignoring part": "bash -c 'trap \"\" TERM; exec {stubborn}' & exec {plain}",
+    "signals to its group": f"trap '' {SIGNALS}; for s in {SIGNALS}; do kill -$s 0; done; kill $!; "
+    "{stubborn} & exec {plain}",
+}
+
+
+@pytest.mark.parametrize("attack", list(ATTACKS))
 @pytest.mark.parametrize("pty", ["/dev/ptmx", NO_PTY])
-def test_it_terms_then_kills_the_whole_group_even_when_the_environment_sets_its_clock_back(pty):
-    # Attack: bash takes SECONDS from the environment; a negative one would put the TERM off for a day.
-    tag = f"{os.getpid()}{len(pty)}"
+def test_it_terms_then_kills_the_whole_group_whatever_the_command_does(pty: str, attack: str) -> None:
+    # And whatever the environment says: bash takes SECONDS from it (a negative one would put the TERM off for a
+    # day), and POSIXLY_CORRECT puts it in posix mode, where a failed redirection (no /dev/ptmx) ends a subshell.
+    tag = f"{os.getpid()}{len(pty)}{len(attack)}"
     stubborn, plain = f"sleep 3000.{tag}1", f"sleep 3000.{tag}2"
     watchdog = _watchdog(1, 1).replace("/dev/ptmx", pty)
-    command = f"bash -c 'trap \"\" TERM; exec {stubborn}' & exec {plain}"
+    command = ATTACKS[attack].format(stubborn=stubborn, plain=plain)
     started = time.monotonic()
-    p = start(ABSOLUTE_PATH + watchdog + command, SECONDS="-100000")
+    p = start(ABSOLUTE_PATH + watchdog + command, SECONDS="-100000", POSIXLY_CORRECT="1")
     try:
         p.wait(timeout=20)
         took = time.monotonic() - started
-        assert p.returncode == -signal.SIGTERM and 0.4 < took < 10, (p.returncode, took)
+        assert p.returncode in (-signal.SIGTERM, -signal.SIGKILL) and 0.4 < took < 10, (p.returncode, took)
         assert gone(f"^({stubborn}|{plain})$", within=10)  # the TERM-ignoring one by the KILL a second later
     finally:
         with contextlib.suppress(ProcessLookupError):
