@@ -26,6 +26,7 @@ from textual.widgets import DataTable, Footer, Label, ProgressBar, Static, Tabbe
 
 from agent.journal.events import Entry, entry
 from agent.journal.view import SessionView, replay
+from agent.stopping import clear_stop, request_stop
 from tui import render
 from tui.commands import Commands
 from tui.eventlist import EventList
@@ -494,8 +495,6 @@ class SignoffApp(App[str | None]):
     def _quit_answered(self, stop: bool | None) -> None:
         if not stop:
             return
-        from agent.stopping import request_stop
-
         request_stop("operator-quit")  # honoured after the running step: its checkpoint is whole, resume goes on
         self.stopping = True
         self.note = "stopping after the step that is running, then quitting …"
@@ -504,8 +503,6 @@ class SignoffApp(App[str | None]):
 
     def _quit_when_stopped(self) -> None:
         if not self.source.busy():
-            from agent.stopping import clear_stop
-
             clear_stop()  # honoured: the run stopped
             self.exit(self.view.status)
 
