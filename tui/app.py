@@ -361,6 +361,21 @@ class SignoffApp(App[str | None]):
         if self.held and not manual:
             return
         pending = self.source.pending()
+        holder = getattr(self.source, "holder", None)
+        if pending is None and holder:
+            # Another process runs the session and answers at its gates: this screen only watches, and says how
+            # a person answers from here.
+            note = (f"watch-only: {holder} runs this session; answer its gate from any shell with "
+                    f"`signoff decide {self.source.session} \"<one line>\"`")  # fmt: skip
+            if self.note != note:
+                self.note = note
+                self._redraw_status()
+            if manual:
+                self.notify(note, timeout=10, markup=False)
+            return
+        if self.note and self.note.startswith("watch-only:"):
+            self.note = None
+            self._redraw_status()
         if pending is None or (not manual and pending.gate["id"] == self.later):
             return
         self.held = False

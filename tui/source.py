@@ -87,6 +87,7 @@ class SessionSource:
         self._pending: PendingGate | None = None
         self._pending_at = -1  # journal offset the cached pending gate was read at
         self.error: str | None = None
+        self.holder: str | None = None  # who holds the session when another process runs it (watch-only)
 
     # -- reading
 
@@ -105,11 +106,15 @@ class SessionSource:
         try:
             with self.dir.locked(), _runner(self.dir) as runner:
                 out = runner.outcome()
-        except SessionError:
-            return None  # another runner has it: keep following the journal
+        except SessionError as exc:
+            # Another runner has it (`run --wait`, a `resume` elsewhere): keep following the journal, and say who.
+            text = " ".join(str(exc).split())
+            self.holder = text.split(" is in use by ", 1)[1].split(";")[0] if " is in use by " in text else text
+            return None
         except Exception as exc:  # a session the screen cannot read: say so, keep following
             self.error = " ".join(str(exc).split())
             return None
+        self.holder = None
         gate = out.pending_gate
         self._pending = None
         if gate is not None:
@@ -245,7 +250,8 @@ class SanitizedSource:
 
     def __getattr__(self, name: str) -> Any:  # dir, error, …: the wrapped source's own
         value = getattr(self.inner, name)
-        return shown(value) if name == "error" else value  # an error quotes what it could not read
+        # An error quotes what it could not read; the holder is read from the session's lock file.
+        return shown(value) if name in ("error", "holder") else value
 
     @property
     def read_only(self) -> bool:

@@ -6,9 +6,11 @@ does under a terminal; the app only ever reads the journal and answers through `
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import io
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -224,6 +226,27 @@ async def test_quitting_while_the_run_goes_on_asks_then_stops_it_after_the_runni
 
 
 # ---------------------------------------------------------------- attach
+
+
+async def test_watch_only_attach_says_who_runs_the_session_and_how_to_answer_its_gate(
+    home: Path, variant: Callable[..., Path], tmp_path: Path
+) -> None:
+    # Was: with another process holding the session (`run --wait`), `g` did nothing and nothing said why.
+    d = create(variant(), policy_asking_at_plan(tmp_path))
+    with d.locked():
+        assert Runner(d, headless=True).start().status == "paused"
+    app = SignoffApp(SessionSource(d), mode="attach")
+    with contextlib.ExitStack() as other:
+        other.enter_context(d.locked())  # another runner holds the session, waiting at its gate
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: (app.note or "").startswith("watch-only:"), what="the watch-only note")
+            assert f"pid {os.getpid()}" in app.note and f'signoff decide {d.id} "<one line>"' in app.note
+            await pilot.press("g")
+            await pilot.pause(0.3)
+            assert not gate_open(app) and str(app.query_one("#note", Static).render()) == app.note
+            other.close()  # it lets go
+            await wait_for(pilot, lambda: gate_open(app), what="the gate, once the other runner let go")
+            assert not (app.note or "").startswith("watch-only:")
 
 
 async def test_attach_to_a_paused_headless_session_and_resume_it_to_the_end(
