@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
-from agent.errors import SessionError
+from agent.errors import SessionBusy, SessionError
 from agent.stopping import clear_stop
 from agent.store.base import Session
 from policies.decisions import DecisionError
@@ -106,11 +106,13 @@ class SessionSource:
         try:
             with self.dir.locked(), _runner(self.dir) as runner:
                 out = runner.outcome()
-        except SessionError as exc:
+        except SessionBusy as exc:
             # Another runner has it (`run --wait`, a `resume` elsewhere): keep following the journal, and say who.
             text = " ".join(str(exc).split())
             self.holder = text.split(" is in use by ", 1)[1].split(";")[0] if " is in use by " in text else text
             return None
+        except SessionError:
+            return None  # it cannot be read as a session now: keep following the journal
         except Exception as exc:  # a session the screen cannot read: say so, keep following
             self.error = " ".join(str(exc).split())
             return None
