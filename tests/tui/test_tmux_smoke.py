@@ -178,7 +178,9 @@ def test_ctrl_c_mid_run_asks_then_stops_after_the_running_step_and_says_what_is_
         term.tmux("send-keys", "-t", "smoke", "y")
         term.wait_for("EXIT=130", timeout=120)
         said = " ".join(term.tmux("capture-pane", "-p", "-J", "-t", "smoke", "-S", "-200").split())
-        assert "signoff: the run stopped after a whole step; on the hosts now: gpu-a: #" in said, said
+        # What is on the hosts depends on how far the run got before `y` (the Pilot test checks it against the journal).
+        assert "signoff: the run stopped after a whole step; " in said, said
+        assert "on the hosts now: gpu-a: #" in said or "no option is applied on any host" in said, said
         assert "goes on from there" in said and "Traceback" not in said
         (session,) = [p for p in (home / "sessions").iterdir() if p.is_dir()]
         events = [json.loads(x) for x in (session / "journal.jsonl").read_text().splitlines()]
