@@ -237,14 +237,19 @@ async def test_quitting_while_the_run_goes_on_asks_then_stops_it_after_the_runni
 # ---------------------------------------------------------------- attach
 
 
+def attached_at_plan(variant: Callable[..., Path], tmp_path: Path) -> tuple[SessionDir, SignoffApp]:
+    """A headless session paused at its plan gate, and the app attached to it."""
+    d = create(variant(), policy_asking_at_plan(tmp_path))
+    with d.locked():
+        assert Runner(d, headless=True).start().status == "paused"
+    return d, SignoffApp(SessionSource(d), mode="attach")
+
+
 async def test_watch_only_attach_says_who_runs_the_session_and_how_to_answer_its_gate(
     home: Path, variant: Callable[..., Path], tmp_path: Path
 ) -> None:
     # Was: with another process holding the session (`run --wait`), `g` did nothing and nothing said why.
-    d = create(variant(), policy_asking_at_plan(tmp_path))
-    with d.locked():
-        assert Runner(d, headless=True).start().status == "paused"
-    app = SignoffApp(SessionSource(d), mode="attach")
+    d, app = attached_at_plan(variant, tmp_path)
     with contextlib.ExitStack() as other:
         other.enter_context(d.locked())  # another runner holds the session, waiting at its gate
         async with app.run_test(size=(120, 40)) as pilot:
@@ -261,10 +266,7 @@ async def test_watch_only_attach_says_who_runs_the_session_and_how_to_answer_its
 async def test_attach_to_a_paused_headless_session_and_resume_it_to_the_end(
     home: Path, variant: Callable[..., Path], tmp_path: Path
 ) -> None:
-    d = create(variant(), policy_asking_at_plan(tmp_path))
-    with d.locked():
-        assert Runner(d, headless=True).start().status == "paused"
-    app = SignoffApp(SessionSource(d), mode="attach")
+    d, app = attached_at_plan(variant, tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: gate_open(app), what="the plan gate")
         lines = app.query_one("#events", EventList).texts()
