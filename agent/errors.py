@@ -36,6 +36,10 @@ class SessionError(SignoffError, RuntimeError):
 class SessionBusy(SessionError):
     """Another process holds the session's lease (it is running the session)."""
 
+    def __init__(self, message: str, *, holder: str | None = None) -> None:
+        super().__init__(message)
+        self.holder = holder  # who holds the lease, as its lock says ("pid 4242 (alice)"), when that is the reason
+
 
 class GateNotWaiting(SessionError):
     """An answer given for a gate the session no longer waits at (decided elsewhere, or moved on): refused,

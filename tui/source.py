@@ -108,8 +108,7 @@ class SessionSource:
                 out = runner.outcome()
         except SessionBusy as exc:
             # Another runner has it (`run --wait`, a `resume` elsewhere): keep following the journal, and say who.
-            text = " ".join(str(exc).split())
-            self.holder = text.split(" is in use by ", 1)[1].split(";")[0] if " is in use by " in text else text
+            self.holder = " ".join(exc.holder.split()) if exc.holder else None
             return None
         except SessionError:
             return None  # it cannot be read as a session now: keep following the journal

@@ -73,15 +73,13 @@ def _live_tui(
 
 def on_hosts(view: Any) -> str:
     """What the journal says each host has on it now, in words: where a stopped run left them."""
-    hosts = {h: on for h, on in sorted(view.on_hosts.items()) if on}
-    if not hosts:
-        return "no option is applied on any host"
+    kept = {o.id for o in view.options.values() if o.status == "kept"}
     parts = [
-        f"{host}: " + ", ".join(f"#{o} {state}" + (" (kept)" if view.options.get(o) and view.options[o].status == "kept"
-                                                     else "") for o, state in sorted(on.items()))
-        for host, on in hosts.items()
-    ]  # fmt: skip
-    return "on the hosts now: " + "; ".join(parts)
+        f"{host}: " + ", ".join(f"#{o} {state}" + (" (kept)" if o in kept else "") for o, state in sorted(on.items()))
+        for host, on in sorted(view.on_hosts.items())
+        if on
+    ]
+    return "on the hosts now: " + "; ".join(parts) if parts else "no option is applied on any host"
 
 
 def _served(d: Any, out: Any, wait: bool, listeners: list[Any]) -> Any:

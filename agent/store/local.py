@@ -249,7 +249,9 @@ class SessionDir(Session):
             fh.seek(0)
             holder = fh.read().strip() or "another process"
             fh.close()
-            raise SessionBusy(f"session {self.id} is in use by {holder}; try again when it is done") from None
+            raise SessionBusy(
+                f"session {self.id} is in use by {holder}; try again when it is done", holder=holder
+            ) from None
         fh.seek(0)
         fh.truncate()
         fh.write(f"pid {os.getpid()} ({getpass.getuser()})\n")

@@ -324,7 +324,7 @@ class PgSession(Session):
         )
         holder = lease.acquire()
         if holder is not None:
-            raise SessionBusy(f"session {self.id} is in use by {holder}; try again when it is done")
+            raise SessionBusy(f"session {self.id} is in use by {holder}; try again when it is done", holder=holder)
         self.leased = True
         try:
             yield
