@@ -57,6 +57,7 @@ MEANING: dict[GateKind, dict[str, str]] = {
         "skip": "roll it back and move on",
         "defer": "roll it back and revisit it at the end",
         "retry": "benchmark again with more pairs",
+        "stop": "roll it back and end the run",
     },
     "continue_or_ask": {"continue": "try the next option", "select": "try the named option next"},
     "rollback": {"approve": "accept the rollback as is", "retry": "revert and verify again"},

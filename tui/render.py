@@ -7,6 +7,7 @@ without an App.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -275,6 +276,109 @@ def facts_text(facts: dict[str, Any]) -> Text:
     for i, (k, v) in enumerate(facts.items()):
         text.append(("  " if i else "") + f"{k}={v}", style="dim")
     return text
+
+
+def rounded(value: object) -> str:
+    """A fact's value as a person reads it: floats to three significant figures, never in exponent form."""
+    if isinstance(value, bool) or not isinstance(value, float):
+        return str(value)
+    size = abs(value)
+    digits = 0 if size >= 100 else 1 if size >= 10 else 2 if size >= 0.1 or size == 0 else 3
+    text = f"{value:.{digits}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+# Facts that mean nothing unless another says there is something behind them (each is 0.0 then).
+_BEHIND = {
+    "has_estimate": ("gain_pct", "ci_low", "ci_high", "detectable_pct"),
+    "has_capacity": ("capacity_base", "capacity_option", "capacity_gain_pct"),
+    "has_fit": ("fixed_ms", "per_request_ms", "base_fixed_ms", "base_per_request_ms"),
+    "measured": ("delta_pct",),
+}
+
+
+def facts_shown(kind: str, facts: dict[str, Any]) -> list[tuple[str, str]]:
+    """The facts that apply at this gate, rounded: a fact still at the default that stands for "none" or
+    "not measured" (the sweep's in a run without a sweep, `slo_met` with no SLO) is left out, and so are
+    the numbers a false `has_…` says are placeholders. A fact the gate kind does not declare (a journal
+    from another version, a forged one) is always shown: nothing unknown is hidden."""
+    from policies.facts import FACT_MODELS
+
+    model = FACT_MODELS.get(kind)
+    declared = model.model_fields if model is not None else {}
+    hidden = {name for flag, names in _BEHIND.items() if facts.get(flag) is False for name in names}
+    if facts.get("sweep_levels") == 0:
+        hidden.add("slo_met")  # true only because there is no SLO to miss
+    shown: list[tuple[str, str]] = []
+    for name, value in facts.items():
+        field = declared.get(name)
+        if name in hidden:
+            continue
+        if field is not None and not field.is_required() and field.default == value:
+            continue
+        shown.append((name, rounded(value)))
+    return shown
+
+
+def facts_lines(kind: str, facts: dict[str, Any]) -> Text:
+    """The facts that apply, `name value` in rows (for the gate dialog, where they come last)."""
+    text = Text()
+    for i, (name, value) in enumerate(facts_shown(kind, facts)):
+        text.append(("\n" if i else "") + f"  {name:<24} ", style="dim")
+        text.append(value)
+    return text
+
+
+@dataclass(frozen=True)
+class GateText:
+    """A gate's question taken apart for the dialog, which shows it in order of what decides: the question
+    the person answers (`ask`) pinned on top; the summary (`head`); the evidence, gain and CI first, then
+    hazards, then stress outcomes, then the rest; the undo plan."""
+
+    ask: str
+    head: list[str]
+    evidence: list[str]
+    undo: list[str]
+
+
+def _rank(line: str) -> int:
+    body = line.lstrip("- ").lower()
+    if "95% ci" in body:
+        return 0
+    if body.startswith(("hazard", "blocker")):
+        return 1
+    if body.startswith("stress"):
+        return 2
+    return 3
+
+
+_ITEM = re.compile(r"^(?:- |\d+\. |  )")
+
+
+def _asks(line: str) -> bool:
+    # An assessor's words (a model's, quoted) are evidence, never the question, even when they ask something.
+    return "?" in line and not _ITEM.match(line) and not line.startswith("Assessor")
+
+
+def gate_text(question: str) -> GateText:
+    """Split a gate question into what it asks and what it shows. The ask is its last line that is not a
+    list item and asks something (has a "?"); a question with none is all summary and evidence."""
+    lines = [line for line in question.splitlines() if line.strip()]
+    at = next((i for i in range(len(lines) - 1, -1, -1) if _asks(lines[i])), None)
+    ask = lines[at] if at is not None else ""
+    rest = [line for i, line in enumerate(lines) if i != at]
+    undo = [line for line in rest if line.startswith("Undo plan:")]
+    items = [line for line in rest if _ITEM.match(line)]
+    head = [line for line in rest if line not in undo and line not in items]
+    # A continuation ("  apply: …") stays under its item: rank an item with what follows it.
+    groups: list[list[str]] = []
+    for line in items:
+        if line.startswith("  ") and groups:
+            groups[-1].append(line)
+        else:
+            groups.append([line])
+    ordered = sorted(groups, key=lambda g: _rank(g[0])) if any(g[0].startswith("- ") for g in groups) else groups
+    return GateText(ask=ask, head=head, evidence=[line for g in ordered for line in g], undo=undo)
 
 
 def recommendation_text(rec: object) -> Text:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
@@ -17,7 +18,7 @@ from textual.widgets import Input, Static
 from policies.decisions import EXAMPLES
 from policies.gates import MEANING
 from tools.terminal import printable
-from tui.render import facts_text, question, recommendation_text
+from tui.render import GateText, facts_lines, facts_shown, gate_text, question, recommendation_text
 from tui.source import EventSource, PendingGate, Preview, seconds_left
 
 # One key per answer a gate can take. `select` needs an option, so it has no key: type "go with 3".
@@ -32,6 +33,9 @@ KEYS: dict[str, tuple[str, str]] = {
     "reject": ("n", "reject"),
     "ask": ("a", "ask later"),
 }
+# Where a gate kind gives an answer no meaning of its own (policies.gates.MEANING), what it does anywhere. "ask"
+# decides nothing: the gate stays open.
+LABELS = {"ask": "answer later (the gate stays open)", "stop": "stop the run"}
 TARGETED = ("plan", "triage", "continue_or_ask")
 # Where `approve` and `continue` mean the same thing one key is enough: the gate's own word.
 PRIMARY = {"plan": "approve", "rollback": "approve", "command": "approve"}
@@ -65,6 +69,11 @@ def alias(gate: dict[str, Any]) -> str | None:
     return None
 
 
+# Answers that do what another one shown at the same gate does: no key of their own on screen (two keys that
+# both roll back read as two different things), but their key still answers.
+SAME_AS: dict[str, dict[str, str]] = {"safety": {"rollback": "skip"}}
+
+
 def answer_keys(gate: dict[str, Any]) -> list[tuple[str, str, str]]:
     """(key, action, label) for the answers that make sense at this gate, the recommended one first.
 
@@ -76,10 +85,11 @@ def answer_keys(gate: dict[str, Any]) -> list[tuple[str, str, str]]:
     actions = [a for a in gate.get("allowed", []) if a in KEYS]
     if "approve" in actions and "continue" in actions:
         actions.remove(alias(gate) or "")
+    actions = [a for a in actions if SAME_AS.get(kind, {}).get(a) not in actions]
     nothing_left = kind in ("continue_or_ask", "triage") and facts.get("has_next_step") is False
     if nothing_left:
         actions = [a for a in actions if a not in ("skip", "defer", "select")]
-    labels = {a: MEANING.get(kind, {}).get(a, KEYS[a][1]) for a in actions}  # type: ignore[call-overload]
+    labels = {a: MEANING.get(kind, {}).get(a, LABELS.get(a, KEYS[a][1])) for a in actions}  # type: ignore[call-overload]
     if nothing_left and "continue" in labels:
         labels["continue"] = "finish with the report"
     first = recommended(gate)
@@ -117,17 +127,24 @@ class GateScreen(ModalScreen[str | None]):
         Binding("slash", "focus_input", "Type", show=True, priority=True),
         Binding("question_mark", "app.help", "Help", show=True),
         Binding("enter", "confirm", "Confirm", show=False, priority=True),
+        Binding("f", "facts", "Facts", show=True, priority=True),
+        Binding("pagedown", "scroll(1)", "More", show=False, priority=True),
+        Binding("pageup", "scroll(-1)", "Back up", show=False, priority=True),
         *(Binding(k, f"key({k!r})", show=False, priority=True) for k in [*(k for k, _ in KEYS.values()), "q"]),
     ]
     DEFAULT_CSS = """
     GateScreen { align: center middle; }
     GateScreen > Vertical {
-        width: 96%; max-width: 110; height: auto; max-height: 96%;
+        width: 96%; height: auto; max-height: 96%;
         border: thick $warning; background: $surface; padding: 0 1;
     }
     GateScreen #gate-title { text-style: bold; color: $warning; }
     GateScreen #gate-notice { color: $success; text-style: bold; height: auto; }
-    GateScreen #gate-body { height: auto; max-height: 18; }
+    GateScreen #gate-ask { text-style: bold; height: auto; }
+    GateScreen #gate-recommendation { height: auto; }
+    GateScreen #gate-body { height: auto; margin-top: 1; }
+    GateScreen #gate-facts { margin-top: 1; height: auto; }
+    GateScreen #gate-more { color: $text-muted; height: 1; text-align: right; }
     GateScreen #gate-keys { margin-top: 1; height: auto; }
     GateScreen #gate-echo { margin-top: 1; height: auto; }
     GateScreen #gate-countdown { color: $error; text-style: bold; height: auto; }
@@ -135,10 +152,12 @@ class GateScreen(ModalScreen[str | None]):
     GateScreen #gate-keys-line { display: none; height: auto; margin-top: 1; }
     GateScreen.-short #gate-keys { display: none; }
     GateScreen.-short #gate-keys-line { display: block; }
-    GateScreen.-short #gate-body { max-height: 8; }
+    GateScreen.-short #gate-body { margin-top: 0; }
     GateScreen.-short Input { margin-top: 0; }
     GateScreen.-short #gate-echo { margin-top: 0; }
     """
+    # The body (summary, evidence, undo plan, facts) gets what the pinned parts leave; it never shrinks below this.
+    MIN_BODY = 3
 
     def __init__(
         self, source: EventSource, pending: PendingGate, *, notice: str | None = None, prefill: str | None = None
@@ -151,30 +170,109 @@ class GateScreen(ModalScreen[str | None]):
         self.prefill = prefill  # a line given on the command line: previewed at once, Enter confirms it
         self.typed: str | None = None  # the text whose echo is shown, awaiting Enter
         self.closing = False  # dismissed (answered, asked later, quit, expired or decided elsewhere)
+        self.show_facts = False  # folded: the facts are what the summary above says, in full
         self.answers = answer_keys(self.gate)
         self.keys = {k: a for k, a, _ in self.answers}
         hidden = alias(self.gate)
         if hidden is not None and self.answers and any(a in ("approve", "continue") for _, a, _ in self.answers):
             self.keys[KEYS[hidden][0]] = hidden  # `c` and `y` both go ahead, wherever one of them is shown
+        for same, shown in SAME_AS.get(str(self.gate.get("kind")), {}).items():
+            if shown in self.keys.values() and same in self.gate.get("allowed", []):
+                self.keys[KEYS[same][0]] = same
 
     def compose(self) -> ComposeResult:
         g = self.gate
         opt = f" · option #{g['option']}" if g.get("option") is not None else ""
+        parts = gate_text(str(g.get("question", "")))
         with Vertical():
             yield Static(f"Gate {g['id']} · {g['kind']}{opt}", id="gate-title", markup=False)
             notice = Static(Text(self.notice or ""), id="gate-notice")
             notice.display = bool(self.notice)
             yield notice
+            # Pinned: what is asked and what the policy says; below them, scrolling, what it rests on.
+            yield Static(question(parts.ask), id="gate-ask")
+            yield Static(recommendation_text(g.get("recommendation")), id="gate-recommendation")
             with VerticalScroll(id="gate-body"):
-                yield Static(question(g.get("question", "")), id="gate-question")
-                yield Static(facts_text(g.get("facts") or {}), id="gate-facts")
-                yield Static(recommendation_text(g.get("recommendation")), id="gate-recommendation")
+                yield Static(self._summary(parts), id="gate-summary")
+                yield Static(self._facts(), id="gate-facts")
+            yield Static("", id="gate-more")
             yield Static(self._keys_text(), id="gate-keys")
             yield Static(self._keys_line(), id="gate-keys-line")
             yield Static("", id="gate-countdown")
             # Focus keeps the line as it is (no select-all): after `/` or "skip #", typing goes on from its end.
             yield Input(placeholder=f"one line, e.g. {EXAMPLES[3]!r}", id="gate-input", select_on_focus=False)
             yield Static("", id="gate-echo")
+
+    @staticmethod
+    def _summary(parts: GateText) -> Text:
+        text = Text()
+        for line in parts.head:
+            text.append_text(question(line)).append("\n")
+        for line in parts.evidence:
+            shown = question(line)
+            if _alarming(line):
+                shown.stylize("red")
+            text.append_text(shown).append("\n")
+        for line in parts.undo:
+            shown = question(line)
+            shown.stylize("cyan")
+            text.append_text(shown).append("\n")
+        text.rstrip()
+        return text
+
+    def _facts(self) -> Text:
+        shown = facts_shown(str(self.gate.get("kind")), self.gate.get("facts") or {})
+        if not shown:
+            return Text("")
+        if not self.show_facts:
+            return Text(f"facts: {len(shown)} — [f] shows them", style="dim")
+        text = Text(f"facts ({len(shown)}) — [f] hides them\n", style="dim")
+        return text.append(facts_lines(str(self.gate.get("kind")), self.gate.get("facts") or {}))
+
+    def action_facts(self) -> None:
+        self.show_facts = not self.show_facts
+        self.query_one("#gate-facts", Static).update(self._facts())
+        self._fit()
+
+    def action_scroll(self, pages: int) -> None:
+        body = self.query_one("#gate-body", VerticalScroll)
+        if pages > 0:
+            body.scroll_page_down(animate=False)
+        else:
+            body.scroll_page_up(animate=False)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._fit()
+
+    def _fit(self) -> None:
+        self.call_after_refresh(self._fit_now)
+
+    def _fit_now(self) -> None:
+        """Give the body what the pinned parts leave of the dialog's height, so that the question, the keys,
+        the line and its echo are always on screen, and say when the body holds more than it shows."""
+        if not self.is_attached:
+            return
+        box = self.query_one(Vertical)
+        body = self.query_one("#gate-body", VerticalScroll)
+        # Margins counted whole (the layout may overlap two that meet): the body is at worst a line short.
+        pinned = sum(w.outer_size.height + w.styles.margin.height for w in box.children if w is not body and w.display)
+        room = int(self.size.height * 0.96) - box.styles.gutter.height - pinned - body.styles.margin.height
+        height = max(self.MIN_BODY, room)
+        if body.styles.max_height is None or body.styles.max_height.value != height:
+            body.styles.max_height = height
+        self.call_after_refresh(self._more)
+
+    def _more(self) -> None:
+        if not self.is_attached:
+            return
+        body = self.query_one("#gate-body", VerticalScroll)
+        hidden = body.max_scroll_y - round(body.scroll_y)
+        more = f"↓ {hidden} more line{'s' if hidden != 1 else ''} — PgDn" if hidden > 0 else ""
+        if round(body.scroll_y) > 0:
+            more = ("↑ PgUp  " + more) if more else "↑ PgUp"
+        widget = self.query_one("#gate-more", Static)
+        if str(widget.render()) != more:
+            widget.update(more)
 
     def _keys_text(self) -> Text:
         text = Text()
@@ -215,16 +313,20 @@ class GateScreen(ModalScreen[str | None]):
             return not self.typing and (parameters[0] in self.keys or parameters[0] == "q")
         if action == "confirm":
             return not self.typing and self.typed is not None
-        if action == "focus_input":
+        if action in ("focus_input", "facts"):
             return not self.typing
         return True
 
     def on_mount(self) -> None:
         # Keys answer first; the input takes focus when asked (/) so typing never fires a key.
         self.set_focus(None)
+        body = self.query_one("#gate-body", VerticalScroll)
+        self.watch(body, "scroll_y", lambda _old, _new: self._more(), init=False)
+        self.watch(body, "virtual_size", lambda _old, _new: self._more(), init=False)
         if self.prefill:
             self.query_one("#gate-input", Input).value = self.prefill
             self._preview(self.prefill)
+        self.query_one("#gate-countdown", Static).display = self.pending.deadline_at is not None
         if self.pending.deadline_at is not None:
             self._tick()
             self.set_interval(0.5, self._tick)
@@ -316,12 +418,20 @@ class GateScreen(ModalScreen[str | None]):
 
     def _echo(self, text: Text) -> None:
         self.query_one("#gate-echo", Static).update(text)
+        self._fit()  # an echo that wraps takes lines from the body, never from itself
 
     def _confirm(self) -> None:
         if self.typed is None:
             return
         self.source.answer(self.typed, gate=self.gate["id"])
         self.dismiss(self.typed)
+
+
+_ALARM = re.compile(r"\b(?:WEDGE|CRASH|DEAD|SATURATED|NO-GO|FAILED|unsafe)\b")
+
+
+def _alarming(line: str) -> bool:
+    return bool(_ALARM.search(line))
 
 
 class QuitScreen(ModalScreen[bool]):
@@ -378,6 +488,7 @@ class HelpScreen(ModalScreen[None]):
              "(a stopped or paused session resumes with `signoff resume`, or here with `signoff attach`)"),
             ("At a gate", "single keys answer, the recommended one first (▶); / types a one-liner and "
              "Esc leaves the input; Enter confirms the echoed decision, Esc takes it back to edit"),
+            ("PgDn PgUp  f (gate)", "scroll the gate's evidence; show or fold its facts"),
         ]  # fmt: skip
         text = Text()
         text.append("signoff — keys\n\n", style="bold")

@@ -199,7 +199,7 @@ async def test_a_line_that_only_adds_a_rule_reopens_the_gate_saying_so(
         await wait_for(pilot, lambda: "Enter to confirm" in echo(app), what="the echo")
         await pilot.press("enter")
         await wait_for(pilot, lambda: gate_open(app) and app.screen.gate["kind"] == "safety", what="the safety gate")
-        asked = plain(app.screen.query_one("#gate-question", Static))
+        asked = plain(app.screen.query_one("#gate-summary", Static))
         assert "Undo plan: `" in asked and "simserve.py revert" in asked and "{{" not in asked  # as it will run
         await pilot.press("slash", *"stop if the health check fails", "enter")
         await wait_for(pilot, lambda: "Enter to confirm" in echo(app), what=f"the echo (shown: {echo(app)!r})")

@@ -73,7 +73,7 @@ def live_app(variant: Callable[..., Path], policy: Path) -> tuple[SessionDir, Si
 def gate_open(app: SignoffApp) -> bool:
     """A gate screen is up and composed."""
     screen = app.screen
-    return isinstance(screen, GateScreen) and bool(screen.query("#gate-echo")) and bool(screen.query("#gate-question"))
+    return isinstance(screen, GateScreen) and bool(screen.query("#gate-echo")) and bool(screen.query("#gate-ask"))
 
 
 def echo(app: SignoffApp) -> str:
@@ -94,7 +94,8 @@ async def test_a_gate_answered_by_key_is_echoed_then_confirmed(
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: gate_open(app), what="the plan gate")
         screen = app.screen
-        assert "Plan, in order" in str(screen.query_one("#gate-question", Static).render())
+        assert "Approve it?" in str(screen.query_one("#gate-ask", Static).render())
+        assert "Plan, in order" in str(screen.query_one("#gate-summary", Static).render())
         assert "policy recommends ASK (rule approve-engineer-plan)" in str(
             screen.query_one("#gate-recommendation", Static).render()
         )
