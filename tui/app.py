@@ -22,6 +22,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.css.query import NoMatches
 from textual.message import Message
 from textual.reactive import reactive
+from textual.widget import Widget
 from textual.widgets import DataTable, Footer, Label, ProgressBar, Static, TabbedContent, TabPane
 
 from agent.journal.events import Entry, entry
@@ -69,6 +70,11 @@ class SignoffApp(App[str | None]):
         Binding("f", "follow", "Follow"),
         Binding("e", "tab('events')", "Events"),
         Binding("o", "tab('output')", "Output"),
+        # Panes, not every focusable widget (the tab strip): the screen's own Tab would stop there.
+        Binding("tab", "pane(1)", "Next pane", show=False, priority=True),
+        Binding("shift+tab", "pane(-1)", "Previous pane", show=False, priority=True),
+        *(Binding(str(n), f"pane_number({n})", show=False) for n in (1, 2, 3)),
+        Binding("z", "zoom", "Zoom"),
         Binding("ctrl+t", "toggle_theme", "Theme", show=False),
         Binding("left", "step(-1)", "Back", show=False, priority=True),
         Binding("right", "step(1)", "Forward", show=False, priority=True),
@@ -139,6 +145,8 @@ class SignoffApp(App[str | None]):
         self.query_one("#timeline", Static).display = self.mode == "replay"
         self.query_one("#note", Static).display = False
         self.query_one("#gate-panel", Static).display = False
+        for selector, title in (("#plan", "1 plan"), ("#evidence", "2 evidence"), ("#right", "3 events · output")):
+            self.query_one(selector).border_title = title
         self.query_one("#output", OutputPane).attach(getattr(self.source, "dir", None), replay=self.mode == "replay")
         self.pump()
         if self.mode != "replay":
@@ -473,6 +481,8 @@ class SignoffApp(App[str | None]):
             self._select_event(len(self.events) - 1 if end else 0)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("pane", "pane_number", "zoom"):
+            return self.screen is self.screen_stack[0]  # the main screen's panes, not under a dialog
         if action in ("step", "jump", "edge"):
             return self.mode == "replay"
         if action == "gate":
@@ -483,6 +493,49 @@ class SignoffApp(App[str | None]):
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
+
+    # ------------------------------------------------------------------ panes: focus, scroll, zoom
+
+    def panes(self) -> list[Widget]:
+        """The panes Tab and the number keys move between, in screen order: plan, evidence, and the events or
+        the output (whichever tab is shown). PgUp/PgDn and the arrows scroll the one with the focus."""
+        right = self.query_one("#right", TabbedContent)
+        shown = self.query_one("#output RichLog") if right.active == "tab-output" else self.query_one("#events")
+        return [self.query_one("#plan"), self.query_one("#evidence"), shown]
+
+    def _focus_pane(self, index: int) -> None:
+        panes = self.panes()
+        pane = panes[index % len(panes)]
+        pane.focus()
+        if self.screen.maximized is not None:
+            self.screen.maximize(self._zoomable(pane))  # zoomed: the pane moved to fills the screen instead
+
+    def _pane_at(self) -> int | None:
+        focused = self.focused
+        if focused is None:
+            return None
+        return next((i for i, p in enumerate(self.panes()) if p in focused.ancestors_with_self), None)
+
+    def action_pane(self, step: int) -> None:
+        at = self._pane_at()
+        self._focus_pane(0 if at is None else at + step)
+
+    def action_pane_number(self, number: int) -> None:
+        self._focus_pane(number - 1)
+
+    def _zoomable(self, pane: Widget) -> Widget:
+        # The events and the output zoom with their tabs, so that e and o still switch between them.
+        return self.query_one("#right") if pane in self.query_one("#right").walk_children() else pane
+
+    def action_zoom(self) -> None:
+        """z: the pane with the focus fills the screen (the status bar and the keys stay); z again puts it back."""
+        if self.screen.maximized is not None:
+            self.screen.minimize()
+            return
+        at = self._pane_at()
+        pane = self.panes()[at or 0]
+        pane.focus()
+        self.screen.maximized = self._zoomable(pane)
 
     def action_tab(self, name: str) -> None:
         self.query_one("#right", TabbedContent).active = f"tab-{name}"

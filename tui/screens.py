@@ -476,7 +476,11 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         keys = [
-            ("↑ ↓", "select an option in the plan; its evidence shows below it"),
+            ("Tab  shift+Tab  1 2 3", "move between the panes: 1 plan, 2 evidence, 3 events or output; the "
+             "pane with the focus has the bright border"),
+            ("PgUp PgDn  ↑ ↓", "scroll the pane with the focus (in the plan ↑ ↓ select an option; its evidence "
+             "shows below it)"),
+            ("z", "zoom: the pane with the focus fills the screen; z again puts it back"),
             ("g", "open the waiting gate (when the session is paused)"),
             ("f", "follow the event stream (toggle); moving through it by hand stops following"),
             ("e  o", "the events tab / the running command's output as it prints"),

@@ -184,3 +184,13 @@ async def test_r_still_rolls_back_at_a_safety_gate() -> None:
         assert app.screen.keys.get("r") == "rollback"
         await pilot.press("r")
         await wait_for(pilot, lambda: shows(app, "Enter to confirm"), timeout=20, what="the echo")
+
+
+async def test_pane_keys_do_nothing_behind_an_open_dialog() -> None:
+    app = dialog_app(next(g for g in GATES if name(g) == "demo-g1-plan"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, GateScreen), what="the dialog")
+        await pilot.press("z", "2")
+        await pilot.press("y")  # the dialog still answers: its keys were not taken
+        await wait_for(pilot, lambda: shows(app, "Enter to confirm"), timeout=20, what="the echo")
+        assert app.screen_stack[0].maximized is None and isinstance(app.screen, GateScreen)

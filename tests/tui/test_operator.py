@@ -499,3 +499,43 @@ def test_gate_screen_keys_are_shown_for_every_kind() -> None:
         keys = answer_keys(gate(kind, {}, list(ALLOWED[kind])))
         assert keys and len({k for k, _, _ in keys}) == len(keys)  # one key per answer, none twice
         assert {a for _, a, _ in keys} <= set(ALLOWED[kind])  # never a key the gate would refuse
+
+
+# ---------------------------------------------------------------- panes by keyboard
+
+
+async def test_tab_and_number_keys_move_a_visible_focus_page_keys_scroll_it_and_z_zooms_it(home: Path) -> None:
+    from tests.tui.test_tui_snapshots import FrozenSource, frozen_app, index_of
+
+    upto = index_of("bench.progress", option=3, pair=4)
+    app = frozen_app(FrozenSource(EVENTS[: upto + 1]))
+    async with app.run_test(size=(80, 24)) as pilot:
+        plan, evidence, events = app.query_one("#plan"), app.query_one("#evidence"), app.query_one("#events")
+        await wait_for(pilot, lambda: evidence.max_scroll_y > 0, what="evidence longer than its pane")
+
+        def ring(widget: Any) -> Any:
+            return widget.styles.border_top[1]
+
+        seen = []
+        for _ in range(3):
+            await pilot.press("tab")
+            seen.append(app.focused)
+        assert seen == [evidence, events, plan]  # the panes, in screen order, and round again
+        await pilot.press("2")
+        await wait_for(pilot, lambda: app.focused is evidence, what="the evidence pane focused")
+        await wait_for(pilot, lambda: ring(evidence) != ring(plan), what="a focus ring that differs")
+        assert evidence.border_title == "2 evidence"
+        await pilot.press("pagedown")
+        await wait_for(pilot, lambda: evidence.scroll_y > 0, what="the evidence scrolled")
+        await pilot.press("z")
+        await wait_for(pilot, lambda: evidence.region.height >= 24 - 3, what="the evidence zoomed")
+        assert plan.region.height == 0  # nothing else but the status and key bars
+        await pilot.press("3")  # zoomed, moving on zooms the next pane instead
+        await wait_for(pilot, lambda: app.query_one("#right").region.height >= 24 - 3, what="events zoomed")
+        await pilot.press("z")
+        await wait_for(pilot, lambda: plan.region.height > 0 and evidence.region.height > 0, what="all panes back")
+        assert app.focused is events
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: len(app.screen_stack) > 1, what="the help")
+        helped = plain(app.screen.query_one("VerticalScroll > Static", Static))
+        assert "Tab  shift+Tab  1 2 3" in helped and "zoom" in helped and "PgUp PgDn" in helped
