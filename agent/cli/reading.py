@@ -12,7 +12,17 @@ from typing import Annotated, Any
 
 import typer
 
-from agent.cli.shared import JsonOpt, StoreOpt, fail, find, screens, store_at, terminal
+from agent.cli.shared import (
+    JsonOpt,
+    StoreOpt,
+    fail,
+    find,
+    newest_first,
+    screens,
+    store_at,
+    terminal,
+    waits_for_decision,
+)
 from agent.errors import BAD_INPUT, FAIL_ON_MATCHED, FAILED
 
 
@@ -292,9 +302,13 @@ def sessions(
         typer.Option("--compact", help="Prune a closed session's graph checkpoints; its journal and artifacts stay."),
     ] = None,
     store: StoreOpt = None,
+    paused: Annotated[
+        bool, typer.Option("--paused", help="Only sessions waiting for a decision (paused, or a runner waiting).")
+    ] = False,
+    last: Annotated[int | None, typer.Option("--last", min=1, help="Only the N newest (after --paused).")] = None,
 ) -> None:
-    """List the sessions of a store (default: the local one under $SIGNOFF_HOME, ./.signoff): owner,
-    status (paused at which gate), campaign, start, duration and outcome counts."""
+    """List the sessions of a store (default: the local one under $SIGNOFF_HOME, ./.signoff), newest first:
+    owner, status (paused at which gate), campaign, start, duration and outcome counts."""
     if compact is not None:
         from agent.run.compact import compact as compact_session
 
@@ -309,12 +323,16 @@ def sessions(
             "and the artifacts are kept (replay and --verify work; resume --revisit no longer does)"
         )
         return
-    rows = store_at(store).list_sessions()
+    rows = newest_first(store_at(store).list_sessions())
+    if paused:
+        rows = [r for r in rows if waits_for_decision(r)]
+    if last is not None:
+        rows = rows[:last]
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         return
     if not rows:
-        typer.echo("no sessions yet; try `signoff demo`")
+        typer.echo("no session waits for a decision" if paused else "no sessions yet; try `signoff demo`")
         return
     for r in rows:
         status = r["status"]

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from agent.cli.shared import (
+    SESSION_ID,
     AcceptKeysOpt,
     AcceptPolicyOpt,
     BrainOpt,
@@ -31,6 +32,7 @@ from agent.cli.shared import (
     fail_on_checks,
     find,
     finish,
+    only_waiting,
     screens,
     store_at,
     terminal,
@@ -201,8 +203,12 @@ def run(
 
 
 def decide(
-    session: Annotated[str, typer.Argument(help="Session id.")],
-    text: Annotated[str, typer.Argument(help='One line, e.g. "skip #2 for now if it\'s unsafe".')],
+    session: Annotated[
+        str, typer.Argument(help="Session id; leave it out to answer the only session waiting for a decision.")
+    ],
+    text: Annotated[
+        str | None, typer.Argument(help='One line, e.g. "skip #2 for now if it\'s unsafe".', show_default=False)
+    ] = None,
     by: Annotated[str | None, typer.Option("--by", help="Who decides (default: your user name).")] = None,
     no_resume: Annotated[bool, typer.Option("--no-resume", help="Record the decision; resume later.")] = False,
     yes: Annotated[bool, typer.Option("--yes", help="Confirm a hedged, rollback, stop or standing decision.")] = False,
@@ -227,6 +233,12 @@ def decide(
     from policies.decisions import DecisionError
 
     checks = fail_on_checks(fail_on)
+    if text is None:
+        # `signoff decide "<one line>"`: the session that waits, if exactly one does.
+        if SESSION_ID.fullmatch(session.strip()):
+            raise fail(f'decide {session}: and the answer? signoff decide {session} "<one line>"', BAD_INPUT)
+        text, session = session, only_waiting(store)
+        typer.echo(f"answering session {session}, the only one waiting for a decision", err=True)
     if by is not None and not re.fullmatch(r"[\w.@+-][\w .@+-]{0,63}", by):
         # A name is shown in reports and the journal as who decided: no escapes, colons or prefixes that
         # could dress a person's decision up as a policy's ("policy:…", "\x1b[2K…").

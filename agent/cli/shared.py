@@ -8,6 +8,7 @@ from __future__ import annotations
 import getpass
 import json
 import os
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -93,6 +94,45 @@ def store_at(url: str | None) -> Any:
 
 def find(session: str, store: str | None) -> Any:
     return store_at(store).find(session)
+
+
+def newest_first(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Sessions as `signoff sessions` lists them: the newest first (ids begin with their start time)."""
+
+    def key(r: dict[str, Any]) -> tuple[str, str, str]:
+        return str(r.get("created") or ""), str(r.get("started_at") or ""), str(r.get("id") or "")
+
+    return sorted(rows, key=key, reverse=True)
+
+
+def waits_for_decision(row: dict[str, Any]) -> bool:
+    """A session a `decide` answers: paused at a gate, or held by a runner that waits at one (`--wait`)."""
+    return row.get("status") == "paused" or bool(row.get("waiting"))
+
+
+SESSION_ID = re.compile(r"\d{8}-\d{6}-[0-9a-f]{4}")
+
+
+def only_waiting(store: str | None) -> str:
+    """The session `decide` answers when none is named: the one that waits for a decision. Refused in one
+    line when none does, or when several do (naming them: an answer must never land on a guessed session)."""
+    rows = [r for r in newest_first(store_at(store).list_sessions()) if waits_for_decision(r)]
+    if not rows:
+        raise fail("no session waits for a decision; `signoff sessions` lists them all", BAD_INPUT)
+    if len(rows) > 1:
+        named = ", ".join(f"{r['id']} ({_waiting_at(r)})" for r in rows[:5]) + (" …" if len(rows) > 5 else "")
+        raise fail(
+            f'{len(rows)} sessions wait for a decision: {named}; name one: signoff decide SESSION "<one line>"',
+            BAD_INPUT,
+        )
+    return str(rows[0]["id"])
+
+
+def _waiting_at(row: dict[str, Any]) -> str:
+    w = row.get("waiting_at") or {}
+    if not w.get("gate"):
+        return "waiting"
+    return f"{w['gate']} {w.get('kind', '?')}" + (f" #{w['option']}" if w.get("option") else "")
 
 
 def finish(out: Any, as_json: bool, fail_on: list[str] | None = None) -> None:

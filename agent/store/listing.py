@@ -55,7 +55,12 @@ def _journal_summary(events: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """Duration, the gate a paused session waits at, and the outcome counts, read from the journal."""
     view = fold(events)
     duration = round(view.wall_s, 1) if view.started is not None else None
-    return {"duration_s": duration, "waiting_at": view.waiting_at, "outcomes": view.outcomes}
+    # `started_at`: the journal's own start, to the millisecond (`created` has whole seconds: two sessions made
+    # in one second are ordered by it).
+    return {
+        "duration_s": duration, "waiting_at": view.waiting_at, "outcomes": view.outcomes,
+        "started_at": view.started_ts or None,
+    }  # fmt: skip
 
 
 def _lock_holder(path: Path) -> str | None:

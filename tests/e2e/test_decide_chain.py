@@ -260,3 +260,36 @@ def test_a_policy_that_extends_another_is_journaled_whole_and_a_changed_parent_n
     assert safety["by"] == "policy:skip-all"
     v = cli("replay", session, "--verify")
     assert v.code == 0 and v.stdout.startswith("OK: "), v.stdout
+
+
+def test_sessions_newest_first_with_filters_and_decide_without_an_id_answers_only_the_one_waiting(cli, variant, home):
+    campaign = str(variant())
+    done = cli("run", campaign, "--policy", "autonomous", "--json").json()["session"]
+    older = cli("run", campaign, "--policy", "ask-everything", "--json").json()["session"]
+    newer = cli("run", campaign, "--policy", "ask-everything", "--json").json()["session"]
+    rows = cli("sessions", "--json").json()
+    assert [r["id"] for r in rows] == [newer, older, done]  # newest first: [0] is the one just started
+    assert [r["id"] for r in cli("sessions", "--paused", "--json").json()] == [newer, older]
+    assert [r["id"] for r in cli("sessions", "--paused", "--last", "1", "--json").json()] == [newer]
+    assert cli("sessions", "--last", "1").stdout.startswith(newer)
+    # Two wait: an answer without an id would be a guess. Refused in one line naming both; nothing recorded.
+    before = {s: (home / "sessions" / s / "journal.jsonl").read_bytes() for s in (older, newer)}
+    r = cli("decide", "continue")
+    assert r.code == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "2 sessions wait for a decision" in r.stderr and older in r.stderr and newer in r.stderr
+    assert {s: (home / "sessions" / s / "journal.jsonl").read_bytes() for s in (older, newer)} == before
+    # An id alone is not an answer.
+    r = cli("decide", older)
+    assert r.code == 2 and f'signoff decide {older} "<one line>"' in r.stderr
+    assert cli("decide", older, "stop", "--yes", "--json").code == 0
+    # Now one waits: that is the one answered, and it says so.
+    r = cli("decide", "continue", "--no-resume", "--json")
+    assert r.code == 3, r.stderr
+    assert f"answering session {newer}, the only one waiting for a decision" in r.stderr
+    decided = [e for e in journal_events(home / "sessions" / newer / "journal.jsonl") if e["kind"] == "decision"]
+    assert decided[-1]["raw"] == "continue" and decided[-1]["gate_kind"] == "triage"
+    cli("resume", newer, "--json")  # to the next gate, or the end
+    cli("decide", newer, "stop", "--yes", "--json")
+    r = cli("decide", "continue")
+    assert r.code == 2 and "no session waits for a decision" in r.stderr
+    assert cli("sessions", "--paused").stdout.strip() == "no session waits for a decision"

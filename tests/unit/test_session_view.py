@@ -61,7 +61,10 @@ def test_a_gate_a_policy_answers_at_once_is_waited_at_and_run_past() -> None:
 def test_listing_reads_the_same_fold() -> None:
     summary = _journal_summary(records())
     view = fold(records())
-    assert summary == {"duration_s": round(view.wall_s, 1), "waiting_at": None, "outcomes": view.outcomes}
+    assert summary == {
+        "duration_s": round(view.wall_s, 1), "waiting_at": None, "outcomes": view.outcomes,
+        "started_at": view.started_ts,
+    }  # fmt: skip
     paused = [r for r in records()][: next(i for i, r in enumerate(records()) if r["kind"] == "session.paused") + 1]
     assert _journal_summary(paused)["waiting_at"] == {"gate": "g2", "kind": "triage", "option": None}
 
