@@ -303,6 +303,8 @@ class SignoffApp(App[str | None]):
         done, of = self.view.bench or (0, 0)
         bench.update(total=max(of, 1), progress=min(done, max(of, 1)))
         label = f"pair {done}/{of}" if of else "pairs —"
+        if of and self.view.level is not None:
+            label = f"{self.view.level_label} · {label}"  # a sweep: which level these pairs measure
         self._show("#bench-label", label, label)
         stress = self.query_one("#stress", ProgressBar)
         total, ran = self.view.stress_total, min(self.view.stress_done, self.view.stress_total)

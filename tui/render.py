@@ -181,7 +181,7 @@ def evidence_key(o: OptionView | None) -> object:
     # Events the fold replaces (a retried A/B, a second assessment) are new objects: their ids change.
     return (
         id(o), o.title, o.status, o.gain_pct, tuple(o.ci or ()), o.verdict, len(o.runs), len(o.stress),
-        id(o.ab), id(o.assessment), id(o.undo), id(o.rollback), id(o.finding),
+        id(o.ab), id(o.assessment), id(o.undo), id(o.rollback), id(o.finding), id(o.sweep),
     )  # fmt: skip
 
 
@@ -218,6 +218,7 @@ def evidence(o: OptionView | None) -> RenderableType:
         parts.append(table)
     if o.ab is not None:
         parts.append(Text(o.ab.summary or "", style="bold"))
+    parts.extend(sweep_parts(o))
     for s in o.stress:
         style = "green" if s.outcome == "ok" else "bold red"
         parts.append(Text(f"stress {s.scenario} run {s.run}: {str(s.outcome).upper()}", style=style))
@@ -245,6 +246,70 @@ def evidence(o: OptionView | None) -> RenderableType:
         ok = "verified" if o.rollback.verified else "NOT verified"
         parts.append(Text(f"rollback {ok}: {o.rollback.detail or ''}", style="yellow"))
     return Group(*parts)
+
+
+def sweep_parts(o: OptionView) -> list[RenderableType]:
+    """A load sweep's story: per level the verdict, gain and CI, each arm's SLO and goodput, the judged level
+    marked; the capacities within the SLOs (the knee) and the fitted step times. Nothing for an option without
+    a sweep, or with a sweep line that does not read as one."""
+    from agent.report.audit import sweep_of  # only a sweep needs the report's reader
+
+    sweep = sweep_of(o)
+    if sweep is None:
+        return []
+    var = sweep.var
+    parts: list[RenderableType] = [Text(f"load sweep over {var} — judged at {var}={sweep.level:g} ◀", style="bold")]
+    table = Table(box=None, pad_edge=False, show_edge=False, expand=False)
+    for col, justify in ((var, "right"), ("verdict", "left"), ("gain", "right"), ("95% CI", "right")):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    slo = bool(sweep.slo)
+    if slo:
+        table.add_column("SLO A / B")
+        table.add_column("goodput A → B", justify="right")
+    for lv in sweep.levels:
+        a, b = lv.arms.get("A"), lv.arms.get("B")
+        judged = lv.level == sweep.level
+        verdict = lv.verdict + (" (broken)" if lv.broken else "")
+        row = [
+            f"{lv.level:g}{' ◀' if judged else ''}",
+            Text(verdict, style="green" if lv.verdict == "improved" else "red" if lv.verdict == "regressed" else ""),
+            pct(lv.effect_pct),
+            ci_text(lv.ci),
+        ]
+        if slo:
+            row.append(f"{(a.slo if a else None) or '—'} / {(b.slo if b else None) or '—'}")
+            row.append(f"{_num(a.goodput if a else None)} → {_num(b.goodput if b else None)}")
+        table.add_row(*row, style="bold" if judged else "")
+    parts.append(table)
+    if slo:
+        caps = {arm: (f"{c:g}" if c is not None else "none") for arm, c in sweep.capacity.items()}
+        gain = f", {pct(sweep.capacity_gain_pct)}" if sweep.capacity_gain_pct is not None else ""
+        source = " (bounded search)" if sweep.capacity_source == "search" else " (swept levels)"
+        parts.append(
+            Text(
+                f"knee within {' and '.join(sweep.slo)}: baseline {caps.get('A', 'none')} → option "
+                f"{caps.get('B', 'none')}{gain}{source}",
+                style="bold",
+            )
+        )
+        for arm, found in (sweep.search or {}).items():
+            if isinstance(found, dict):
+                who = "baseline" if arm == "A" else "option"
+                failing = found.get("failing")
+                bracket = f", not met from {failing:g}" if isinstance(failing, int | float) else ""
+                closed = "closed" if found.get("closed") else "open: more probes would narrow it"
+                parts.append(Text(f"  capacity search, {who}: {found.get('probes', 0)} probes{bracket}; {closed}"))
+    for arm, fit in sweep.fit.items():
+        if "slope" in fit and "intercept" in fit:
+            who = "baseline" if arm == "A" else "option"
+            parts.append(
+                Text(
+                    f"step time, {who}: {fit.get('metric')} = {float(fit['intercept']):.1f} + "
+                    f"{float(fit['slope']):.3f}×{var}",
+                    style="dim",
+                )
+            )
+    return parts
 
 
 def arm_values(o: OptionView, arm: str) -> list[float]:

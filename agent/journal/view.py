@@ -60,6 +60,7 @@ class _Documents:
     stress_total: int = 0
     goal: tuple[str, float | None] | None = None  # (metric, target %), when the campaign has a goal
     budget_usd: float | None = None
+    sweep_var: str = ""  # the benchmark's load variable, when it sweeps one
 
 
 @functools.lru_cache(maxsize=16)
@@ -77,7 +78,11 @@ def _documents(campaign_text: str, policy_text: str) -> _Documents:
     runs = [s.get("runs", 1) for s in (stress if isinstance(stress, list) else []) if isinstance(s, dict)]
     goal = campaign.get("goal")
     budgets = policy.get("budgets")
+    benchmark = campaign.get("benchmark")
+    sweep = benchmark.get("sweep") if isinstance(benchmark, dict) else None
+    var = sweep.get("var") if isinstance(sweep, dict) else None
     return _Documents(
+        sweep_var=var if isinstance(var, str) else "",
         options=tuple(found),
         stress_total=sum(r for r in runs if isinstance(r, int) and 0 <= r < 1_000_000),
         goal=(str(goal.get("metric") or "output_tok_s"), _number(goal.get("target_pct")))
@@ -182,6 +187,8 @@ class SessionView:
     llm_tokens: dict[str, int] = field(default_factory=dict)
     budget_usd: float | None = None
     goal_metric: str = ""  # the campaign's goal, for plots: the metric and the gain it asks for
+    sweep_var: str = ""  # the load variable a sweep benchmarks over ("" without a sweep)
+    level: float | None = None  # the sweep level being benchmarked now
     goal_pct: float | None = None
     noise_floor_pct: float | None = None  # the smallest effect this run's calibration can tell from noise
     calibration: ev.Calibration | None = None  # the A/A calibration at setup, when the campaign asked for one
@@ -259,7 +266,16 @@ class SessionView:
             return gate.where
         if self.phase in ("", "plan", "done", "baseline", "calibration", "investigate"):
             return self.phase
-        return self.phase + (f" #{self.current}" if self.current is not None else "")
+        phase = "benchmark" if self.phase == "benchmark.level" else self.phase
+        at = f" at {self.level_label}" if phase == "benchmark" and self.level is not None else ""
+        return phase + (f" #{self.current}" if self.current is not None else "") + at
+
+    @property
+    def level_label(self) -> str:
+        """The sweep level being benchmarked, as `concurrency=60` ("" outside a sweep)."""
+        if self.level is None:
+            return ""
+        return f"{self.sweep_var or 'level'}={self.level:g}"
 
     # ------------------------------------------------------------------ the reducer
 
@@ -306,6 +322,7 @@ class SessionView:
                 self._phase(e)
             case ev.BenchProgress():
                 self.bench = (e.pair, e.of)
+                self.level = e.level
             case ev.BenchExtended():
                 self.bench = (e.from_pairs, e.to_pairs)
             case ev.BenchRun():
@@ -410,6 +427,7 @@ class SessionView:
         if docs.goal is not None:
             self.goal_metric, self.goal_pct = docs.goal
         self.budget_usd = docs.budget_usd
+        self.sweep_var = docs.sweep_var
 
     def _plan(self, e: ev.Plan) -> None:
         for p in e.proposals:
@@ -422,6 +440,8 @@ class SessionView:
 
     def _phase(self, e: ev.Phase) -> None:
         self.phase = e.phase
+        if e.phase not in ("benchmark", "benchmark.level"):
+            self.level = None
         if self.status in ("waiting", "answered"):
             self.status = "running"
         if e.option is None:
@@ -437,8 +457,9 @@ class SessionView:
             self.stress_done = 0
         if self.phase == "apply":
             self.bench = None
-        if self.phase == "benchmark":
+        if self.phase in ("benchmark", "benchmark.level"):
             self.bench = (0, e.pairs or 0)
+            self.level = e.level
 
     def _gate_opened(self, e: ev.GateOpened, entry: ev.Entry) -> None:
         if e.interrupt:

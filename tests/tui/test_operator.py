@@ -539,3 +539,22 @@ async def test_tab_and_number_keys_move_a_visible_focus_page_keys_scroll_it_and_
         await wait_for(pilot, lambda: len(app.screen_stack) > 1, what="the help")
         helped = plain(app.screen.query_one("VerticalScroll > Static", Static))
         assert "Tab  shift+Tab  1 2 3" in helped and "zoom" in helped and "PgUp PgDn" in helped
+
+
+async def test_a_sweeps_progress_bar_and_status_say_the_level_being_measured(home: Path) -> None:
+    from tests.tui.test_tui_snapshots import FrozenSource, frozen_app
+
+    campaign = "benchmark:\n  sweep:\n    var: concurrency\n    values: [30, 60, 90]\n"
+    at = "2026-12-04T00:00:01Z"
+    events = [
+        {"seq": 1, "ts": at, "kind": "session.started", "campaign_text": campaign, "policy_text": ""},
+        {"seq": 2, "ts": at, "kind": "phase", "phase": "benchmark", "option": 2, "pairs": 5},
+        {"seq": 3, "ts": at, "kind": "phase", "phase": "benchmark.level", "option": 2, "pairs": 5, "level": 60},
+        {"seq": 4, "ts": at, "kind": "bench.progress", "option": 2, "pair": 3, "of": 5, "level": 60},
+    ]
+    app = frozen_app(FrozenSource(events))
+    async with app.run_test(size=(120, 40)) as pilot:
+        label = app.query_one("#bench-label", Label)
+        await wait_for(pilot, lambda: plain(label) == "concurrency=60 · pair 3/5", what=f"the level ({plain(label)})")
+        status = plain(app.query_one("#status", Static))
+        assert "benchmark #2 at concurrency=60" in status and "benchmark.level" not in status

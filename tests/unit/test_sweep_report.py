@@ -126,3 +126,40 @@ def test_a_session_without_a_sweep_has_no_sweep_section() -> None:
     assert "Load sweep" not in markdown(view)
     assert svg_sweep(view.options[2]) == ""
     assert 'class="plot sweep"' not in to_html(view)
+
+
+def test_the_tui_evidence_tells_a_sweeps_story_per_level_with_the_knee_and_the_fit() -> None:
+    import io
+
+    from rich.console import Console
+
+    from tui import render
+
+    view = view_of({"kind": "sweep.result", **sweep_fields()})
+    console = Console(width=160, record=True, file=io.StringIO())
+    console.print(render.evidence(view.options[3]))
+    text = " ".join(console.export_text().split())
+    assert "load sweep over concurrency — judged at concurrency=60 ◀" in text
+    assert "30 improved +19.9% [+16.7, +23.2] meets / meets 599.3 → 718.8" in text
+    assert "60 ◀ improved +17.1% [+15.3, +19.0]" in text  # the judged level, marked
+    assert "90 improved +21.2% [+19.3, +23.1] fails / meets 0.0 → 973.6" in text
+    assert "knee within p99_tpot <= 105: baseline 65 → option 86, +32.3% (bounded search)" in text
+    assert "capacity search, baseline: 6 probes, not met from 72; open" in text
+    assert "step time, baseline: mean_tpot = 18.8 + 1.038×concurrency" in text
+    assert "step time, option" not in text  # no fit: nothing drawn for it
+    broken = view_of({"kind": "sweep.result", **{**sweep_fields(), "levels": "not a list"}})
+    assert render.sweep_parts(broken.options[3]) == []  # a line that does not read as a sweep: nothing, not wrong
+
+
+def test_while_a_sweep_runs_the_status_and_progress_say_the_level() -> None:
+    campaign = "benchmark:\n  sweep:\n    var: concurrency\n    values: [30, 60, 90]\n"
+    view = view_of(
+        {"kind": "session.started", "campaign_text": campaign, "policy_text": ""},
+        {"kind": "phase", "phase": "benchmark", "option": 2, "pairs": 5},
+        {"kind": "phase", "phase": "benchmark.level", "option": 2, "pairs": 5, "level": 60},
+        {"kind": "bench.progress", "option": 2, "pair": 3, "of": 5, "level": 60},
+    )
+    assert view.activity == "benchmark #2 at concurrency=60"  # not the raw event name `benchmark.level #2`
+    assert view.level_label == "concurrency=60" and view.bench == (3, 5)
+    view.apply(ev.entry({"seq": 9, "ts": "", "kind": "phase", "phase": "stress", "option": 2}))
+    assert view.activity == "stress #2" and view.level_label == ""
