@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from agent.journal import events as ev
 from agent.journal.chain import read_events
 from agent.journal.view import OptionView, SessionView, fold
+from agent.report import svg
 from agent.report.console import pct
 from agent.report.figures import Effect, NoiseFigure, effect_of, noise_figure, other_figures, plain
 from tools.sweep import SweepSummary
@@ -257,58 +258,49 @@ def _num(v: float | None) -> str:
 # ---------------------------------------------------------------------- HTML
 
 
-def svg_plot(o: OptionView, width: int = 420, height: int = 160) -> str:
-    """Both arms per pair (A grey, B blue), and the effect's 95% CI as a bar against zero."""
-    rows = [(p, a, b) for p, a, b in o.pairs() if a is not None or b is not None]
-    if not rows:
-        return ""
-    values = [v for _, a, b in rows for v in (a, b) if v is not None]
-    lo, hi = min(values), max(values)
-    span = (hi - lo) or 1.0
-    plot_w = width - 150
-
-    def x(i: int) -> float:
-        return 40 + (plot_w - 50) * (i / max(1, len(rows) - 1))
-
-    def y(v: float) -> float:
-        return 10 + (height - 40) * (1 - (v - lo) / span)
-
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img">']
-    parts.append(f'<text x="4" y="{y(hi) + 4:.0f}" font-size="10">{hi:,.0f}</text>')
-    parts.append(f'<text x="4" y="{y(lo) + 4:.0f}" font-size="10">{lo:,.0f}</text>')
-    for arm, color in (("A", "#888"), ("B", "#1f6feb")):
-        pts = [(x(i), y(v)) for i, (_, a, b) in enumerate(rows) if (v := a if arm == "A" else b) is not None]
-        if len(pts) > 1:
-            path = " ".join(f"{px:.1f},{py:.1f}" for px, py in pts)
-            parts.append(f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="1.5"/>')
-        parts += [f'<circle cx="{px:.1f}" cy="{py:.1f}" r="3" fill="{color}"/>' for px, py in pts]
-    parts.append(f'<text x="40" y="{height - 8}" font-size="10" fill="#888">A baseline</text>')
-    parts.append(f'<text x="110" y="{height - 8}" font-size="10" fill="#1f6feb">B option, per pair</text>')
-    ab = o.ab
-    if ab is not None and ab.ci_low is not None and ab.ci_high is not None and ab.effect_pct is not None:
-        # The CI bar: a vertical scale of effect % at the right, zero marked.
-        top, bottom = 10, height - 30
-        e_lo, e_hi = min(0.0, ab.ci_low), max(0.0, ab.ci_high)
-        e_span = (e_hi - e_lo) or 1.0
-
-        def ey(v: float) -> float:
-            return top + (bottom - top) * (1 - (v - e_lo) / e_span)
-
-        cx = width - 60
-        parts.append(f'<line x1="{cx - 20}" x2="{cx + 20}" y1="{ey(0):.1f}" y2="{ey(0):.1f}" stroke="#aaa"/>')
-        parts.append(
-            f'<line x1="{cx}" x2="{cx}" y1="{ey(ab.ci_low):.1f}" y2="{ey(ab.ci_high):.1f}" '
-            'stroke="#d73a49" stroke-width="4"/>'
-        )
-        parts.append(f'<circle cx="{cx}" cy="{ey(ab.effect_pct):.1f}" r="4" fill="#d73a49"/>')
-        parts.append(f'<text x="{cx - 30}" y="{height - 8}" font-size="10">{ab.effect_pct:+.1f}% CI</text>')
-    parts.append("</svg>")
-    return "".join(parts)
+def gain_scale(view: SessionView) -> svg.GainScale:
+    """The one % scale every option's gain is drawn on in this report (with 0, the goal and the noise)."""
+    spans: list[tuple[float, float]] = []
+    for o in view.options.values():
+        effect, noise = figures(view, o)
+        if effect is None:
+            continue
+        spans.append((effect.pct, effect.pct))
+        if effect.ci is not None:
+            spans.append((effect.ci[0], effect.ci[1]))
+        if noise is not None:
+            spans.append((-noise.pct, noise.pct))
+    return svg.GainScale.of(spans, view.goal_pct)
 
 
-def svg_sweep(o: OptionView, width: int = 460, height: int = 200) -> str:
+def svg_gains(view: SessionView) -> str:
+    """Every option with an estimate, its gain and CI on the shared scale (the report's summary figure)."""
+    rows = []
+    for o in sorted(view.options.values(), key=lambda o: o.id):
+        effect, noise = figures(view, o)
+        if effect is not None:
+            ci = (effect.ci[0], effect.ci[1]) if effect.ci is not None else None
+            rows.append(svg.GainRow(f"#{o.id} {o.title}", effect.pct, ci, noise.pct if noise else None))
+    return svg.gains(rows, gain_scale(view))
+
+
+def svg_plot(o: OptionView, scale: svg.GainScale | None = None, view: SessionView | None = None) -> str:
+    """Both arms per pair on one axis from 0, and the gain with its 95% CI on the scale all options share."""
+    metric = (o.ab.metric if o.ab is not None and o.ab.metric else None) or "metric"
+    pairs = "".join(svg.ab_pairs(o.pairs(), str(metric)))
+    effect, noise = figures(view or SessionView(), o)
+    bar = ""
+    if effect is not None:
+        ci = (effect.ci[0], effect.ci[1]) if effect.ci is not None else None
+        scale = scale or svg.GainScale.of([(effect.pct, effect.pct), *([ci] if ci else [])])
+        bar = "".join(svg.gain_bar(effect.pct, ci, noise.pct if noise else None, scale))
+    return svg.side_by_side((430, 190, pairs), (170, 190, bar))
+
+
+def svg_sweep(o: OptionView) -> str:
     """Goodput against load, both arms (the metric where the arm meets the SLOs, 0 where it fails; the plain
-    mean without SLOs), each arm's capacity as a dashed line — the knee — and the search's probes as ticks."""
+    mean without SLOs), as points at the measured levels, each arm's capacity as a dashed line — the knee —
+    and the search's probes on labelled rows."""
     sweep = sweep_of(o)
     if sweep is None:
         return ""
@@ -322,69 +314,21 @@ def svg_sweep(o: OptionView, width: int = 460, height: int = 200) -> str:
             if value is not None and math.isfinite(value) and math.isfinite(lv.level):
                 series[arm].append((lv.level, value))
     caps = {arm: c for arm, c in sweep.capacity.items() if c is not None and math.isfinite(c)}
-    probes = [(e.arm, e.level, e.judgement) for e in o.searches if isinstance(e.level, int | float)]
+    probes = [(e.arm, float(e.level), e.judgement) for e in o.searches if isinstance(e.level, int | float)]
     probes = [(a, lv, j) for a, lv, j in probes if math.isfinite(lv)]
-    xs = [x for pts in series.values() for x, _ in pts] + list(caps.values()) + [lv for _, lv, _ in probes]
-    ys = [y for pts in series.values() for _, y in pts]
-    if not xs or not ys:
-        return ""
-    x_lo, x_hi = min(xs), max(xs)
-    y_hi = max(ys) or 1.0
-    x_span = (x_hi - x_lo) or 1.0
-    left, right, top, bottom = 50, width - 20, 12, height - 42
-
-    def px(v: float) -> float:
-        return left + (right - left) * (v - x_lo) / x_span
-
-    def py(v: float) -> float:
-        return top + (bottom - top) * (1 - v / y_hi)
-
-    name = html.escape(sweep.var)
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img">']
-    parts.append(f'<line x1="{left}" x2="{right}" y1="{bottom}" y2="{bottom}" stroke="#ccc"/>')
-    parts.append(f'<text x="4" y="{top + 8}" font-size="10">{y_hi:,.0f}</text>')
-    parts.append(f'<text x="4" y="{bottom + 4}" font-size="10">0</text>')
-    for lv in sweep.levels:
-        if math.isfinite(lv.level):
-            parts.append(f'<text x="{px(lv.level) - 8:.1f}" y="{bottom + 14}" font-size="10">{lv.level:g}</text>')
-    colors = {"A": "#888", "B": "#1f6feb"}
-    for arm, pts in series.items():
-        if len(pts) > 1:
-            path = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in pts)
-            parts.append(f'<polyline points="{path}" fill="none" stroke="{colors[arm]}" stroke-width="1.5"/>')
-        parts += [f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="3" fill="{colors[arm]}"/>' for x, y in pts]
-    for arm, cap in caps.items():
-        x = px(cap)
-        parts.append(
-            f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top}" y2="{bottom}" stroke="{colors[arm]}" '
-            'stroke-dasharray="4 3" class="knee"/>'
-        )
-        label = "baseline" if arm == "A" else "option"
-        parts.append(
-            f'<text x="{x + 3:.1f}" y="{top + 10 + (12 if arm == "B" else 0)}" font-size="10" '
-            f'fill="{colors[arm]}">{label} knee {cap:g}</text>'
-        )
-    for arm, level, judgement in probes:
-        y0 = bottom + (20 if arm == "A" else 26)
-        fill = "#2da44e" if judgement == "meets" else "#d73a49"
-        parts.append(f'<rect x="{px(level) - 1.5:.1f}" y="{y0}" width="3" height="5" fill="{fill}" class="probe"/>')
-    what = "goodput" if sweep.slo else html.escape(o.ab.metric if o.ab and o.ab.metric else "metric")
-    parts.append(
-        f'<text x="{left}" y="{height - 4}" font-size="10">{what} by {name}: '
-        f'<tspan fill="#888">A baseline</tspan> <tspan fill="#1f6feb">B option</tspan>'
-        + (" · search probes: green met, red not" if probes else "")
-        + "</text>"
-    )
-    parts.append("</svg>")
-    return "".join(parts)
+    metric = o.ab.metric if o.ab and o.ab.metric else "metric"
+    what = f"goodput ({metric})" if sweep.slo else str(metric)
+    return svg.sweep_points(series, caps, probes, var=sweep.var, what=what)
 
 
 def to_html(rec: SessionView) -> str:
     md = markdown(rec)
     body: list[str] = []
     in_table = False
-    plots = {o.id: svg_plot(o) for o in rec.options.values()}
+    scale = gain_scale(rec)
+    plots = {o.id: svg_plot(o, scale, rec) for o in rec.options.values()}
     sweeps = {o.id: svg_sweep(o) for o in rec.options.values()}
+    summary = svg_gains(rec)
     for line in md.splitlines():
         if line.startswith("|"):
             cells = [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line.strip("|"))]
@@ -409,6 +353,8 @@ def to_html(rec: SessionView) -> str:
                 body.append(f'<div class="plot sweep">{sweeps[option_id]}</div>')
         elif line.startswith("## "):
             body.append(f"<h2>{_inline(line[3:])}</h2>")
+            if line == "## Options" and summary:
+                body.append(f'<div class="plot gains">{summary}</div>')
         elif line.startswith("# "):
             body.append(f"<h1>{_inline(line[2:])}</h1>")
         elif line.startswith("- "):

@@ -83,17 +83,21 @@ def _coords(svg: str, tag: str, attr: str) -> list[float]:
 def test_the_html_plot_draws_both_arms_by_load_and_each_knee_where_it_is() -> None:
     view = sweep_view()
     svg = svg_sweep(view.options[3])
-    assert svg.count("<polyline") == 2  # baseline and option, goodput by load
+    # Goodput is known at the measured levels only: a point per arm and level, no line between levels.
+    assert "<polyline" not in svg and svg.count('class="point-A"') == 3 and svg.count('class="point-B"') == 3
     knees = re.findall(r'<line x1="([0-9.]+)"[^>]*class="knee"', svg)
-    ticks = dict(re.findall(r'<text x="([0-9.]+)" y="\d+" font-size="10">(30|60|90)</text>', svg))
-    x30, x90 = (float(x) + 8 for x, level in ticks.items() if level in ("30", "90"))
+    ticks = dict(re.findall(r'<text x="([0-9.]+)" [^>]*class="level">(30|60|90)</text>', svg))
+    x30, x90 = (float(x) for x, level in ticks.items() if level in ("30", "90"))
     # The knees are placed on the same axis as the levels: 65 and 86 between 30 and 90, in order.
     base, option = (float(k) for k in knees)
     assert x30 < base < option < x90
     assert abs((base - x30) / (x90 - x30) - (65 - 30) / (90 - 30)) < 0.02  # on the same linear axis
     assert abs((option - x30) / (x90 - x30) - (86 - 30) / (90 - 30)) < 0.02
     assert "baseline knee 65" in svg and "option knee 86" in svg
-    assert svg.count('class="probe"') == 2  # the search's probes
+    assert svg.count('class="probe"') == 2 and "probes, baseline</text>" in svg  # the search's probes, labelled
+    assert "goodput (output_tok_s)" in svg and ">concurrency</text>" in svg  # both axes titled
+    # The goodput axis starts at 0: its lowest tick says so.
+    assert re.search(r'text-anchor="end"[^>]*>0</text>', svg)
     page = to_html(view)
     assert '<div class="plot sweep"><svg' in page and "<script" not in page
 
