@@ -197,7 +197,10 @@ async def test_quitting_while_the_run_goes_on_asks_then_stops_it_after_the_runni
 ) -> None:
     # Was: `q` exited at once, ctrl+q exited 130 while the worker kept running (stress, a gate, a decision and
     # `session.finished` were journaled after the quit), and ctrl+c only showed Textual's "press ctrl+q".
-    d, app = live_app(variant, ROOT / "policies" / "presets" / "autonomous.yaml")
+    # Benchmark runs of a quarter second (the fast variant's are 20 ms): on a loaded machine the keys below took
+    # longer than the whole fast run, which then finished before `y` could stop it (ci34).
+    slow = lambda: variant(edit=lambda text: text.replace("--wall 0.02", "--wall 0.25"))  # noqa: E731
+    d, app = live_app(slow, ROOT / "policies" / "presets" / "autonomous.yaml")
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: app.view.phase == "benchmark", what="a benchmark running")
         for key in ("q", "ctrl+q", "ctrl+c"):
