@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agent.journal.chain import Record
+from agent.journal.events.option import rollback_verdict
 from agent.journal.view import GateView, OptionView, SessionView, timestamp
 from agent.report.console import pct, progress_line
 
@@ -243,7 +244,7 @@ def evidence(o: OptionView | None) -> RenderableType:
             check = f"health checks, {v.get('baseline_runs', '?')} baseline runs within ±{v.get('tolerance_pct', '?')}%"
         parts.append(Text(f"undo plan: {revert}; then {check}", style="cyan"))
     if o.rollback is not None:
-        ok = "verified" if o.rollback.verified else "NOT verified"
+        ok = rollback_verdict(o.rollback.verified, o.rollback.verified_by)
         parts.append(Text(f"rollback {ok}: {o.rollback.detail or ''}", style="yellow"))
     return Group(*parts)
 

@@ -13,6 +13,7 @@ from langgraph.runtime import Runtime
 from agent.context import RunContext
 from agent.errors import CommandRefused, MutationInDoubt
 from agent.journal import events as ev
+from agent.journal.events.option import rollback_verdict
 from agent.models import Option
 from agent.nodes.benchmark import Arms, bench_once
 from agent.nodes.gating import option_hosts
@@ -65,7 +66,7 @@ def _keep_except(state: State, runtime: Runtime[RunContext], excepted: list[str]
     )
     v = _revert_on(state, runtime, excepted)
     reason = f"kept by {decided.get('by')} on {len(kept_on)} host(s), rolled back on {', '.join(excepted)}"
-    verdict = "verified" if v["verified"] else "NOT verified"
+    verdict = rollback_verdict(bool(v["verified"]), v.get("verified_by"))
     update: dict[str, Any] = {
         "verification": v,
         "options": {
@@ -384,7 +385,7 @@ def settle_pause(k: int, run_s: float, cap_s: float) -> float:
 
 def _noted(state: State, option_id: int, v: dict[str, Any]) -> dict[str, Any]:
     key = str(option_id)
-    note = f"rollback {'verified' if v['verified'] else 'NOT verified'}: {v['detail']}"
+    note = f"rollback {rollback_verdict(bool(v['verified']), v.get('verified_by'))}: {v['detail']}"
     return {
         "verification": v,
         "options": {key: {"reasons": [*state.get("options", {})[key].get("reasons", []), note], "rollback": v}},

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from agent.journal import events as ev
 from agent.journal.chain import read_events
+from agent.journal.events.option import rollback_verdict
 from agent.journal.view import OptionView, SessionView, fold
 from agent.report import svg
 from agent.report.console import pct
@@ -160,7 +161,7 @@ def _evidence(o: OptionView, effect: Effect | None = None, noise: NoiseFigure | 
     if o.assessment is not None and o.assessment.get("rationale"):
         say(f"- assessor: {o.assessment.get('rationale')}", facts=(str(o.assessment.get("rationale")),))
     if o.rollback is not None:
-        verified = "verified" if o.rollback.verified else "NOT verified"
+        verified = rollback_verdict(o.rollback.verified, o.rollback.verified_by)
         say(f"- rollback {verified}: {plain(o.rollback.detail or '')}", facts=(o.rollback.detail or "",))
     for reason in filter(None, map(plain, o.reasons)):
         rest = reason

@@ -87,7 +87,9 @@ def progress_line(event: Record) -> str | None:
     if k == "rule.added":
         return f"session rule added: {d['rule']['id']} when {d['rule'].get('when')}"
     if k == "rollback":
-        return f"{opt}rollback {'verified' if d['verified'] else 'NOT verified'}: {d.get('detail')}"
+        from agent.journal.events.option import rollback_verdict
+
+        return f"{opt}rollback {rollback_verdict(bool(d['verified']), d.get('verified_by'))}: {d.get('detail')}"
     if k == "kept":
         return f"{opt}kept ({pct(d.get('gain_pct'))}) by {d.get('by')}"
     if k in ("setup.failed", "apply.failed", "bench.aborted"):

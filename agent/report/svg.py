@@ -85,7 +85,9 @@ def side_by_side(*figures: tuple[int, int, str]) -> str:
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img">']
     x = 0
     for w, _, text in shown:
-        parts.append(text.replace("<svg ", f'<svg x="{x}" ', 1))
+        # Each figure's content moved right, in a group: one <svg> element, so the image is one and whole.
+        body = text[text.index(">") + 1 : text.rindex("</svg>")]
+        parts.append(f'<g transform="translate({x},0)">{body}</g>')
         x += w
     parts.append("</svg>")
     return "".join(parts)

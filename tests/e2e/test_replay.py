@@ -175,7 +175,8 @@ def test_export_writes_a_report_an_auditor_can_read_without_signoff(home: Path, 
     assert "stress abort-cascade run 2: **wedge**" in text and "rollback verified" in text
     assert cli("replay", session, "--export", str(page)).code == 0
     html = page.read_text()
-    assert html.startswith("<!doctype html>") and html.count("<svg") == 2  # the two options with A/B runs
+    # The two options with A/B runs, and the chart of every gain on one scale.
+    assert html.startswith("<!doctype html>") and html.count("<svg") == 3 and html.count('class="plot gains"') == 1
     assert "<script" not in html and "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
     assert all(f"<td>{d['gate']}</td>" in html for d in decisions)
     bad = cli("replay", session, "--export", str(tmp_path / "report.pdf"))

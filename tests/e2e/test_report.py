@@ -122,7 +122,8 @@ def test_each_option_shows_one_labelled_effect_and_one_noise_figure_with_its_sou
     assert set(console_blocks) == {1, 2, 3}
     for oid, block in console_blocks.items():
         assert_one_of_each(block, f"console #{oid}", ab[oid])
-    assert "rollback verified: check says not in effect" in console_blocks[2]  # the evidence is still there
+    # The evidence is still there, headed by what verified it.
+    assert re.search(r"rollback verified by [^:]*: check says not in effect", console_blocks[2]), console_blocks[2]
     # The A/A calibration is the session's, said once before the options, and named as such.
     assert console.count("A/A calibration before any change: noise ±") == 1
 

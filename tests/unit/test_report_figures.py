@@ -139,3 +139,31 @@ def test_a_post_stress_band_and_a_bare_noise_description_are_cut_too() -> None:
     assert plain(wide).endswith("; only a larger slowdown could show") and "±" not in plain(wide)
     # Text without any such figure is left as it is (a stress run's own evidence, a blocker).
     assert plain("completed in 0.27s") == "completed in 0.27s"
+
+
+@pytest.mark.parametrize(
+    ("case", "state_ok", "by", "headline"),
+    [
+        ("back", True, ["check", "metric"], "verified by the check and the metric"),
+        ("back", None, ["metric"], "verified by the metric (no check)"),
+        ("own effect", True, ["check"], "verified by the option's check only (the metric cannot tell)"),
+        ("own effect", None, [], "verified only loosely (no check, and the metric cannot tell the option apart)"),
+    ],
+)
+def test_a_verified_rollback_says_what_verified_it(
+    case: str, state_ok: bool | None, by: list[str], headline: str
+) -> None:
+    from agent.journal.events.option import rollback_verdict
+
+    reference = series(800, 3, noise=0.01, seed=1)
+    a, b = series(800, 8, noise=0.01, seed=2), series(850, 8, noise=0.01, seed=3)
+    noise = noise_of(None, a, b)
+    if case == "own effect":  # the option's own +6 % is below what the band resolves: the metric cannot tell
+        noise = Noise(sd_pct=2.5, runs=6, source="calibration")
+    v = judge(
+        series(800, 3, noise=0.01, seed=4), a_series=a, b_series=b, reference=reference, noise=noise,
+        spec=RollbackSpec(), higher_is_better=True, state_ok=state_ok,
+    )  # fmt: skip
+    assert v["verified_by"] == by
+    assert rollback_verdict(v["verified"], v["verified_by"]) == headline
+    assert rollback_verdict(True, None) == "verified"  # a journal from before `verified_by`: as it always said

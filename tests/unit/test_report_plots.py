@@ -72,7 +72,7 @@ def test_every_gain_is_on_one_scale_with_zero_the_goal_and_the_noise() -> None:
 def test_the_ab_axis_starts_at_zero_with_ticks_and_the_metric_as_its_title() -> None:
     view = two_options()
     plot = svg_plot(view.options[2], None, view)
-    pairs = plot.split('<svg x="430"')[0]
+    pairs = plot.split('<g transform="translate(430,0)">')[0]
     ticks = re.findall(r'text-anchor="end"[^>]*>([0-9,]+)</text>', pairs)
     assert ticks[0] == "0" and len(ticks) >= 4  # from 0, with numbers between
     assert ">output_tok_s</text>" in pairs and ">A/B pair</text>" in pairs  # both axes titled

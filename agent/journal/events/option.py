@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import Field
@@ -208,10 +209,28 @@ class RollbackSettling(Event):
     up_to: float | None = None
 
 
+def rollback_verdict(verified: bool, by: Sequence[str] | None) -> str:
+    """How a rollback's verification is headlined: by what vouched for it. `by` is None in journals from before
+    it was recorded: those say "verified" as they always did."""
+    if not verified:
+        return "NOT verified"
+    if by is None:
+        return "verified"
+    if "check" in by and "metric" in by:
+        return "verified by the check and the metric"
+    if "check" in by:
+        return "verified by the option's check only (the metric cannot tell)"
+    if "metric" in by:
+        return "verified by the metric (no check)"
+    # Back within the baseline's band, but that band cannot tell the option's arm from it, and no check spoke.
+    return "verified only loosely (no check, and the metric cannot tell the option apart)"
+
+
 class Rollback(Event):
     kind: Literal["rollback"] = "rollback"
     option: int
     verified: bool = False
+    verified_by: list[str] | None = None  # "check", "metric": what vouched for `verified` (None: not recorded)
     detail: str | None = None
     drift_pct: float | None = None
     delta_pct: float | None = None
