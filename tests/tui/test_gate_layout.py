@@ -17,7 +17,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Input, Static
 
 from policies.gates import ALLOWED, suggested_answer
-from tests.tui.test_tui import wait_for
+from tests.tui.test_tui import gate_open, wait_for
 from tests.tui.test_tui_snapshots import FrozenSource, frozen_app
 from tui import render
 from tui.app import SignoffApp
@@ -82,7 +82,7 @@ async def test_the_question_the_decisive_evidence_the_keys_and_the_echo_are_on_s
     app = dialog_app(e)
     parts = render.gate_text(e["question"])
     async with app.run_test(size=size) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, GateScreen), what="the dialog")
+        await wait_for(pilot, lambda: gate_open(app), what="the dialog")
         screen = app.screen
         assert isinstance(screen, GateScreen)
         first = screen.answers[0]
@@ -100,7 +100,7 @@ async def test_a_long_body_says_there_is_more_and_page_keys_scroll_it() -> None:
     e = next(g for g in GATES if g["gate_kind"] == "safety" and len(g["question"]) > 2000)
     app = dialog_app(e)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, GateScreen), what="the dialog")
+        await wait_for(pilot, lambda: gate_open(app), what="the dialog")
         more = app.screen.query_one("#gate-more", Static)
         body = app.screen.query_one("#gate-body", VerticalScroll)
         await wait_for(pilot, lambda: "more lines — PgDn" in str(more.render()), timeout=20, what="the hint")
@@ -121,7 +121,7 @@ async def test_facts_come_last_folded_and_f_shows_only_those_that_apply_rounded(
     assert e["facts"]["sweep_levels"] == 0 and isinstance(e["facts"]["gain_pct"], float)
     app = dialog_app(e)
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, GateScreen), what="the dialog")
+        await wait_for(pilot, lambda: gate_open(app), what="the dialog")
         widget = app.screen.query_one("#gate-facts", Static)
         assert str(widget.render()).endswith("— [f] shows them") and "gain_pct" not in str(widget.render())
         await pilot.press("f")
@@ -180,7 +180,7 @@ async def test_r_still_rolls_back_at_a_safety_gate() -> None:
     e = next(g for g in GATES if name(g) == "demo-g3-safety")
     app = dialog_app(e)
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, GateScreen), what="the dialog")
+        await wait_for(pilot, lambda: gate_open(app), what="the dialog")
         assert app.screen.keys.get("r") == "rollback"
         await pilot.press("r")
         await wait_for(pilot, lambda: shows(app, "Enter to confirm"), timeout=20, what="the echo")
@@ -189,7 +189,7 @@ async def test_r_still_rolls_back_at_a_safety_gate() -> None:
 async def test_pane_keys_do_nothing_behind_an_open_dialog() -> None:
     app = dialog_app(next(g for g in GATES if name(g) == "demo-g1-plan"))
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, GateScreen), what="the dialog")
+        await wait_for(pilot, lambda: gate_open(app), what="the dialog")
         await pilot.press("z", "2")
         await pilot.press("y")  # the dialog still answers: its keys were not taken
         await wait_for(pilot, lambda: shows(app, "Enter to confirm"), timeout=20, what="the echo")

@@ -71,9 +71,11 @@ def live_app(variant: Callable[..., Path], policy: Path) -> tuple[SessionDir, Si
 
 
 def gate_open(app: SignoffApp) -> bool:
-    """A gate screen is up and composed."""
+    """A gate screen is up and composed, down to the widgets inside its scrolling body (mounted a step later)."""
     screen = app.screen
-    return isinstance(screen, GateScreen) and bool(screen.query("#gate-echo")) and bool(screen.query("#gate-ask"))
+    return isinstance(screen, GateScreen) and all(
+        screen.query(name) for name in ("#gate-echo", "#gate-ask", "#gate-summary", "#gate-facts")
+    )
 
 
 def echo(app: SignoffApp) -> str:
