@@ -53,10 +53,15 @@ def copy_checkpoints(src: Any, dst: Any, thread_id: str) -> int:
 
 
 @contextmanager
-def _sqlite_saver(path: Path) -> Iterator[Any]:
+def _sqlite_saver(path: Path, *, read_only: bool = False) -> Iterator[Any]:
+    """A checkpointer on a SQLite file; `read_only` for a bundle being imported: reading it must not change it
+    (opened read-write, SQLite folded and deleted the bundle's -wal and -shm files on close)."""
     from langgraph.checkpoint.sqlite import SqliteSaver
 
-    conn = sqlite3.connect(path, check_same_thread=False)
+    if read_only:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
+    else:
+        conn = sqlite3.connect(path, check_same_thread=False)
     try:
         saver = SqliteSaver(conn, serde=serializer())
         saver.setup()
@@ -155,7 +160,7 @@ def import_session(store: Store, src: Path, *, accept_ssh_config: bool = False) 
             if (src / "checkpoints.sqlite").exists():
                 with blocked_types() as foreign:
                     try:
-                        with _sqlite_saver(src / "checkpoints.sqlite") as source, d.saver() as dst:
+                        with _sqlite_saver(src / "checkpoints.sqlite", read_only=True) as source, d.saver() as dst:
                             checkpoints = copy_checkpoints(source, dst, session_id)
                     finally:
                         if foreign:  # before any error the foreign value caused further on

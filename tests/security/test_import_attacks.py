@@ -139,3 +139,25 @@ def test_an_imported_session_is_private_to_its_owner(cli, exported, home):
     for name in ("journal.jsonl", "campaign.yaml", "policy.yaml", "meta.json"):
         assert stat.S_IMODE((root / name).stat().st_mode) == 0o600, name
     assert cli("replay", session, "--verify").code == 0
+
+
+def test_importing_a_bundle_reads_it_and_changes_nothing_in_it(cli, home, tmp_path):
+    # Was: the bundle's checkpoints were opened read-write, and closing them folded and deleted its -wal and
+    # -shm files (found when a fixture bundle changed under `signoff import`).
+    import hashlib
+
+    bundle = tmp_path / "bundle"
+    shutil.copytree(Path(__file__).parents[1] / "fixtures" / "journal-v1" / "ask-one-liners", bundle)
+
+    def contents() -> dict[str, str]:
+        return {
+            str(p.relative_to(bundle)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(bundle.rglob("*"))
+            if p.is_file()
+        }
+
+    before = contents()
+    assert "checkpoints.sqlite-wal" in before and "checkpoints.sqlite-shm" in before
+    r = cli("import", str(bundle), "--json")
+    assert r.code == 0, r.stderr
+    assert contents() == before
