@@ -203,6 +203,7 @@ class SessionView:
     ended: ev.SessionFinished | ev.SessionFailed | None = None
     run_s: float = 0.0  # time the runner spent running, summed over every run (start, resumes)
     rules_added: int = 0
+    rules: dict[str, Mapping[str, Any]] = field(default_factory=dict)  # session rule id → the rule as journaled
     proposals: list[Any] = field(default_factory=list)
     # The mutation ledger: command.started by key, and the recorded result of those that finished.
     mutations_started: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -378,6 +379,8 @@ class SessionView:
                 self._decision(e, entry.ts)
             case ev.RuleAdded():
                 self.rules_added += 1
+                if isinstance(e.rule, Mapping) and isinstance(e.rule.get("id"), str):
+                    self.rules[e.rule["id"]] = e.rule
             case ev.Report():
                 self._report(e)
             case ev.GoalConfirmed():

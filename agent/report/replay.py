@@ -237,6 +237,24 @@ def _artifact_problem(root: Path, name: str) -> str | None:
     return None
 
 
+def rule_words(rule: Mapping[str, Any]) -> str:
+    """A session rule as a person reads it: `CONTINUE IF has_next_step … ; otherwise ASK (at continue_or_ask
+    gates, once)`. Every part read defensively: the rule comes from a journal line anyone could edit."""
+    d = rule.get("decision") if isinstance(rule.get("decision"), Mapping) else {}
+    assert isinstance(d, Mapping)
+    targets = d.get("targets") or rule.get("targets") or []
+    words = str(d.get("action", "?")).upper()
+    if isinstance(targets, list) and targets:
+        words += " " + ", ".join(f"#{t}" for t in targets)
+    if rule.get("when"):
+        words += f" IF {rule['when']}"
+    if d.get("otherwise"):
+        words += f"; otherwise {str(d['otherwise']).upper()}"
+    kinds = rule.get("kinds")
+    at = ", ".join(map(str, kinds)) if isinstance(kinds, list) and kinds else "any"
+    return f"{words} (at {at} gates, {d.get('scope', 'once')})"
+
+
 def describe(e: dict[str, Any], view: SessionView | None = None) -> str | None:
     """One timeline line per event worth reading back (`view`: the session up to and including this event,
     for the time a decision took)."""
@@ -263,7 +281,14 @@ def describe(e: dict[str, Any], view: SessionView | None = None) -> str | None:
         policy = f" (policy {e['policy_sha256'][:12]})" if str(e.get("by", "")).startswith("policy:") else ""
         gate = next((g for g in reversed(view.gates) if g.gate == e.get("gate")), None) if view else None
         waited = f" after {gate.waited_s:.1f}s" if gate is not None and gate.waited_s is not None else ""
-        return f"gate {e['gate']}: {d.get('action', 'ask')} by {e.get('by')}{policy}{waited}{raw}"
+        by = str(e.get("by"))
+        rule = view.rules.get(by) if view is not None and by.startswith("session-rule:") else None
+        said = f" — {by}: {rule_words(rule)[:300]}" if rule is not None else ""  # the rule in words, not its id
+        return f"gate {e['gate']}: {d.get('action', 'ask')} by {by}{policy}{waited}{raw}{said}"
+    if k == "rule.added" and isinstance(e.get("rule"), Mapping) and e["rule"].get("id"):
+        said = f" — {e['raw']!r}" if e.get("raw") else ""
+        line = f"session rule {e['rule']['id']} added by {e.get('by')} at gate {e.get('gate')}: {rule_words(e['rule'])}"
+        return (line + said)[:400]
     if k == "notify.sent":
         return notify_line(e)
     if k == "log.adopted":

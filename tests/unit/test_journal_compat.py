@@ -61,6 +61,8 @@ def test_an_old_session_replays_as_it_did(name: str, cli, tmp_path: Path) -> Non
     assert replay.stdout == (V1 / f"{name}.replay.json").read_text()
     timeline = cli("replay", session)
     assert timeline.code == 0, timeline.stderr
+    # The timeline's text, as this version writes it (two lines changed on purpose in issue 36: a session rule
+    # reads as the rule, where it was a dict dump, and a decision by a session rule names the rule in words).
     assert timeline.stdout == (V1 / f"{name}.replay.txt").read_text()
 
 
@@ -90,3 +92,21 @@ def test_the_fold_reads_the_old_sessions_like_the_report_did() -> None:
     ]
     assert view.gates[1].waited_s == pytest.approx(4.005)
     assert view.report is not None and view.report.estimated_gain_pct == pytest.approx(22.6, abs=0.05)
+
+
+def test_a_decision_by_a_session_rule_names_the_rule_in_words_and_a_forged_rule_reads_safely() -> None:
+    from agent.journal import events as ev
+    from agent.journal.view import fold
+    from agent.report.replay import describe
+
+    records = [json.loads(line) for line in (V1 / "ask-one-liners" / "journal.jsonl").read_text().splitlines()]
+    view = fold(records)
+    by_rule = next(r for r in records if r["kind"] == "decision" and r.get("by") == "session-rule:1")
+    line = describe(by_rule, view) or ""
+    assert line.endswith("session-rule:1: CONTINUE IF (has_next_step) && !(confidence < 0.7); otherwise ASK "
+                         "(at continue_or_ask gates, once)")  # fmt: skip
+    for forged in ({"id": "session-rule:9", "decision": "not a mapping", "kinds": "x"}, {"id": "r", "when": 3}):
+        said = describe({"kind": "rule.added", "seq": 1, "rule": forged, "by": "x", "gate": "g1"}) or ""
+        assert said.startswith(f"session rule {forged['id']} added by x at gate g1: ")
+    view.apply(ev.entry({"kind": "rule.added", "seq": 999, "ts": "", "rule": ["not", "a", "rule"]}))
+    assert "session-rule:1" in view.rules  # a line that is not a rule adds nothing and breaks nothing
