@@ -64,7 +64,8 @@ def event_line(e: dict[str, Any]) -> Text | None:
     except (KeyError, TypeError, ValueError):
         line = None
     if line is None and e["kind"] == "command.started":
-        line = f"{_opt(e)}$ {e.get('command')}  [{e.get('host')}, {e.get('purpose')}, ≤{e.get('timeout_s', 0):g}s]"
+        command = short_program(str(e.get("command")))
+        line = f"{_opt(e)}$ {command}  [{e.get('host')}, {e.get('purpose')}, ≤{e.get('timeout_s', 0):g}s]"
     if line is None and e["kind"] == "command.finished" and e.get("exit") == 0:
         line = f"{_opt(e)}  ✓ {e.get('host')} exit 0 in {e.get('duration_s', 0):.2f}s"
     if line is None:
@@ -73,6 +74,16 @@ def event_line(e: dict[str, Any]) -> Text | None:
     text = Text(f"{ts} ", style="dim")
     text.append(line, style=KIND_STYLE.get(e["kind"], "dim" if e["kind"].startswith("command.") else ""))
     return text
+
+
+_PROGRAM = re.compile(r"^(/[^\s/]+)+/([^\s/]+)(?=\s|$)")
+
+
+def short_program(command: str) -> str:
+    """A command as the events list shows it: the program's directory folded (`/work/x/.venv/bin/python
+    simserve.py …` reads `…/python simserve.py …`: that it ran from a path stays visible); the arguments as
+    they are. The output screen (Enter) and every gate show the whole command."""
+    return _PROGRAM.sub(r"…/\2", command, count=1)
 
 
 def _opt(e: dict[str, Any]) -> str:

@@ -558,3 +558,12 @@ async def test_a_sweeps_progress_bar_and_status_say_the_level_being_measured(hom
         await wait_for(pilot, lambda: plain(label) == "concurrency=60 · pair 3/5", what=f"the level ({plain(label)})")
         status = plain(app.query_one("#status", Static))
         assert "benchmark #2 at concurrency=60" in status and "benchmark.level" not in status
+
+
+def test_the_events_list_folds_a_programs_directory_and_keeps_its_arguments() -> None:
+    command = "/work/x/.venv/bin/python simserve.py bench --out /a/b"
+    e = {"kind": "command.started", "seq": 5, "ts": "2026-12-04T00:00:01Z", "option": 2, "host": "gpu-a",
+         "purpose": "bench:A", "timeout_s": 30, "command": command}  # fmt: skip
+    line = render.event_line(e)
+    assert line is not None and "$ …/python simserve.py bench --out /a/b  [gpu-a, bench:A, ≤30s]" in line.plain
+    assert render.short_program("cd /tmp && ls") == "cd /tmp && ls"  # only a program's own path is folded
