@@ -17,7 +17,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from table import record
 
@@ -133,6 +135,69 @@ def main() -> None:
     print(f"replay of {samples[0][1]:,} events, open + jump to last gate: {jump * 1000:.0f} ms "
           f"(reading + decoding the journal alone: {decode * 1000:.0f} ms, ratio {jump / decode:.1f}×; "
           f"target ≤ 1.5 s: {'met' if jump <= 1.5 else 'NOT met'})")  # fmt: skip
+
+    idle_ours, idle_plain = idle_at_a_gate()
+    record("tui: idle at an open gate, CPU", f"{idle_ours:.1f}% of a core",
+           f"plain Textual modal {idle_plain:.1f}%", idle_ours / max(idle_plain, 0.1), "≤ 2% of a core",
+           idle_ours <= 2.0)  # fmt: skip
+    print(f"idle at an open gate: signoff {idle_ours:.1f}% of a core, a plain Textual app with a modal "
+          f"{idle_plain:.1f}% (target ≤ 2%: {'met' if idle_ours <= 2.0 else 'NOT met'})")  # fmt: skip
+
+
+IDLE_S = 5.0
+
+
+def idle_at_a_gate() -> tuple[float, float]:
+    """CPU the screen takes while it only waits at an open gate dialog (the demo journal's safety gate), against
+    a plain Textual app showing a modal screen over a static one, each measured for IDLE_S seconds."""
+    import resource
+
+    from textual.app import App, ComposeResult
+    from textual.screen import ModalScreen
+    from textual.widgets import Input, Static
+
+    from policies.gates import ALLOWED, suggested_answer
+    from tests.tui.test_tui_snapshots import FrozenSource, frozen_app
+    from tui.screens import GateScreen
+    from tui.source import PendingGate
+
+    events = [json.loads(line) for line in FIXTURE.read_text().splitlines()]
+    opened = next(i for i, e in enumerate(events) if e["kind"] == "gate.opened" and e["gate_kind"] == "safety")
+    e = events[opened]
+    gate = {"id": e["gate"], "kind": "safety", "option": e["option"], "question": e["question"], "facts": e["facts"],
+            "allowed": list(ALLOWED["safety"]), "options": [e["option"]],
+            "suggested": suggested_answer("safety", e["facts"])}  # fmt: skip
+    paused = {**e, "kind": "session.paused", "seq": e["seq"] + 1}
+
+    class Modal(ModalScreen[None]):
+        def compose(self) -> ComposeResult:
+            yield Input()
+
+    class Plain(App[None]):
+        def compose(self) -> ComposeResult:
+            yield Static("hello")
+
+        def on_mount(self) -> None:
+            self.push_screen(Modal())
+
+    async def measure(app: App[Any], ready: Callable[[], bool]) -> float:
+        async with app.run_test(size=(120, 40)) as pilot:
+            for _ in range(100):
+                if ready():
+                    break
+                await pilot.pause(0.1)
+            await pilot.pause(1.0)
+            r0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+            await asyncio.sleep(IDLE_S)
+            r1, t1 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+        return ((r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)) / (t1 - t0) * 100
+
+    ours = frozen_app(FrozenSource([*events[: opened + 1], paused], PendingGate(gate=gate)))
+    plain = Plain()
+    return (
+        asyncio.run(measure(ours, lambda: isinstance(ours.screen, GateScreen))),
+        asyncio.run(measure(plain, lambda: isinstance(plain.screen, Modal))),
+    )
 
 
 if __name__ == "__main__":

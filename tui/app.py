@@ -116,6 +116,7 @@ class SignoffApp(App[str | None]):
         self._followed: int | None = None
         self._announced_end = False
         self.stopping = False  # the operator quit while the run went on: it stops after its running step
+        self.drawn = False  # the first frame is on screen (a gate is looked for only then)
 
     # ------------------------------------------------------------------ layout
 
@@ -149,11 +150,20 @@ class SignoffApp(App[str | None]):
             self.query_one(selector).border_title = title
         self.query_one("#output", OutputPane).attach(getattr(self.source, "dir", None), replay=self.mode == "replay")
         self.pump()
+        # The first frame before the gate: finding the gate reads the session's checkpoint, and that loads the
+        # graph (a second or more): `attach` showed a blank screen that long. Now the screen shows the session at
+        # once and the gate opens over it when found.
+        self.call_after_refresh(self._first_frame_drawn)
         if self.mode != "replay":
             self.set_interval(TICK_S, partial(self._tick, self.pump))
-            self.set_interval(1.0, partial(self._tick, self._redraw_status))
+            self.set_interval(1.0, partial(self._tick, self._clock))
         else:
             self.action_edge(1)
+
+    def _first_frame_drawn(self) -> None:
+        self.drawn = True
+        if self.mode != "replay":
+            self._tick(self.pump)
 
     def on_resize(self, event: events.Resize) -> None:
         # The status bar is cut to the width it has; the plan's columns follow their table's own size
@@ -201,7 +211,7 @@ class SignoffApp(App[str | None]):
             self.note = error
             self.notify(error, severity="error", timeout=10, markup=False)
             self._redraw_status()
-        if self.view.status == "paused":
+        if self.view.status == "paused" and self.drawn:
             self._open_gate()
         if self.view.status in ("finished", "failed") and not self.source.busy() and not self._announced_end:
             self._announced_end = True
@@ -225,6 +235,12 @@ class SignoffApp(App[str | None]):
 
     def now(self) -> datetime:
         return datetime.now(UTC)
+
+    def _clock(self) -> None:
+        # Under a dialog the status bar is behind the dimmed backdrop: redrawing its clock each second repainted
+        # the whole backdrop (most of what a screen left open at a gate cost). It catches up when the dialog goes.
+        if self.screen is self.screen_stack[0]:
+            self._redraw_status()
 
     def _redraw_status(self) -> None:
         now = self.now() if self.mode != "replay" else None

@@ -264,7 +264,8 @@ def test_a_policy_that_extends_another_is_journaled_whole_and_a_changed_parent_n
 
 def test_sessions_newest_first_with_filters_and_decide_without_an_id_answers_only_the_one_waiting(cli, variant, home):
     campaign = str(variant())
-    done = cli("run", campaign, "--policy", "autonomous", "--json").json()["session"]
+    done = cli("run", campaign, "--policy", "ask-everything", "--json").json()["session"]
+    assert cli("decide", done, "stop", "--yes", "--json").code == 0  # stopped at its first gate: not waiting
     older = cli("run", campaign, "--policy", "ask-everything", "--json").json()["session"]
     newer = cli("run", campaign, "--policy", "ask-everything", "--json").json()["session"]
     rows = cli("sessions", "--json").json()
