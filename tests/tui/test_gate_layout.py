@@ -214,3 +214,22 @@ async def test_under_an_open_dialog_the_clock_behind_it_is_not_redrawn_and_catch
         assert str(status.render()) == before
         await pilot.press("a")  # answer later: the dialog goes, the gate still waits
         await wait_for(pilot, lambda: "paused 1:30" in str(status.render()), what=f"the clock ({status.render()})")
+
+
+async def test_the_gate_is_looked_up_only_once_the_first_frame_is_drawn() -> None:
+    # Finding a session's gate reads its checkpoint, which loads the graph (a second or more): looked up in the
+    # first pump, `attach` showed a blank screen all that time.
+    e = next(g for g in GATES if name(g) == "demo-g1-plan")
+    app = dialog_app(e)
+    source = app.source.inner  # pyright: ignore[reportAttributeAccessIssue]
+    asked_when: list[bool] = []
+    found = source.pending
+
+    def pending() -> Any:
+        asked_when.append(app.query_one("#plan").region.height > 0)  # laid out: the frame has been drawn
+        return found()
+
+    source.pending = pending
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: gate_open(app), what="the dialog")
+    assert asked_when and all(asked_when)
