@@ -418,7 +418,8 @@ class SignoffApp(App[str | None]):
             # The line was given for a gate decided meanwhile: it answers no other.
             self.note = f"the line given with `signoff decide` was for gate {self.prefill_gate}, which no longer waits"
             prefill = None
-        self.dialog = GateScreen(self.source, pending, notice=notice, prefill=prefill)
+        since = render.since_last_answer(self.events, gate_id)
+        self.dialog = GateScreen(self.source, pending, notice=notice, prefill=prefill, since=since)
         self.push_screen(self.dialog, partial(self._gate_closed, gate_id))
 
     def _close_if_decided(self, batch: list[dict[str, Any]]) -> None:

@@ -197,6 +197,42 @@ def evidence_key(o: OptionView | None) -> object:
     )  # fmt: skip
 
 
+# What changed the run's course, for "since you last answered": results, not the steps that led to them.
+_SINCE = ("finding", "ab.result", "stress.result", "assessment", "kept", "rollback", "decision", "command.refused")
+
+
+def since_last_answer(events: list[dict[str, Any]], gate: str, *, limit: int = 6) -> Text | None:
+    """What happened since a person last answered a gate, up to gate `gate` (None before anyone answered one):
+    the A/B results, stress failures, assessments, keeps and rollbacks, and the gates a rule decided meanwhile."""
+    last = next(
+        (i for i in range(len(events) - 1, -1, -1)
+         if events[i]["kind"] == "decision" and str(events[i].get("by", "")).startswith("human:")),
+        None,
+    )  # fmt: skip
+    if last is None:
+        return None
+    answered = events[last]
+    lines = []
+    for e in events[last + 1 :]:
+        if e["kind"] == "gate.opened" and e.get("gate") == gate:
+            break
+        if e["kind"] not in _SINCE or (e["kind"] == "stress.result" and e.get("outcome") == "ok"):
+            continue
+        line = event_line(e)
+        if line is not None:
+            said = line.plain[9:]  # without the clock: the order is what matters here
+            lines.append(said if len(said) <= 160 else said[:159] + "…")  # the whole line is in the events pane
+    at = str(answered.get("ts", ""))[11:19]
+    text = Text(f"since you answered {answered.get('gate')} at {at}:", style="bold")
+    if not lines:
+        return text.append(" nothing but the steps to this gate", style="")
+    for line in lines[:limit]:
+        text.append(f"\n  {line}", style="")
+    if len(lines) > limit:
+        text.append(f"\n  … and {len(lines) - limit} more in the events pane", style="dim")
+    return text
+
+
 def gate_key(g: GateView) -> object:
     return (g.gate, g.seq, g.action, g.by, g.decided)
 

@@ -144,6 +144,7 @@ class GateScreen(ModalScreen[str | None]):
     GateScreen #gate-recommendation { height: auto; }
     GateScreen #gate-body { height: auto; margin-top: 1; }
     GateScreen #gate-facts { margin-top: 1; height: auto; }
+    GateScreen #gate-since { margin-top: 1; height: auto; color: $text-muted; }
     GateScreen #gate-more { color: $text-muted; height: 1; text-align: right; }
     GateScreen #gate-keys { margin-top: 1; height: auto; }
     GateScreen #gate-echo { margin-top: 1; height: auto; }
@@ -160,11 +161,18 @@ class GateScreen(ModalScreen[str | None]):
     MIN_BODY = 3
 
     def __init__(
-        self, source: EventSource, pending: PendingGate, *, notice: str | None = None, prefill: str | None = None
+        self,
+        source: EventSource,
+        pending: PendingGate,
+        *,
+        notice: str | None = None,
+        prefill: str | None = None,
+        since: Text | None = None,
     ) -> None:
         super().__init__()
         self.source = source
         self.pending = pending
+        self.since = since  # what happened since the person last answered a gate (None: this is the first)
         self.gate: dict[str, Any] = pending.gate
         self.notice = notice  # e.g. the session rule the last line added, when the gate still waits
         self.prefill = prefill  # a line given on the command line: previewed at once, Enter confirms it
@@ -194,6 +202,9 @@ class GateScreen(ModalScreen[str | None]):
             yield Static(recommendation_text(g.get("recommendation")), id="gate-recommendation")
             with VerticalScroll(id="gate-body"):
                 yield Static(self._summary(parts), id="gate-summary")
+                since = Static(self.since or "", id="gate-since")
+                since.display = self.since is not None
+                yield since
                 yield Static(self._facts(), id="gate-facts")
             yield Static("", id="gate-more")
             yield Static(self._keys_text(), id="gate-keys")

@@ -567,3 +567,20 @@ def test_the_events_list_folds_a_programs_directory_and_keeps_its_arguments() ->
     line = render.event_line(e)
     assert line is not None and "$ …/python simserve.py bench --out /a/b  [gpu-a, bench:A, ≤30s]" in line.plain
     assert render.short_program("cd /tmp && ls") == "cd /tmp && ls"  # only a program's own path is folded
+
+
+def test_a_gate_says_what_happened_since_the_person_last_answered() -> None:
+    events = [json.loads(line) for line in (V1 / "ask-one-liners" / "journal.jsonl").read_text().splitlines()]
+
+    def upto(gate: str) -> list[dict[str, Any]]:
+        return events[: next(i for i, e in enumerate(events) if e["kind"] == "gate.opened" and e["gate"] == gate) + 1]
+
+    assert render.since_last_answer(upto("g2"), "g2") is None  # nobody has answered anything yet
+    said = render.since_last_answer(upto("g5"), "g5")
+    assert said is not None
+    lines = said.plain.splitlines()
+    assert lines[0] == "since you answered g3 at 19:07:27:"
+    assert any("#2 rollback verified" in line for line in lines)
+    assert "  gate g4: CONTINUE by session-rule:1" in lines  # a gate a rule decided meanwhile
+    assert any(line.startswith("  #3 A/B: output_tok_s +22.6%") for line in lines)
+    assert all(len(line) <= 162 for line in lines)  # one line each; the whole of it is in the events pane
