@@ -456,6 +456,8 @@ class GateText:
 
 def _rank(line: str) -> int:
     body = line.lstrip("- ").lower()
+    if body.startswith("sweep"):
+        return 3  # every level's story: after the judged level's gain, the hazards and the stress
     if "95% ci" in body:
         return 0
     if body.startswith(("hazard", "blocker")):

@@ -163,6 +163,10 @@ def test_the_question_is_taken_apart_by_what_decides() -> None:
     assert parts.head == [q.splitlines()[0], "Assessor (claude): should we? it looks risky?"]
     assert [line.split()[1] for line in parts.evidence] == ["output_tok_s", "hazard:", "stress"]
     assert parts.undo == ["Undo plan: `revert` on gpu-a"]
+    sweep = render.gate_text(
+        "#2: unsafe\n- sweep: c=30: improved (per-c 95% CI 1…2)\n- hazard: h\n- m +7% (95% CI +5%…+9%)\nKeep?"
+    )
+    assert [line.split()[1] for line in sweep.evidence] == ["m", "hazard:", "sweep:"]  # the judged gain first
     plan = render.gate_text("Plan, in order:\n- #2 b\n  apply: x · revert: y\n- #1 a\nApprove it? (skip …)")
     assert plan.evidence == ["- #2 b", "  apply: x · revert: y", "- #1 a"]  # the plan's own order, kept
     assert render.gate_text("no question here").ask == ""
