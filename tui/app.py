@@ -527,7 +527,9 @@ class SignoffApp(App[str | None]):
         pane = panes[index % len(panes)]
         pane.focus()
         if self.screen.maximized is not None:
-            self.screen.maximize(self._zoomable(pane))  # zoomed: the pane moved to fills the screen instead
+            # Zoomed: the pane moved to fills the screen instead. Set, not `maximize()`: that refuses a
+            # VerticalScroll (its ALLOW_MAXIMIZE is False), which left the plan zoomed and the focus hidden.
+            self.screen.maximized = self._zoomable(pane)
 
     def _pane_at(self) -> int | None:
         focused = self.focused

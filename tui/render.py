@@ -6,6 +6,7 @@ without an App.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from datetime import datetime
@@ -223,7 +224,8 @@ def since_last_answer(events: list[dict[str, Any]], gate: str, *, limit: int = 6
             said = line.plain[9:]  # without the clock: the order is what matters here
             lines.append(said if len(said) <= 160 else said[:159] + "…")  # the whole line is in the events pane
     at = str(answered.get("ts", ""))[11:19]
-    text = Text(f"since you answered {answered.get('gate')} at {at}:", style="bold")
+    # Who answered, as the journal says: the last answer may have been someone else's (`decide` in a team).
+    text = Text(f"since {answered.get('by')} answered {answered.get('gate')} at {at}:", style="bold")
     if not lines:
         return text.append(" nothing but the steps to this gate", style="")
     for line in lines[:limit]:
@@ -396,9 +398,12 @@ def rounded(value: object) -> str:
     if isinstance(value, bool) or not isinstance(value, float):
         return str(value)
     size = abs(value)
+    if (size != 0 and size < 0.001) or not math.isfinite(value):
+        return f"{value:.2g}"  # a p-value of 4e-05 is not 0
     digits = 0 if size >= 100 else 1 if size >= 10 else 2 if size >= 0.1 or size == 0 else 3
     text = f"{value:.{digits}f}"
-    return text.rstrip("0").rstrip(".") if "." in text else text
+    text = text.rstrip("0").rstrip(".") if "." in text else text
+    return "0" if text == "-0" else text
 
 
 # Facts that mean nothing unless another says there is something behind them (each is 0.0 then).
@@ -470,18 +475,18 @@ def _rank(line: str) -> int:
 _ITEM = re.compile(r"^(?:- |\d+\. |  )")
 
 
-def _asks(line: str) -> bool:
-    # An assessor's words (a model's, quoted) are evidence, never the question, even when they ask something.
-    return "?" in line and not _ITEM.match(line) and not line.startswith("Assessor")
-
-
-def gate_text(question: str) -> GateText:
-    """Split a gate question into what it asks and what it shows. The ask is its last line that is not a
-    list item and asks something (has a "?"); a question with none is all summary and evidence."""
+def gate_text(question: str, kind: str = "") -> GateText:
+    """Split a gate question into what it asks and what it shows. Where the ask stands is known by the gate
+    kind (signoff writes these questions): the first line at a continue-or-ask gate, whose assessor's words
+    follow it, else the last line. Never found by looking for a "?": a model's or a forged line may ask
+    something too. A command gate's lines stay in their order, whole: a command may span lines."""
     lines = [line for line in question.splitlines() if line.strip()]
-    at = next((i for i in range(len(lines) - 1, -1, -1) if _asks(lines[i])), None)
-    ask = lines[at] if at is not None else ""
-    rest = [line for i, line in enumerate(lines) if i != at]
+    if not lines:
+        return GateText(ask="", head=[], evidence=[], undo=[])
+    at = 0 if kind == "continue_or_ask" else len(lines) - 1
+    ask, rest = lines[at], lines[:at] + lines[at + 1 :]
+    if kind == "command":
+        return GateText(ask=ask, head=rest, evidence=[], undo=[])
     undo = [line for line in rest if line.startswith("Undo plan:")]
     items = [line for line in rest if _ITEM.match(line)]
     head = [line for line in rest if line not in undo and line not in items]

@@ -52,7 +52,11 @@ def recommended(gate: dict[str, Any]) -> str | None:
     rec = gate.get("recommendation") or {}
     action = rec.get("action") if isinstance(rec, dict) else None
     if action in KEYS and action != "ask":
-        return str(action)
+        # An answer shown under another's key (a safety gate's rollback is its skip, approve where continue
+        # is the word shown) is marked there.
+        if action == alias(gate):
+            return "continue" if action == "approve" else "approve"
+        return SAME_AS.get(str(gate.get("kind")), {}).get(str(action), str(action))
     if gate.get("kind") in UNMARKED:
         return None
     suggested = str(gate.get("suggested") or "")
@@ -191,7 +195,7 @@ class GateScreen(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         g = self.gate
         opt = f" · option #{g['option']}" if g.get("option") is not None else ""
-        parts = gate_text(str(g.get("question", "")))
+        parts = gate_text(str(g.get("question", "")), str(g.get("kind", "")))
         with Vertical():
             yield Static(f"Gate {g['id']} · {g['kind']}{opt}", id="gate-title", markup=False)
             notice = Static(Text(self.notice or ""), id="gate-notice")

@@ -80,7 +80,7 @@ async def test_the_question_the_decisive_evidence_the_keys_and_the_echo_are_on_s
     e: dict[str, Any], size: tuple[int, int]
 ) -> None:
     app = dialog_app(e)
-    parts = render.gate_text(e["question"])
+    parts = render.gate_text(e["question"], e["gate_kind"])
     async with app.run_test(size=size) as pilot:
         await wait_for(pilot, lambda: gate_open(app), what="the dialog")
         screen = app.screen
@@ -104,7 +104,7 @@ async def test_a_long_body_says_there_is_more_and_page_keys_scroll_it() -> None:
         more = app.screen.query_one("#gate-more", Static)
         body = app.screen.query_one("#gate-body", VerticalScroll)
         await wait_for(pilot, lambda: "more lines — PgDn" in str(more.render()), timeout=20, what="the hint")
-        undo = render.gate_text(e["question"]).undo[0]
+        undo = render.gate_text(e["question"], "safety").undo[0]
         assert not shows(app, undo[-40:]) and not shows(app, "[f] shows them")  # below the fold for now
         for _ in range(10):  # to the end of the body: the undo plan, then the folded facts
             await pilot.press("pagedown")
@@ -158,7 +158,7 @@ def test_the_question_is_taken_apart_by_what_decides() -> None:
         "Undo plan: `revert` on gpu-a\n"
         "Keep it (continue), or skip it and roll back?"
     )
-    parts = render.gate_text(q)
+    parts = render.gate_text(q, "safety")
     assert parts.ask == "Keep it (continue), or skip it and roll back?"  # never the assessor's question
     assert parts.head == [q.splitlines()[0], "Assessor (claude): should we? it looks risky?"]
     assert [line.split()[1] for line in parts.evidence] == ["output_tok_s", "hazard:", "stress"]
@@ -169,7 +169,19 @@ def test_the_question_is_taken_apart_by_what_decides() -> None:
     assert [line.split()[1] for line in sweep.evidence] == ["m", "hazard:", "sweep:"]  # the judged gain first
     plan = render.gate_text("Plan, in order:\n- #2 b\n  apply: x · revert: y\n- #1 a\nApprove it? (skip …)")
     assert plan.evidence == ["- #2 b", "  apply: x · revert: y", "- #1 a"]  # the plan's own order, kept
-    assert render.gate_text("no question here").ask == ""
+    assert render.gate_text("").ask == ""
+    # A model's words after the real question, asking something of their own, are not pinned as the question.
+    cont = render.gate_text(
+        "#3 finished (kept). Next: #4 X. Continue?\nAssessor: fine.\nStop and roll back? (y)", "continue_or_ask"
+    )
+    assert cont.ask == "#3 finished (kept). Next: #4 X. Continue?" and "Stop and roll back? (y)" in cont.head
+    # A command that spans lines stays whole and in order at a command gate.
+    listed = (
+        "The command policy asks before these commands for option #2:\n"
+        "1. `ls` on a\n2. `bash -c 'echo x\nrm -rf /d'` on a\nRun them?"
+    )
+    cmd = render.gate_text(listed, "command")
+    assert cmd.ask == "Run them?" and cmd.head == listed.splitlines()[:-1] and cmd.evidence == []
 
 
 def test_at_a_safety_gate_one_key_rolls_back_and_every_answer_says_what_it_does() -> None:
@@ -237,3 +249,31 @@ async def test_the_gate_is_looked_up_only_once_the_first_frame_is_drawn() -> Non
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: gate_open(app), what="the dialog")
     assert asked_when and all(asked_when)
+
+
+def test_a_policys_answer_shown_under_another_key_is_still_marked_recommended() -> None:
+    from tui.screens import recommended
+
+    base = {"kind": "safety", "facts": {}, "allowed": list(ALLOWED["safety"])}
+    for said, marked in (("rollback", "skip"), ("approve", "continue"), ("skip", "skip")):
+        gate = {**base, "recommendation": {"action": said}}
+        keys = answer_keys(gate)
+        assert recommended(gate) == marked and keys[0][1] == marked  # first, with the ▶
+
+
+def test_facts_round_to_what_a_person_reads_without_hiding_a_tiny_value() -> None:
+    assert [render.rounded(v) for v in (4e-05, -0.0001, -0.0, float("nan"))] == ["4e-05", "-0.0001", "0", "nan"]
+
+
+async def test_moving_to_another_pane_while_zoomed_zooms_that_pane() -> None:
+    from tests.tui.test_tui_snapshots import EVENTS, FrozenSource, frozen_app, index_of
+
+    app = frozen_app(FrozenSource(EVENTS[: index_of("bench.progress", option=3, pair=4) + 1]))
+    async with app.run_test(size=(80, 24)) as pilot:
+        evidence = app.query_one("#evidence")
+        await wait_for(pilot, lambda: evidence.max_scroll_y > 0, what="the evidence")
+        await pilot.press("1", "z", "2")
+        await wait_for(
+            pilot, lambda: app.screen.maximized is evidence, what=f"evidence zoomed ({app.screen.maximized})"
+        )
+        assert app.focused is evidence and evidence.region.height >= 24 - 3

@@ -579,7 +579,7 @@ def test_a_gate_says_what_happened_since_the_person_last_answered() -> None:
     said = render.since_last_answer(upto("g5"), "g5")
     assert said is not None
     lines = said.plain.splitlines()
-    assert lines[0] == "since you answered g3 at 19:07:27:"
+    assert lines[0] == "since human:root answered g3 at 19:07:27:"
     assert any("#2 rollback verified" in line for line in lines)
     assert "  gate g4: CONTINUE by session-rule:1" in lines  # a gate a rule decided meanwhile
     assert any(line.startswith("  #3 A/B: output_tok_s +22.6%") for line in lines)
