@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from agent.cli.shared import (
-    SESSION_ID,
     AcceptKeysOpt,
     AcceptPolicyOpt,
     BrainOpt,
@@ -32,6 +31,7 @@ from agent.cli.shared import (
     fail_on_checks,
     find,
     finish,
+    names_a_session,
     only_waiting,
     screens,
     store_at,
@@ -234,11 +234,16 @@ def decide(
 
     checks = fail_on_checks(fail_on)
     if text is None:
-        # `signoff decide "<one line>"`: the session that waits, if exactly one does.
-        if SESSION_ID.fullmatch(session.strip()):
+        # `signoff decide "<one line>"`: the session of yours that waits, if exactly one does, at its gate now.
+        if names_a_session(session, store):
             raise fail(f'decide {session}: and the answer? signoff decide {session} "<one line>"', BAD_INPUT)
-        text, session = session, only_waiting(store)
-        typer.echo(f"answering session {session}, the only one waiting for a decision", err=True)
+        text = session
+        session, waiting = only_waiting(store)
+        if gate is None:
+            gate = waiting
+        typer.echo(
+            f"answering session {session} at gate {gate}: the only one of yours waiting for a decision", err=True
+        )
     if by is not None and not re.fullmatch(r"[\w.@+-][\w .@+-]{0,63}", by):
         # A name is shown in reports and the journal as who decided: no escapes, colons or prefixes that
         # could dress a person's decision up as a policy's ("policy:…", "\x1b[2K…").

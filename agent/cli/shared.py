@@ -8,7 +8,6 @@ from __future__ import annotations
 import getpass
 import json
 import os
-import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -110,22 +109,43 @@ def waits_for_decision(row: dict[str, Any]) -> bool:
     return row.get("status") == "paused" or bool(row.get("waiting"))
 
 
-SESSION_ID = re.compile(r"\d{8}-\d{6}-[0-9a-f]{4}")
+def names_a_session(text: str, store: str | None) -> bool:
+    """The text is the id of a session in the store (so it is not a one-line answer given without one)."""
+    from agent.errors import SessionError
+
+    try:
+        found = store_at(store).session(text.strip())
+    except (SessionError, ValueError, OSError):
+        return False  # not even the shape of an id
+    try:
+        return found.read("meta.json") is not None
+    finally:
+        found.close()
 
 
-def only_waiting(store: str | None) -> str:
-    """The session `decide` answers when none is named: the one that waits for a decision. Refused in one
-    line when none does, or when several do (naming them: an answer must never land on a guessed session)."""
-    rows = [r for r in newest_first(store_at(store).list_sessions()) if waits_for_decision(r)]
+def only_waiting(store: str | None) -> tuple[str, str | None]:
+    """(session, gate) `decide` answers when no session is named: the one of yours that waits for a decision,
+    at the gate it waits at now (pinned: if that gate is decided meanwhile, the answer is refused, not given
+    to the next). Refused in one line when none waits, or several do, naming them: an answer must never land
+    on a guessed session, nor on a colleague's in a team store."""
+    from agent.store.base import owner
+
+    me = owner()
+    rows = [r for r in newest_first(store_at(store).list_sessions()) if waits_for_decision(r) and r.get("owner") == me]
     if not rows:
-        raise fail("no session waits for a decision; `signoff sessions` lists them all", BAD_INPUT)
+        raise fail(
+            f"no session of yours ({me}) waits for a decision; `signoff sessions --paused` lists them all, and "
+            'signoff decide SESSION "<one line>" answers any',
+            BAD_INPUT,
+        )
     if len(rows) > 1:
         named = ", ".join(f"{r['id']} ({_waiting_at(r)})" for r in rows[:5]) + (" …" if len(rows) > 5 else "")
         raise fail(
             f'{len(rows)} sessions wait for a decision: {named}; name one: signoff decide SESSION "<one line>"',
             BAD_INPUT,
         )
-    return str(rows[0]["id"])
+    gate = (rows[0].get("waiting_at") or {}).get("gate")
+    return str(rows[0]["id"]), str(gate) if gate else None
 
 
 def _waiting_at(row: dict[str, Any]) -> str:

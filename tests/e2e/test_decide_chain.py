@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -279,18 +280,30 @@ def test_sessions_newest_first_with_filters_and_decide_without_an_id_answers_onl
     assert r.code == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert "2 sessions wait for a decision" in r.stderr and older in r.stderr and newer in r.stderr
     assert {s: (home / "sessions" / s / "journal.jsonl").read_bytes() for s in (older, newer)} == before
-    # An id alone is not an answer.
+    # An id alone is not an answer, whatever its shape (an imported session keeps its own).
     r = cli("decide", older)
     assert r.code == 2 and f'signoff decide {older} "<one line>"' in r.stderr
+    custom = home / "sessions" / "nightly-run"
+    shutil.copytree(home / "sessions" / done, custom)
+    r = cli("decide", "nightly-run")
+    assert r.code == 2 and 'signoff decide nightly-run "<one line>"' in r.stderr
+    shutil.rmtree(custom)
     assert cli("decide", older, "stop", "--yes", "--json").code == 0
-    # Now one waits: that is the one answered, and it says so.
+    # One waits, but it is a colleague's (a team store): it is never answered without its id.
+    meta_path = home / "sessions" / newer / "meta.json"
+    mine = meta_path.read_text()
+    meta_path.write_text(json.dumps({**json.loads(mine), "owner": "bob@elsewhere"}))
+    r = cli("decide", "continue")
+    assert r.code == 2 and "no session of yours" in r.stderr, r.stderr
+    meta_path.write_text(mine)
+    # Now one of yours waits: that is the one answered, at its gate, and it says so.
     r = cli("decide", "continue", "--no-resume", "--json")
     assert r.code == 3, r.stderr
-    assert f"answering session {newer}, the only one waiting for a decision" in r.stderr
+    assert f"answering session {newer} at gate g2: the only one of yours waiting for a decision" in r.stderr
     decided = [e for e in journal_events(home / "sessions" / newer / "journal.jsonl") if e["kind"] == "decision"]
     assert decided[-1]["raw"] == "continue" and decided[-1]["gate_kind"] == "triage"
     cli("resume", newer, "--json")  # to the next gate, or the end
     cli("decide", newer, "stop", "--yes", "--json")
     r = cli("decide", "continue")
-    assert r.code == 2 and "no session waits for a decision" in r.stderr
+    assert r.code == 2 and "no session of yours" in r.stderr and "waits for a decision" in r.stderr
     assert cli("sessions", "--paused").stdout.strip() == "no session waits for a decision"
