@@ -177,8 +177,11 @@ def _revert_on(state: State, runtime: Runtime[RunContext], hosts: list[str]) -> 
     if state_ok is False:
         problems.insert(0, state_detail)
     worst = max(deltas.values(), key=abs) if deltas else None
+    # What vouches for all hosts at once: the check, and the metric only where every host's judgement had it.
+    metric = bool(judged) and all("metric" in (j.get("verified_by") or []) for j in judged.values())
     v = {
         "verified": health_ok and not problems,
+        "verified_by": [w for w, said in (("check", state_ok is True), ("metric", metric)) if said],
         "health_ok": health_ok,
         "state_ok": state_ok,
         "delta_pct": worst,
@@ -238,6 +241,7 @@ def rollback(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         # Never benchmarked (apply failed first): the health checks and the state check are all there is.
         v = {
             "verified": state_ok is not False,
+            "verified_by": ["check"] if state_ok is True else [],  # nothing measured: the check, or nothing
             "health_ok": True,
             "state_ok": state_ok,
             "delta_pct": None,

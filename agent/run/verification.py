@@ -237,7 +237,9 @@ def judge(
     out["verified"] = verified
     # What vouches for it: the option's `check`, the metric (only where it can tell the option's arm from the
     # baseline's), or both; a headline of "verified" must not claim the metric when only the check spoke.
-    by_metric = perf_ok is True and tells and not (near_b and not near_a)
+    # The metric speaks only where it found the readings back at a baseline level (not merely "better than
+    # the baseline": that is the machine) and can tell that level from the option's.
+    by_metric = perf_ok is True and tells and bool(near_a or near_ref) and not (near_b and not near_a)
     out["verified_by"] = [w for w, said in (("check", state_ok is True), ("metric", by_metric)) if said]
     out["performance_ok"] = perf_ok
     out["detail"] = f"baseline {mean:.1f} over {len(after)} run(s): " + "; ".join(lines)
@@ -320,7 +322,7 @@ def judge_paired(
         verified = bool(state_ok)  # as `judge`: only the check can speak, and without one nothing verifies
     else:
         verified = perf_ok
-    by = [w for w, said in (("check", state_ok is True), ("metric", perf_ok is True)) if said]
+    by = [w for w, said in (("check", state_ok is True), ("metric", perf_ok is True and tells)) if said]
     out.update(
         verified=verified, verified_by=by, performance_ok=perf_ok, paired_change_pct=change, paired_band_pct=limit
     )

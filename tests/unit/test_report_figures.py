@@ -167,3 +167,23 @@ def test_a_verified_rollback_says_what_verified_it(
     assert v["verified_by"] == by
     assert rollback_verdict(v["verified"], v["verified_by"]) == headline
     assert rollback_verdict(True, None) == "verified"  # a journal from before `verified_by`: as it always said
+
+
+def test_the_metric_is_not_claimed_where_it_only_saw_the_machine_or_could_not_tell() -> None:
+    from agent.run.verification import judge_paired
+
+    # Faster than the baseline after the revert, the check saying it is off: "the machine, not the option".
+    a, b = series(100, 8, noise=0.01, seed=2), series(80, 8, noise=0.01, seed=3)
+    v = judge(
+        series(130, 3, noise=0.01, seed=4), a_series=a, b_series=b, reference=[], noise=noise_of(None, a, b),
+        spec=RollbackSpec(), higher_is_better=True, state_ok=True,
+    )  # fmt: skip
+    assert v["verified"] and v["verified_by"] == ["check"]
+    # Paired, an option whose own effect (+1 %) this comparison cannot resolve: only the check speaks.
+    pairs = [(100.0 + i % 3, 101.0 + i % 3) for i in range(6)]
+    noise = Noise(sd_pct=1.0, runs=12, source="spread")
+    v = judge_paired(
+        pairs, ab_ratios=[1.01] * 6, noise=noise, level_noise=noise, recent_a=[100.0] * 6, reference=[],
+        spec=RollbackSpec(), higher_is_better=True, state_ok=True,
+    )  # fmt: skip
+    assert v["verified"] and v["verified_by"] == ["check"], v["detail"]
