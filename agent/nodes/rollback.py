@@ -131,9 +131,9 @@ def _revert_on(state: State, runtime: Runtime[RunContext], hosts: list[str]) -> 
     deltas: dict[str, float] = {}
     problems: list[str] = []
     details: list[str] = []
+    judged: dict[str, dict[str, Any]] = {}
     if health_ok:
         checks: dict[str, list[float]] = {h: [] for h in hosts}
-        judged: dict[str, dict[str, Any]] = {}
 
         def take(i: int) -> float:
             run = bench_once(ctx, pair=i, arm="A", option=option.id, approved=approved, purpose="verify", only=hosts)
