@@ -51,7 +51,7 @@ KIND_STYLE = {
 
 
 def ci_text(ci: list[float] | None) -> str:
-    return "—" if not ci else f"[{ci[0]:+.1f}, {ci[1]:+.1f}]"
+    return "—" if not ci or len(ci) != 2 else f"[{ci[0]:+.1f}, {ci[1]:+.1f}]"
 
 
 def event_line(e: dict[str, Any]) -> Text | None:
@@ -307,6 +307,15 @@ def sweep_parts(o: OptionView) -> list[RenderableType]:
     sweep = sweep_of(o)
     if sweep is None:
         return []
+    try:
+        return _sweep_parts(sweep)
+    except (TypeError, ValueError, IndexError, KeyError, OverflowError):
+        # A line that reads as a sweep but holds what no run writes (a fit of strings, a one-bound CI): an
+        # edited journal. Said, never drawn wrong, and the screen goes on.
+        return [Text("load sweep: its journal line holds values no run writes; not shown", style="dim")]
+
+
+def _sweep_parts(sweep: Any) -> list[RenderableType]:
     var = sweep.var
     parts: list[RenderableType] = [Text(f"load sweep over {var} — judged at {var}={sweep.level:g} ◀", style="bold")]
     table = Table(box=None, pad_edge=False, show_edge=False, expand=False)

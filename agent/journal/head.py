@@ -132,7 +132,12 @@ def read_all(journal: Path) -> list[tuple[str, Head]]:
         out.append(("head file", parse("head file", data)))
     db = journal.with_name(DB_NAME)
     if db.exists():
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
+        # Without a -wal beside it there is nothing but the file to read: open it immutable, so that reading
+        # writes nothing (read-only, SQLite still made a -wal and a -shm beside a WAL-mode file: in a bundle
+        # being imported, say). With one, read-only, to see what the WAL holds.
+        wal = db.with_name(db.name + "-wal")
+        mode = "mode=ro" if wal.exists() and wal.stat().st_size > 0 else "immutable=1"
+        conn = sqlite3.connect(f"{db.resolve().as_uri()}?{mode}", uri=True, timeout=10)
         try:
             row = conn.execute("SELECT record FROM journal_head WHERE id = 1").fetchone()
         except sqlite3.DatabaseError:

@@ -205,7 +205,7 @@ def _sweep_lines(o: OptionView) -> list[str]:
     ]
     for lv in sweep.levels:
         a, b = lv.arms.get("A"), lv.arms.get("B")
-        ci = f"[{lv.ci[0]:+.1f}, {lv.ci[1]:+.1f}]" if lv.ci else "—"
+        ci = f"[{lv.ci[0]:+.1f}, {lv.ci[1]:+.1f}]" if lv.ci and len(lv.ci) == 2 else "—"
         mark = " ◀" if lv.level == sweep.level else ""
         out.append(
             f"| {lv.level:g}{mark} | {lv.verdict}{' (broken)' if lv.broken else ''} | {pct(lv.effect_pct)} | {ci} "
@@ -240,7 +240,7 @@ def _sweep_lines(o: OptionView) -> list[str]:
                     f"(95% CI {float(b_lo):.4f}…{float(b_hi):.4f}), {fit.get('points')} runs over "
                     f"{fit.get('levels')} levels, R² {float(fit.get('r2', 0.0)):.3f}"
                 )
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, KeyError):
                 continue
         elif "reason" in fit:
             out.append(f"- step time, {who}: not fitted — {_cell(str(fit['reason']))}")
@@ -314,7 +314,7 @@ def svg_sweep(o: OptionView) -> str:
             value = cell.goodput if sweep.slo else cell.mean
             if value is not None and math.isfinite(value) and math.isfinite(lv.level):
                 series[arm].append((lv.level, value))
-    caps = {arm: c for arm, c in sweep.capacity.items() if c is not None and math.isfinite(c)}
+    caps = {arm: c for arm, c in sweep.capacity.items() if arm in ("A", "B") and c is not None and math.isfinite(c)}
     probes = [(e.arm, float(e.level), e.judgement) for e in o.searches if isinstance(e.level, int | float)]
     probes = [(a, lv, j) for a, lv, j in probes if math.isfinite(lv)]
     metric = o.ab.metric if o.ab and o.ab.metric else "metric"

@@ -22,6 +22,8 @@ def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
     if hi <= lo:
         hi = lo + (abs(lo) or 1.0)
     raw = (hi - lo) / max(1, count - 1)
+    if not math.isfinite(raw) or raw < 1e-300:
+        return [0.0, 1.0]  # a span no run measures (an edited journal): an axis, never a crash
     magnitude = 10 ** math.floor(math.log10(raw))
     step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
     first = math.floor(lo / step + 1e-9) * step

@@ -16,6 +16,7 @@ import os
 import shutil
 import sqlite3
 import stat
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -53,21 +54,27 @@ def copy_checkpoints(src: Any, dst: Any, thread_id: str) -> int:
 
 
 @contextmanager
-def _sqlite_saver(path: Path, *, read_only: bool = False) -> Iterator[Any]:
-    """A checkpointer on a SQLite file; `read_only` for a bundle being imported: reading it must not change it
-    (opened read-write, SQLite folded and deleted the bundle's -wal and -shm files on close)."""
+def _sqlite_saver(path: Path) -> Iterator[Any]:
     from langgraph.checkpoint.sqlite import SqliteSaver
 
-    if read_only:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
-    else:
-        conn = sqlite3.connect(path, check_same_thread=False)
+    conn = sqlite3.connect(path, check_same_thread=False)
     try:
         saver = SqliteSaver(conn, serde=serializer())
         saver.setup()
         yield saver
     finally:
         conn.close()
+
+
+@contextmanager
+def _copy_of(src: Path, name: str) -> Iterator[Path]:
+    """A private copy of a bundle's SQLite file (and its -wal), to read: SQLite writes beside any file it opens,
+    even read-only (a -wal, a -shm, a journal-mode change), and an import must leave its bundle as it was."""
+    with tempfile.TemporaryDirectory(prefix="signoff-import-") as tmp:
+        for suffix in ("", "-wal"):
+            if (src / f"{name}{suffix}").is_file():
+                shutil.copyfile(src / f"{name}{suffix}", Path(tmp) / f"{name}{suffix}")
+        yield Path(tmp) / name
 
 
 def export_session(d: Session, out: Path, *, source: str) -> dict[str, Any]:
@@ -160,7 +167,11 @@ def import_session(store: Store, src: Path, *, accept_ssh_config: bool = False) 
             if (src / "checkpoints.sqlite").exists():
                 with blocked_types() as foreign:
                     try:
-                        with _sqlite_saver(src / "checkpoints.sqlite", read_only=True) as source, d.saver() as dst:
+                        with (
+                            _copy_of(src, "checkpoints.sqlite") as copy,
+                            _sqlite_saver(copy) as source,
+                            d.saver() as dst,
+                        ):
                             checkpoints = copy_checkpoints(source, dst, session_id)
                     finally:
                         if foreign:  # before any error the foreign value caused further on

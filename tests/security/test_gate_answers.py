@@ -97,7 +97,9 @@ async def test_a_stale_dialogs_key_never_decides_the_gate_that_waits_now(
     d = paused_at(recorded, home, "g3")  # g2 (triage) was decided by tester from the CLI; g3 waits
     app = SignoffApp(SessionSource(d, user="mallory"), mode="attach")
     async with app.run_test(size=(120, 40)) as pilot:
-        # The state of the bug: the triage dialog, still open after its gate was decided elsewhere.
+        # The state of the bug: the triage dialog, still open (on top) after its gate was decided elsewhere. The
+        # app opens g3's own dialog once its first frame is drawn; the stale one goes over it.
+        await _until(pilot, lambda: app.gate_open, "the dialog of the gate that waits")
         stale = GateScreen(app.source, PendingGate(gate=recorded["g2"]))
         await app.push_screen(stale)
         await pilot.press("c")  # at the triage: continue. At g3 that would keep #2, which wedged.

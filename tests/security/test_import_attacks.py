@@ -141,13 +141,18 @@ def test_an_imported_session_is_private_to_its_owner(cli, exported, home):
     assert cli("replay", session, "--verify").code == 0
 
 
-def test_importing_a_bundle_reads_it_and_changes_nothing_in_it(cli, home, tmp_path):
+@pytest.mark.parametrize("side_files", [True, False], ids=["with-wal-and-shm", "clean-export"])
+def test_importing_a_bundle_reads_it_and_changes_nothing_in_it(cli, home, tmp_path, side_files):
     # Was: the bundle's checkpoints were opened read-write, and closing them folded and deleted its -wal and
-    # -shm files (found when a fixture bundle changed under `signoff import`).
+    # -shm files (found when a fixture bundle changed under `signoff import`); opened read-only, SQLite still
+    # made a -wal and a -shm beside a clean export's database.
     import hashlib
 
     bundle = tmp_path / "bundle"
     shutil.copytree(Path(__file__).parents[1] / "fixtures" / "journal-v1" / "ask-one-liners", bundle)
+    if not side_files:
+        for suffix in ("-wal", "-shm"):
+            (bundle / f"checkpoints.sqlite{suffix}").unlink()
 
     def contents() -> dict[str, str]:
         return {
@@ -157,7 +162,7 @@ def test_importing_a_bundle_reads_it_and_changes_nothing_in_it(cli, home, tmp_pa
         }
 
     before = contents()
-    assert "checkpoints.sqlite-wal" in before and "checkpoints.sqlite-shm" in before
+    assert ("checkpoints.sqlite-wal" in before) is side_files
     r = cli("import", str(bundle), "--json")
     assert r.code == 0, r.stderr
     assert contents() == before

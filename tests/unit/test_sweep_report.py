@@ -167,3 +167,25 @@ def test_while_a_sweep_runs_the_status_and_progress_say_the_level() -> None:
     assert view.level_label == "concurrency=60" and view.bench == (3, 5)
     view.apply(ev.entry({"seq": 9, "ts": "", "kind": "phase", "phase": "stress", "option": 2}))
     assert view.activity == "stress #2" and view.level_label == ""
+
+
+def test_a_forged_sweep_line_neither_crashes_the_screen_nor_the_report() -> None:
+    import io
+
+    from rich.console import Console
+
+    from agent.report import svg
+    from tui import render
+
+    forged = sweep_fields()
+    forged["fit"] = {"B": {"slope": "x", "intercept": "y", "metric": "m"}}
+    forged["levels"][0]["ci"] = [1.0]
+    forged["capacity"] = {"A": 10, "C": 15}
+    view = view_of({"kind": "sweep.result", **forged})
+    console = Console(width=160, record=True, file=io.StringIO())
+    console.print(render.evidence(view.options[3]))
+    assert "its journal line holds values no run writes; not shown" in console.export_text()
+    page = to_html(view)
+    assert "knee 15" not in page and "<script" not in page  # an arm no run has is not drawn
+    assert svg.nice_ticks(-1e308, 1e308) == [0.0, 1.0] and svg.nice_ticks(0, 5e-324) == [0.0, 1.0]
+    assert svg.ab_pairs([(1, 1e308, -1e308)], "m")  # drawn, not raised
