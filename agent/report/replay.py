@@ -240,8 +240,8 @@ def _artifact_problem(root: Path, name: str) -> str | None:
 def rule_words(rule: Mapping[str, Any]) -> str:
     """A session rule as a person reads it: `CONTINUE IF has_next_step … ; otherwise ASK (at continue_or_ask
     gates, once)`. Every part read defensively: the rule comes from a journal line anyone could edit."""
-    d = rule.get("decision") if isinstance(rule.get("decision"), Mapping) else {}
-    assert isinstance(d, Mapping)
+    decision = rule.get("decision")
+    d: Mapping[str, Any] = decision if isinstance(decision, Mapping) else {}
     targets = d.get("targets") or rule.get("targets") or []
     words = str(d.get("action", "?")).upper()
     if isinstance(targets, list) and targets:

@@ -114,3 +114,28 @@ async def test_the_tui_shows_host_output_and_a_hostile_journal_as_escapes(evil_s
                 text = screen_text(app)
                 assert "pwned-title" in text and "evil" in text and dangerous(text) == [], dangerous(text)
                 app.pop_screen()
+
+
+def test_a_forged_session_rule_reaches_the_timeline_as_text(cli, home):
+    # Replay names a session rule in words (issue 36): the rule's id, condition and line come from the journal,
+    # which anyone who can write the store can rewrite (the chain recomputed).
+    import shutil
+
+    from tests.security.forge import rechain
+
+    src = Path(__file__).parents[1] / "fixtures" / "journal-v1" / "ask-one-liners"
+    session = json.loads((src / "meta.json").read_text())["id"]
+    d = home / "sessions" / session
+    shutil.copytree(src, d)
+
+    def hostile(record: dict) -> None:
+        if record["kind"] == "rule.added":
+            record["rule"]["id"] = "session-rule:1\x1b]0;pwned\x07"
+            record["rule"]["when"] = "x\x1b[2J\x1b[31m"
+            record["raw"] = "go\x1b[1A\r"
+
+    lines = (d / "journal.jsonl").read_bytes().splitlines()
+    (d / "journal.jsonl").write_bytes(b"\n".join(rechain(lines, hostile)) + b"\n")
+    timeline = cli("replay", session)
+    assert "session rule session-rule:1" in timeline.stdout, timeline.stderr[-500:]
+    assert dangerous(timeline.stdout) == [] and "\x1b" not in timeline.stdout
