@@ -115,7 +115,7 @@ class SignoffApp(App[str | None]):
         self._plan_layout: list[tuple[str, int]] = []
         self._followed: int | None = None
         self._announced_end = False
-        self.stopping = False  # the operator quit while the run went on: it stops after its running step
+        self.stopping = False  # the operator quit while the run went on: it stops before its next command
         self.drawn = False  # the first frame is on screen (a gate is looked for only then)
 
     # ------------------------------------------------------------------ layout
@@ -584,9 +584,9 @@ class SignoffApp(App[str | None]):
     def _quit_answered(self, stop: bool | None) -> None:
         if not stop:
             return
-        request_stop("operator-quit")  # honoured after the running step: its checkpoint is whole, resume goes on
+        request_stop("operator-quit")  # honoured before the next command (or step): resume goes on from there
         self.stopping = True
-        self.note = "stopping after the step that is running, then quitting …"
+        self.note = "stopping when the running command ends, then quitting …"
         self.notify(self.note, timeout=10)
         self.set_interval(0.2, self._quit_when_stopped)
 

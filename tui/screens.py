@@ -450,7 +450,7 @@ def _alarming(line: str) -> bool:
 
 
 class QuitScreen(ModalScreen[bool]):
-    """Quitting while the run goes on: stop it after the step that is running (True), or keep watching."""
+    """Quitting while the run goes on: stop it when the running command ends (True), or keep watching."""
 
     BINDINGS = [
         Binding("y,enter", "answer(True)", "Stop and quit"),
@@ -470,7 +470,7 @@ class QuitScreen(ModalScreen[bool]):
         text.append("The run is still going", style="bold")
         text.append(f" ({self.doing})." if self.doing else ".")
         text.append(
-            "\n\nStop it after the step that is running, then quit? Whatever that step applied stays applied;"
+            "\n\nStop it when the running command ends, then quit? Whatever it applied stays applied;"
             f"\nsignoff prints what is on each host, and `signoff resume {self.session}` goes on from there.\n\n"
         )
         text.append("[y] stop and quit   [n] keep watching", style="bold cyan")
@@ -503,7 +503,7 @@ class HelpScreen(ModalScreen[None]):
             ("ctrl+p", "palette: jump to an option, open a command's output by name, screenshot"),
             ("ctrl+t", "light / dark theme"),
             ("← →  [ ]  home end", "replay: step, previous/next gate or decision, first/last event"),
-            ("q  ctrl+q  ctrl+c", "quit; while the run goes on, asks first and stops it after the running step "
+            ("q  ctrl+q  ctrl+c", "quit; while the run goes on, asks first and stops it when the running command ends "
              "(a stopped or paused session resumes with `signoff resume`, or here with `signoff attach`)"),
             ("At a gate", "single keys answer, the recommended one first (▶); / types a one-liner and "
              "Esc leaves the input; Enter confirms the echoed decision, Esc takes it back to edit"),

@@ -63,9 +63,9 @@ def _live_tui(
     if ui.attach(d, prefill=prefill, by=by, gate=gate) if prefill is not None else ui.live(d, how, by=by):
         raise fail(f"quit while the run was still going; `signoff resume {d.id}` continues it", INTERRUPTED)
     view = fold(d.events())
-    if view.status == "interrupted":  # stopped at a whole step: the operator quit on screen (or a signal came before)
-        raise fail(f"the run stopped after a whole step; {on_hosts(view)}; `signoff resume {d.id}` goes on from there",
-                   INTERRUPTED)  # fmt: skip
+    if view.status == "interrupted":  # the operator quit on screen (or a signal came before)
+        said = f"the run stopped between two commands; {on_hosts(view)}; `signoff resume {d.id}` goes on from there"
+        raise fail(said, INTERRUPTED)
     try:
         with d.locked(), Runner(d, headless=True) as runner:
             return runner.outcome()

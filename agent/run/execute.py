@@ -24,6 +24,7 @@ from agent.run.dispatch import run_one
 from agent.run.effects import mutate
 from agent.run.ledger import Effect, graph_task
 from agent.run.planning import Cleared, clear, command_class, plan
+from agent.stopping import stop_reason, stop_requested
 from tools.transport import CommandResult, Host, TransportError
 
 
@@ -98,6 +99,11 @@ def run_spec(
             )
             raise CommandRefused(p.command, verdict)
     limit = timeout or spec.timeout
+    if stop_requested() and stop_reason() == "operator-quit":
+        # The operator quit: stop before the next command, not after the whole step (a benchmark step runs for
+        # minutes on a real server). The commands this step finished are its tasks' saved results, so resume
+        # runs the step again from there, as after a crash between two commands.
+        raise KeyboardInterrupt
     scope = graph_task()
     if scope is None or _in_command.get():
         # Outside a graph run there is nothing to resume; inside a command task (a diagnosis hook) a

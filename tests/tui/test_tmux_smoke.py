@@ -159,7 +159,7 @@ def test_resume_and_decide_in_a_terminal_open_the_gate_on_screen(tmp_path: Path,
 
 
 @pytest.mark.heavy
-def test_ctrl_c_mid_run_asks_then_stops_after_the_running_step_and_says_what_is_on_the_hosts(tmp_path: Path) -> None:
+def test_ctrl_c_mid_run_asks_then_stops_between_two_commands_and_says_what_is_on_the_hosts(tmp_path: Path) -> None:
     # Was: ctrl+c showed Textual's "press ctrl+q to quit", and ctrl+q exited 130 while the run went on behind it
     # (a gate, a decision and `session.finished` were journaled after the quit), leaving the lock file naming a
     # dead process.
@@ -179,7 +179,7 @@ def test_ctrl_c_mid_run_asks_then_stops_after_the_running_step_and_says_what_is_
         term.wait_for("EXIT=130", timeout=120)
         said = " ".join(term.tmux("capture-pane", "-p", "-J", "-t", "smoke", "-S", "-200").split())
         # What is on the hosts depends on how far the run got before `y` (the Pilot test checks it against the journal).
-        assert "signoff: the run stopped after a whole step; " in said, said
+        assert "signoff: the run stopped between two commands; " in said, said
         assert "on the hosts now: gpu-a: #" in said or "no option is applied on any host" in said, said
         assert "goes on from there" in said and "Traceback" not in said
         (session,) = [p for p in (home / "sessions").iterdir() if p.is_dir()]

@@ -194,7 +194,7 @@ async def test_quitting_at_a_gate_leaves_the_session_paused_and_resumable(
     assert out.status == "paused" and out.pending_gate["kind"] == "plan"
 
 
-async def test_quitting_while_the_run_goes_on_asks_then_stops_it_after_the_running_step(
+async def test_quitting_while_the_run_goes_on_asks_then_stops_it_between_two_commands(
     home: Path, variant: Callable[..., Path]
 ) -> None:
     # Was: `q` exited at once, ctrl+q exited 130 while the worker kept running (stress, a gate, a decision and
@@ -236,7 +236,7 @@ async def test_quitting_while_the_run_goes_on_asks_then_stops_it_after_the_runni
             assert f"#{option} applied" in said.split(f"{host}: ", 1)[1].split(";")[0], said
     nothing = "no option is applied on any host"
     assert said.startswith("on the hosts now: ") if any(expected.values()) else said == nothing
-    with d.locked():  # and `resume` goes on to the end from the last whole step
+    with d.locked():  # and `resume` goes on to the end from where it stopped
         assert Runner(d, headless=True).resume().status == "finished"
 
 
