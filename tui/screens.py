@@ -262,7 +262,7 @@ class GateScreen(ModalScreen[str | None]):
     def _fit(self) -> None:
         self.call_after_refresh(self._fit_now)
 
-    def _fit_now(self) -> None:
+    def _fit_now(self, tries: int = 0) -> None:
         """Give the body what the pinned parts leave of the dialog's height, so that the question, the keys,
         the line and its echo are always on screen, and say when the body holds more than it shows."""
         if not self.is_attached:
@@ -276,6 +276,16 @@ class GateScreen(ModalScreen[str | None]):
         if body.styles.max_height is None or body.styles.max_height.value != height:
             body.styles.max_height = height
         self.call_after_refresh(self._more)
+        self.call_after_refresh(self._check_fit, tries)
+
+    def _check_fit(self, tries: int) -> None:
+        """Measured again once laid out: a part measured before its new text was laid out (an echo that had
+        just wrapped) would leave the echo below the dialog's edge, with nothing to fit it again."""
+        if not self.is_attached or tries >= 5:
+            return
+        edge = self.query_one(Vertical).content_region.bottom
+        if any(w.display and w.region.bottom > edge for w in self.query("#gate-input, #gate-echo")):
+            self._fit_now(tries + 1)
 
     def _more(self) -> None:
         if not self.is_attached:

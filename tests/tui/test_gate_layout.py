@@ -69,8 +69,18 @@ def flat(text: str) -> str:
     return " ".join(word for word in text.split() if word.strip("│█╭╮╰╯─▀▄▊▎▔▁╸━"))
 
 
+def in_dialog(app: SignoffApp) -> str:
+    """The cells inside the dialog's box, row by row: the backdrop beside it (the plan, the events) must not
+    break a wrapped phrase, nor stand in for one."""
+    rows = on_screen(app).splitlines()
+    if not isinstance(app.screen, GateScreen):
+        return "\n".join(rows)
+    box = app.screen.query_one("Vertical").region
+    return "\n".join(row[box.x : box.right] for row in rows[box.y : box.bottom])
+
+
 def shows(app: SignoffApp, *texts: str) -> bool:
-    screen = flat(on_screen(app))
+    screen = flat(in_dialog(app))
     return all(flat(t) in screen for t in texts)
 
 
