@@ -54,9 +54,7 @@ def recommended(gate: dict[str, Any]) -> str | None:
     if action in KEYS and action != "ask":
         # An answer shown under another's key (a safety gate's rollback is its skip, approve where continue
         # is the word shown) is marked there.
-        if action == alias(gate):
-            return "continue" if action == "approve" else "approve"
-        return SAME_AS.get(str(gate.get("kind")), {}).get(str(action), str(action))
+        return same_as(gate).get(str(action), str(action))
     if gate.get("kind") in UNMARKED:
         return None
     suggested = str(gate.get("suggested") or "")
@@ -78,6 +76,17 @@ def alias(gate: dict[str, Any]) -> str | None:
 SAME_AS: dict[str, dict[str, str]] = {"safety": {"rollback": "skip"}}
 
 
+def same_as(gate: dict[str, Any]) -> dict[str, str]:
+    """At this gate, each answer with no key on screen → the shown answer that does the same: the one of
+    approve/continue not shown (`alias`), and the kind's SAME_AS. Their keys still answer."""
+    allowed = gate.get("allowed", [])
+    out = {a: s for a, s in SAME_AS.get(str(gate.get("kind")), {}).items() if a in allowed and s in allowed}
+    hidden = alias(gate)
+    if hidden is not None:
+        out[hidden] = "approve" if hidden == "continue" else "continue"
+    return out
+
+
 def answer_keys(gate: dict[str, Any]) -> list[tuple[str, str, str]]:
     """(key, action, label) for the answers that make sense at this gate, the recommended one first.
 
@@ -86,10 +95,8 @@ def answer_keys(gate: dict[str, Any]) -> list[tuple[str, str, str]]:
     go ahead."""
     kind = str(gate.get("kind"))
     facts = gate.get("facts") or {}
-    actions = [a for a in gate.get("allowed", []) if a in KEYS]
-    if "approve" in actions and "continue" in actions:
-        actions.remove(alias(gate) or "")
-    actions = [a for a in actions if SAME_AS.get(kind, {}).get(a) not in actions]
+    hidden = same_as(gate)
+    actions = [a for a in gate.get("allowed", []) if a in KEYS and a not in hidden]
     nothing_left = kind in ("continue_or_ask", "triage") and facts.get("has_next_step") is False
     if nothing_left:
         actions = [a for a in actions if a not in ("skip", "defer", "select")]
@@ -185,12 +192,9 @@ class GateScreen(ModalScreen[str | None]):
         self.show_facts = False  # folded: the facts are what the summary above says, in full
         self.answers = answer_keys(self.gate)
         self.keys = {k: a for k, a, _ in self.answers}
-        hidden = alias(self.gate)
-        if hidden is not None and self.answers and any(a in ("approve", "continue") for _, a, _ in self.answers):
-            self.keys[KEYS[hidden][0]] = hidden  # `c` and `y` both go ahead, wherever one of them is shown
-        for same, shown in SAME_AS.get(str(self.gate.get("kind")), {}).items():
-            if shown in self.keys.values() and same in self.gate.get("allowed", []):
-                self.keys[KEYS[same][0]] = same
+        for hidden, shown in same_as(self.gate).items():
+            if shown in self.keys.values():  # `c` and `y` both go ahead, `r` rolls back as `s` does
+                self.keys[KEYS[hidden][0]] = hidden
 
     def compose(self) -> ComposeResult:
         g = self.gate
