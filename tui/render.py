@@ -316,6 +316,8 @@ def sweep_parts(o: OptionView) -> list[RenderableType]:
 
 
 def _sweep_parts(sweep: Any) -> list[RenderableType]:
+    from agent.report.audit import search_brackets
+
     var = sweep.var
     parts: list[RenderableType] = [Text(f"load sweep over {var} — judged at {var}={sweep.level:g} ◀", style="bold")]
     table = Table(box=None, pad_edge=False, show_edge=False, expand=False)
@@ -351,13 +353,8 @@ def _sweep_parts(sweep: Any) -> list[RenderableType]:
                 style="bold",
             )
         )
-        for arm, found in (sweep.search or {}).items():
-            if isinstance(found, dict):
-                who = "baseline" if arm == "A" else "option"
-                failing = found.get("failing")
-                bracket = f", not met from {failing:g}" if isinstance(failing, int | float) else ""
-                closed = "closed" if found.get("closed") else "open: more probes would narrow it"
-                parts.append(Text(f"  capacity search, {who}: {found.get('probes', 0)} probes{bracket}; {closed}"))
+        for who, probes, closed in search_brackets(sweep):
+            parts.append(Text(f"  capacity search, {who}: {probes}; {closed}"))
     for arm, fit in sweep.fit.items():
         if "slope" in fit and "intercept" in fit:
             who = "baseline" if arm == "A" else "option"

@@ -189,6 +189,19 @@ def sweep_of(o: OptionView) -> SweepSummary | None:
         return None
 
 
+def search_brackets(sweep: SweepSummary) -> list[tuple[str, str, str]]:
+    """Each arm's capacity search, as (whose, "6 probes, not met from 72", "closed" or "open: …"); a search
+    entry that is not a mapping (an edited journal) is left out."""
+    out = []
+    for arm, found in (sweep.search or {}).items():
+        if isinstance(found, dict):
+            failing = found.get("failing")
+            bracket = f", not met from {failing:g}" if isinstance(failing, int | float) else ""
+            closed = "closed" if found.get("closed") else "open: more probes would narrow it"
+            out.append(("baseline" if arm == "A" else "option", f"{found.get('probes', 0)} probes{bracket}", closed))
+    return out
+
+
 def _sweep_lines(o: OptionView) -> list[str]:
     sweep = sweep_of(o)
     if sweep is None:
@@ -221,13 +234,8 @@ def _sweep_lines(o: OptionView) -> list[str]:
         out.append(
             f"- capacity{slo} ({source}): baseline {caps.get('A', 'none')}, option {caps.get('B', 'none')}{gain}"
         )
-        for arm, found in (sweep.search or {}).items():
-            if isinstance(found, dict):
-                who = "baseline" if arm == "A" else "option"
-                failing = found.get("failing")
-                bracket = f", not met from {failing:g}" if isinstance(failing, int | float) else ""
-                closed = "closed" if found.get("closed") else "open: more probes would narrow it"
-                out.append(f"  - search, {who}: {found.get('probes', 0)} probes{bracket}; bracket {closed}")
+        for who, probes, closed in search_brackets(sweep):
+            out.append(f"  - search, {who}: {probes}; bracket {closed}")
     for arm, fit in sweep.fit.items():
         who = "baseline" if arm == "A" else "option"
         if "slope" in fit and "intercept" in fit:
