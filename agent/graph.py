@@ -5,6 +5,7 @@ preflight → [command gate] → setup → plan → plan gate → investigate ×
   → pick next → [budget gate] → [command gate] → apply → benchmark → stress → assess → safety gate
   → keep | rollback → [rollback gate] → continue-or-ask gate → pick next … → confirm → [goal gate] → report
 (an apply or revert a crash left in doubt → rollback gate)
+`signoff abandon`, from any step: abandon → rollback → [rollback gate] → abandon … → confirm (skipped) → report
 """
 
 from __future__ import annotations
@@ -14,7 +15,20 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 
 from agent.context import RunContext
-from agent.nodes import apply, assess, benchmark, confirm, gates, investigate, pick, report, rollback, setup, stress
+from agent.nodes import (
+    abandon,
+    apply,
+    assess,
+    benchmark,
+    confirm,
+    gates,
+    investigate,
+    pick,
+    report,
+    rollback,
+    setup,
+    stress,
+)
 from agent.state import State
 
 
@@ -26,7 +40,16 @@ def _after_rollback(state: State) -> str:
     v = state.get("verification") or {}
     if not v.get("verified"):
         return "rollback_gate"
+    if abandon.abandoning(state):
+        return "abandon"
     return "confirm" if state.get("stopping") else "continue_gate"
+
+
+def _after_rollback_gate(state: State) -> str:
+    route = state.get("route") or "report"
+    if route == "continue" and state.get("abandon"):
+        return "abandon"  # the person took the rollback as it is: the abandon goes on to its next one, or ends
+    return {"rollback": "rollback", "continue": "continue_gate", "reask": "rollback_gate"}.get(route, "confirm")
 
 
 def _after_keep(state: State) -> str:
@@ -59,6 +82,7 @@ def build() -> StateGraph[State, RunContext, Any, Any]:
     g.add_node("confirm", confirm.confirm)
     g.add_node("goal_gate", gates.goal_gate)
     g.add_node("report", report.report)
+    g.add_node("abandon", abandon.abandon)  # entered only by `signoff abandon` (Runner.abandon), from any step
 
     g.add_edge(START, "preflight")
     g.add_conditional_edges("preflight", _route, {"command": "command_gate", "approved": "setup", "report": "confirm"})
@@ -100,12 +124,11 @@ def build() -> StateGraph[State, RunContext, Any, Any]:
         {"keep": "keep", "rollback": "rollback", "retry": "benchmark", "reask": "safety_gate"},
     )
     g.add_conditional_edges("keep", _after_keep, ["continue_gate", "confirm", "rollback_gate"])
-    g.add_conditional_edges("rollback", _after_rollback, ["rollback_gate", "continue_gate", "confirm"])
+    g.add_conditional_edges("rollback", _after_rollback, ["rollback_gate", "continue_gate", "confirm", "abandon"])
     g.add_conditional_edges(
-        "rollback_gate",
-        _route,
-        {"rollback": "rollback", "continue": "continue_gate", "report": "confirm", "reask": "rollback_gate"},
+        "rollback_gate", _after_rollback_gate, ["rollback", "continue_gate", "confirm", "rollback_gate", "abandon"]
     )
+    g.add_conditional_edges("abandon", _route, {"rollback": "rollback", "report": "confirm"})
     g.add_conditional_edges(
         "continue_gate", _route, {"next": "pick_next", "report": "confirm", "reask": "continue_gate"}
     )

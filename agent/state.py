@@ -72,6 +72,8 @@ class State(TypedDict, total=False):
     budget: dict[str, Any] | None  # the facts of the last budget check
     budget_approved: list[str]  # limits a person or rule agreed to go past
     confirmation: dict[str, Any] | None  # the end-of-campaign A/B of the final configuration (agent/nodes/confirm.py)
+    # `signoff abandon`: who, the options to roll back (agent/nodes/abandon.py) and those already handed to rollback
+    abandon: dict[str, Any] | None
     confirm_pairs: int | None  # a goal gate's "measure again": the pairs the next confirmation A/B runs
 
 

@@ -485,7 +485,8 @@ class QuitScreen(ModalScreen[bool]):
         text.append(f" ({self.doing})." if self.doing else ".")
         text.append(
             "\n\nStop it when the running command ends, then quit? Whatever it applied stays applied;"
-            f"\nsignoff prints what is on each host, and `signoff resume {self.session}` goes on from there.\n\n"
+            f"\nsignoff prints what is on each host; `signoff resume {self.session}` goes on from there,"
+            f"\nor `signoff abandon {self.session}` rolls back what was not kept, verifies, and ends it.\n\n"
         )
         text.append("[y] stop and quit   [n] keep watching", style="bold cyan")
         yield Static(text, id="quit-question")

@@ -64,8 +64,7 @@ def _live_tui(
         raise fail(f"quit while the run was still going; `signoff resume {d.id}` continues it", INTERRUPTED)
     view = fold(d.events())
     if view.status == "interrupted":  # the operator quit on screen (or a signal came before)
-        said = f"the run stopped between two commands; {on_hosts(view)}; `signoff resume {d.id}` goes on from there"
-        raise fail(said, INTERRUPTED)
+        raise fail(f"the run stopped between two commands; {on_hosts(view)}; {what_next(d.id)}", INTERRUPTED)
     try:
         with d.locked(), Runner(d, headless=True) as runner:
             return runner.outcome()
@@ -82,6 +81,14 @@ def on_hosts(view: Any) -> str:
         if on
     ]
     return "on the hosts now: " + "; ".join(parts) if parts else "no option is applied on any host"
+
+
+def what_next(session: str) -> str:
+    """The two ways on from a stopped run, in words."""
+    return (
+        f"`signoff resume {session}` goes on from there, "
+        f"or `signoff abandon {session}` rolls back what was not kept, verifies, and ends it"
+    )
 
 
 def _served(d: Any, out: Any, wait: bool, listeners: list[Any]) -> Any:
@@ -118,7 +125,14 @@ def _run(campaign: Path, options: RunOptions) -> None:
     except RunFailed as exc:
         raise fail(f"session {d.id} failed: {exc}; see its journal, then `signoff resume {d.id}`", FAILED) from None
     except KeyboardInterrupt:
-        raise fail(f"interrupted; `signoff resume {d.id}` continues from the last step", INTERRUPTED) from None
+        from agent.journal.view import fold
+
+        # The first words are what they were before abandon existed (scripts may look for them).
+        said = (
+            f"interrupted; `signoff resume {d.id}` continues from the last step, or `signoff abandon {d.id}` rolls "
+            f"back what was not kept, verifies, and ends it; {on_hosts(fold(d.events()))}"
+        )
+        raise fail(said, INTERRUPTED) from None
     finish(out, options.as_json, checks)
 
 
@@ -384,6 +398,37 @@ def resume(
             out = runner.revisit() if revisit else runner.resume()
         out = _served(d, out, wait, [progress])
     finish(out, as_json, checks)
+
+
+def abandon(
+    session: Annotated[str, typer.Argument(help="Session id.")],
+    by: Annotated[str | None, typer.Option("--by", help="Who gives it up (default: your user name).")] = None,
+    as_json: JsonOpt = False,
+    accept_policy_change: AcceptPolicyOpt = False,
+    store: StoreOpt = None,
+) -> None:
+    """Give a session up wherever it stands (stopped, interrupted, paused at a gate): every option on a host that
+    was not kept is rolled back and verified, newest first, nothing else is tried, and the session ends. Kept
+    options stay. A rollback that does not verify pauses at the rollback gate (exit 3) for a person."""
+    from agent.errors import SessionBusy
+    from agent.report.console import Progress
+    from agent.run.runner import Runner
+
+    who = f"human:{by or getpass.getuser()}"
+    try:
+        with existing_session(session, store, accept_policy_change=accept_policy_change) as d:
+            progress = Progress(plain=True if as_json else None)
+            try:
+                with Runner(d, headless=True, listeners=[progress]) as runner:
+                    out = runner.abandon(by=who)
+            except KeyboardInterrupt:
+                raise fail(f"interrupted; `signoff abandon {d.id}` again goes on with it", INTERRUPTED) from None
+    except SessionBusy as exc:
+        if exc.holder is None:
+            raise
+        said = f"session {session} is being run by {exc.holder}: stop that run first (`q` or Ctrl-C where it runs)"
+        raise fail(f"{said}, then `signoff abandon {session}` again; nothing was done", BAD_INPUT) from None
+    finish(out, as_json)
 
 
 def attach(

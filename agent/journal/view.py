@@ -201,6 +201,8 @@ class SessionView:
     report: ev.Report | None = None
     confirmation: ev.GoalConfirmed | None = None  # the last end-of-campaign A/B of the final configuration
     ended: ev.SessionFinished | ev.SessionFailed | None = None
+    abandoned: ev.SessionAbandoned | None = None  # `signoff abandon` asked for it: the run rolls back and ends
+    abandoned_at: str = ""
     run_s: float = 0.0  # time the runner spent running, summed over every run (start, resumes)
     rules_added: int = 0
     rules: dict[str, Mapping[str, Any]] = field(default_factory=dict)  # session rule id → the rule as journaled
@@ -292,6 +294,11 @@ class SessionView:
             case ev.SessionResumed() | ev.SessionRevisit():
                 self.status = "running"
                 self.ended = None
+            case ev.SessionAbandoned():
+                self.abandoned, self.abandoned_at, self.status, self.ended = e, entry.ts, "running", None
+                for g in self.gates:
+                    if g.gate == e.gate and g.action is None:  # left unanswered: closed, not waiting any more
+                        g.action, g.by, g.decided = "abandoned", e.by, entry.ts
             case ev.SessionWaiting():
                 self.ended = None
             case ev.PolicyChanged():

@@ -100,6 +100,8 @@ def _why_not(ctx: RunContext, state: State, order: list[int]) -> str | None:
     """Why no confirmation A/B runs at this end of the campaign (None: it runs)."""
     if not order:
         return "nothing was kept"
+    if (abandoned := state.get("abandon")) is not None:
+        return f"the run was abandoned by {abandoned.get('by') or 'a person'}"
     if ctx.campaign.confirm is False:
         return "campaign.confirm is false"
     if (state.get("report") or {}).get("error"):

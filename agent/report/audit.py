@@ -20,7 +20,7 @@ from agent.journal.chain import read_events
 from agent.journal.events.option import rollback_verdict
 from agent.journal.view import OptionView, SessionView, fold
 from agent.report import svg
-from agent.report.console import pct
+from agent.report.console import abandoned_line, pct
 from agent.report.figures import Effect, NoiseFigure, effect_of, noise_figure, other_figures, plain
 from tools.sweep import SweepSummary
 from tools.terminal import printable
@@ -70,6 +70,8 @@ def markdown(view: SessionView) -> str:
         f"- brain: {s.brain or '?'} · started {view.started_ts or '?'} by {s.user or '?'}",
         f"- status: {status if view.ended is not None else f'not finished ({status})'} · {view.events} journal events",
     ]
+    if view.abandoned is not None:
+        out.append(f"- {abandoned_line(view.abandoned.fields())} (at {view.abandoned_at})")
     if view.report is not None and view.report.estimated_gain_pct is not None:
         out.append(f"- estimated gain of what was kept: {pct(view.report.estimated_gain_pct)}")
     out += _goal_lines(view.confirmation)
@@ -436,6 +438,17 @@ def to_json(view: SessionView, verification: Mapping[str, Any] | None = None) ->
         "user": s.user,
         "status": status,
         "finished": view.ended is not None,
+        **(
+            {
+                "abandoned": {
+                    **view.abandoned.fields(),
+                    "at": view.abandoned_at,
+                    "words": abandoned_line(view.abandoned.fields()),
+                }
+            }
+            if view.abandoned is not None
+            else {}
+        ),
         "events": view.events,
         "wall_s": round(view.wall_s, 3),
         "run_s": round(view.run_s, 3),

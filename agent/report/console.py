@@ -99,6 +99,23 @@ def progress_line(event: Record) -> str | None:
     return None
 
 
+def abandoned_line(e: Mapping[str, Any]) -> str:
+    """`signoff abandon` in words: who, the gate it left unanswered, what it rolls back and what stays."""
+    roll = [o for o in e.get("roll_back") or [] if isinstance(o, int)]
+    on = e.get("on_hosts")
+    hosts: Mapping[str, Any] = on if isinstance(on, Mapping) else {}
+    stays = sorted(
+        {str(o) for states in hosts.values() if isinstance(states, Mapping) for o in states} - {str(o) for o in roll}
+    )
+    line = f"session abandoned by {e.get('by')}"
+    if e.get("gate"):
+        line += f" (gate {e['gate']} left unanswered)"
+    line += "; rolls back " + (", ".join(f"#{o}" for o in roll) if roll else "nothing")
+    if stays:
+        line += "; stays on the hosts (kept): " + ", ".join(f"#{o}" for o in stays)
+    return line[:400]
+
+
 def notify_line(d: Mapping[str, Any]) -> str:
     """One `notify.sent` event in one line (progress and the replay timeline)."""
     how = f"HTTP {d['status']}" if d.get("status") is not None else ""
@@ -172,6 +189,8 @@ def print_report(out: Any, console: Console | None = None) -> None:
             Text(_decided_by(out, o["id"])),
         )
     console.print(table)
+    if out.abandoned:
+        console.print(Text(abandoned_line(out.abandoned), style="bold yellow"))
     goal = out.goal or {}
     if goal.get("measured"):
         style = {"met": "bold green", "not met": "bold red"}.get(goal["verdict"], "bold yellow")
@@ -296,6 +315,7 @@ def print_paused(out: Any, console: Console | None = None) -> None:
 
 def summary_json(out: Any) -> dict[str, Any]:
     data = out.model_dump(mode="json")
-    if data.get("echo") is None:
-        data.pop("echo", None)
+    for extension in ("echo", "abandoned"):  # present only when they say something
+        if data.get(extension) is None:
+            data.pop(extension, None)
     return data

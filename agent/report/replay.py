@@ -16,7 +16,7 @@ from agent.journal.chain import ARTIFACT_FIELDS, read_events
 from agent.journal.documents import journaled_digests, mismatch
 from agent.journal.verify import verify
 from agent.journal.view import SessionView
-from agent.report.console import notify_line
+from agent.report.console import abandoned_line, notify_line
 from policies.engine import PolicyEngine
 from policies.load import load_policy_text
 from policies.schema import Policy
@@ -289,6 +289,8 @@ def describe(e: dict[str, Any], view: SessionView | None = None) -> str | None:
         said = f" — {e['raw']!r}" if e.get("raw") else ""
         line = f"session rule {e['rule']['id']} added by {e.get('by')} at gate {e.get('gate')}: {rule_words(e['rule'])}"
         return (line + said)[:400]
+    if k == "session.abandoned":
+        return abandoned_line(e)
     if k == "notify.sent":
         return notify_line(e)
     if k == "log.adopted":

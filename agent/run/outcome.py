@@ -35,6 +35,8 @@ class Outcome(BaseModel):
     journal: str
     error: str | None = None
     echo: str | None = None
+    # `signoff abandon` gave the session up: who, when, and the options it rolled back (kept ones stay)
+    abandoned: dict[str, Any] | None = None
 
     @property
     def exit_code(self) -> int:
@@ -120,7 +122,24 @@ def outcome_of(
         brain=brain_usage(view, brain),
         journal=journal,
         error=summary.get("error"),
+        abandoned=abandoned_summary(view, values),
     )
+
+
+def abandoned_summary(view: SessionView, values: dict[str, Any]) -> dict[str, Any] | None:
+    """`session.abandoned` as the outcome says it: who gave the session up and when, what the journal showed on the
+    hosts then, the gate left unanswered and the options rolled back (None: it was not abandoned)."""
+    if view.abandoned is None:
+        return None
+    asked = values.get("abandon") or {}
+    fields = view.abandoned.fields()
+    return {
+        "by": fields.get("by"),
+        "at": view.abandoned_at,
+        "gate": fields.get("gate"),
+        "roll_back": [int(o) for o in asked.get("roll_back") or fields.get("roll_back") or []],
+        "on_hosts": fields.get("on_hosts") or {},
+    }
 
 
 def goal_summary(goal: Any, estimated: float | None, confirmation: dict[str, Any] | None = None) -> dict[str, Any]:

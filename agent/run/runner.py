@@ -190,6 +190,8 @@ class Runner:
             ready = {k: {n: v for n, v in answer.items() if n != "answer_id"} for k, answer in ready.items()}
             self.dir.clear_answers(list(ready))
             return self._drive(Command(resume=ready))
+        if self.view().abandoned is not None and (snapshot.values or {}).get("abandon") is None:
+            return self._abandon(snapshot)  # killed between journaling an abandon and the graph taking it up
         if snapshot.created_at is None:
             # Killed before the graph saved its first checkpoint: nothing ran yet, so start it.
             self.journal.append(ev.SessionResumed(answers=[], from_step=None))
@@ -435,6 +437,50 @@ class Runner:
             )
         self.journal.append(ev.SessionRevisit(options=deferred, user=getpass.getuser()))
         return self._drive(None)
+
+    @_own_with
+    def abandon(self, *, by: str) -> Outcome:
+        """Give the session up from wherever it stands (interrupted, paused at a gate, killed): every option the
+        journal shows on a host that was not kept is rolled back and verified, nothing further runs, and the run
+        ends — or pauses at the rollback gate when a rollback does not verify. A gate that waited is left
+        unanswered. Journaled as `session.abandoned` first, so a kill halfway through is taken up by `resume`."""
+        if not self._started:
+            raise SessionError(f"session {self.dir.id} never started: nothing ran, so nothing needs rolling back")
+        view = self.view()
+        with self._graph() as graph:
+            snapshot = graph.get_state(self._config())
+        # A run that failed mid-step still has that step pending (resume runs it again): that one can be abandoned.
+        pending = snapshot.created_at is None or snapshot.next or snapshot.tasks or snapshot.interrupts
+        if not pending:
+            raise SessionError(
+                f"session {self.dir.id} has already ended ({ended_as(view) or self.meta.get('status')}); nothing to "
+                f"abandon — `signoff report {self.dir.id}` says what it left on the hosts"
+            )
+        if (snapshot.values or {}).get("abandon") is not None:
+            return self.resume()  # abandoned before: its rollback goes on, or waits at its gate
+        if view.abandoned is None:
+            from agent.nodes.abandon import to_roll_back
+
+            gate = snapshot.interrupts[0].value["gate"]["id"] if snapshot.interrupts else None
+            on = {
+                host: {str(o): state for o, state in sorted(states.items())} for host, states in view.on_hosts.items()
+            }
+            roll = to_roll_back(snapshot.values or {}, view.on_hosts)
+            self.journal.append(ev.SessionAbandoned(by=by, on_hosts=on, gate=gate, roll_back=roll))
+        return self._abandon(snapshot)
+
+    def _abandon(self, snapshot: Any) -> Outcome:
+        """Drop the steps the run had pending (a gate's question too) and send it to the abandon node with what the
+        journal's `session.abandoned` asked for."""
+        from langgraph.graph import END
+        from langgraph.types import Command
+
+        asked = self.view().abandoned
+        assert asked is not None
+        with self._graph() as graph:
+            if snapshot.next or snapshot.tasks or snapshot.interrupts:
+                graph.update_state(self._config(), None, as_node=END)
+        return self._drive(Command(goto="abandon", update={"abandon": {"by": asked.by, "roll_back": asked.roll_back}}))
 
     def _set_status(self, status: str) -> None:
         self.meta["status"] = status

@@ -186,5 +186,16 @@ def test_ctrl_c_mid_run_asks_then_stops_between_two_commands_and_says_what_is_on
         events = [json.loads(x) for x in (session / "journal.jsonl").read_text().splitlines()]
         assert events[-1]["kind"] == "session.interrupted" and events[-1]["reason"] == "operator-quit"
         assert (session / "lock").read_text() == ""  # the lease was given back: no dead process named as its holder
+        # The second way on that the message names: give it up. What was not kept is rolled back and verified.
+        assert f"`signoff abandon {session.name}` rolls back what was not kept, verifies, and ends it" in said, said
+        env = {**os.environ, "SIGNOFF_HOME": str(home), "TERM": "dumb"}
+        r = subprocess.run(
+            [str(ROOT / ".venv/bin/signoff"), "abandon", session.name, "--json"],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert r.returncode == 0 and json.loads(r.stdout)["abandoned"]["by"].startswith("human:"), r.stderr
+        ends = [json.loads(x) for x in (session / "journal.jsonl").read_text().splitlines()]
+        assert ends[-1]["kind"] == "session.finished" and ends[-1]["status"] == "stopped"
+        assert all(e["verified"] for e in ends if e["kind"] == "rollback" and e["seq"] > events[-1]["seq"])
     finally:
         term.tmux("kill-server")

@@ -83,6 +83,7 @@ from agent.journal.events.session import (
     LogRecovered,
     Phase,
     PolicyChanged,
+    SessionAbandoned,
     SessionFailed,
     SessionFinished,
     SessionInterrupted,
@@ -147,6 +148,7 @@ __all__ = [
     "Rollback",
     "RollbackSettling",
     "RuleAdded",
+    "SessionAbandoned",
     "SessionFailed",
     "SessionFinished",
     "SessionInterrupted",
@@ -173,6 +175,7 @@ KnownEvent = Annotated[
     SessionStarted
     | SessionResumed
     | SessionRevisit
+    | SessionAbandoned
     | SessionWaiting
     | SessionPaused
     | SessionInterrupted

@@ -51,6 +51,17 @@ class SessionRevisit(Event):
     user: str | None = None
 
 
+class SessionAbandoned(Event):
+    """A person gave the session up (`signoff abandon`): what the journal showed on the hosts then, the gate left
+    unanswered if one waited, and the options the run rolls back (and verifies) before it ends, in that order."""
+
+    kind: Literal["session.abandoned"] = "session.abandoned"
+    by: str | None = None
+    on_hosts: dict[str, dict[str, str]] = Field(default_factory=dict)
+    gate: str | None = None
+    roll_back: list[int] = Field(default_factory=list)
+
+
 class SessionWaiting(Event):
     kind: Literal["session.waiting"] = "session.waiting"
     interrupt: str | None = None

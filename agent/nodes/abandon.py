@@ -1,0 +1,77 @@
+"""Give a session up (`signoff abandon`): every option the journal shows on a host that was not kept is rolled back
+and verified, newest first, through the rollback node (a rollback that does not verify opens the rollback gate, as
+anywhere else); nothing further is tried, and the run ends without measuring the goal. Kept options stay: they are
+the known-good baseline the campaign built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from agent.context import RunContext
+from agent.state import State
+
+# What the journal can say an option is on a host (agent/journal/view.py `on_hosts`): a clean apply, or an apply or
+# revert a crash or a failure left unsettled. Either is rolled back.
+ON = ("applied", "in doubt")
+
+
+def to_roll_back(values: Mapping[str, Any], on_hosts: Mapping[str, Mapping[int, str]]) -> list[int]:
+    """The options to roll back, in order: those the journal shows on some host that the run has not kept, and the
+    one in flight even when the journal shows it off (an A/B leaves it reverted between its arms, and no rollback
+    has verified that), the one in flight first, then the rest newest first (the reverse of the plan)."""
+    options = values.get("options") or {}
+    on = {o for states in on_hosts.values() for o, state in states.items() if state in ON}
+    current = values.get("current")
+    if isinstance(current, int) and current in (values.get("tried") or []):
+        mine = options.get(str(current)) or {}
+        if not (mine.get("rollback") or {}).get("verified"):
+            on.add(current)
+    left = [o for o in on if (options.get(str(o)) or {}).get("outcome") != "kept"]
+    plan = [int(o) for o in values.get("plan") or []]
+
+    def order(o: int) -> tuple[int, int]:
+        return (0 if o == current else 1, -plan.index(o) if o in plan else 0)
+
+    return sorted(left, key=order)
+
+
+def abandon(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    """Route the run to the next rollback its abandon asked for, or to the end once none is left."""
+    asked = dict(state.get("abandon") or {})
+    done = [int(o) for o in asked.get("done") or []]
+    left = [int(o) for o in asked.get("roll_back") or [] if int(o) not in done]
+    why = f"abandoned by {asked.get('by') or 'a person'}"
+    options = state.get("options") or {}
+    untried = {
+        key: {"reasons": [*o.get("reasons", []), f"not tried: {why}"]}
+        for key, o in options.items()
+        if o.get("outcome") == "untested" and int(key) not in left and not any(why in r for r in o.get("reasons", []))
+    }
+    ending: dict[str, Any] = {"queue": [], "stopping": True, "command_scope": None, "options": untried}
+    if not left:
+        return {**ending, "route": "report"}
+    option = left[0]
+    key = str(option)
+    had = options.get(key) or {}
+    mine: dict[str, Any] = {"reasons": [*had.get("reasons", []), f"{why}: rolled back"]}
+    if had.get("outcome") in (None, "untested"):
+        mine["outcome"] = "skipped"
+    return {
+        **ending,
+        "current": option,
+        "route": "rollback",
+        "abandon": {**asked, "done": [*done, option]},
+        "options": {**untried, key: mine},
+        "verification": None,
+    }
+
+
+def abandoning(state: State) -> bool:
+    """Whether an abandon still has options to roll back after the one in hand."""
+    asked = state.get("abandon") or {}
+    done = {int(o) for o in asked.get("done") or []}
+    return any(int(o) not in done for o in asked.get("roll_back") or [])
