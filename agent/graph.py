@@ -47,8 +47,9 @@ def _after_rollback(state: State) -> str:
 
 def _after_rollback_gate(state: State) -> str:
     route = state.get("route") or "report"
-    if route == "continue" and state.get("abandon"):
-        return "abandon"  # the person took the rollback as it is: the abandon goes on to its next one, or ends
+    if route in ("continue", "report") and state.get("abandon"):
+        # The person took the rollback as it is, or said stop: the abandon goes on to its next rollback, or ends.
+        return "abandon"
     return {"rollback": "rollback", "continue": "continue_gate", "reask": "rollback_gate"}.get(route, "confirm")
 
 

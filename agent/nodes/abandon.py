@@ -25,12 +25,15 @@ def to_roll_back(values: Mapping[str, Any], on_hosts: Mapping[str, Mapping[int, 
     has verified that), the one in flight first, then the rest newest first (the reverse of the plan)."""
     options = values.get("options") or {}
     on = {o for states in on_hosts.values() for o, state in states.items() if state in ON}
+    # A rollback a person took as it was (it did not verify): the journal shows it reverted, but it may not be. A kept
+    # option's is its rollback on the hosts it was not kept on, which the rollback node does again there alone.
+    on |= {int(k) for k, o in options.items() if (o.get("rollback") or {}).get("verified") is False}
     current = values.get("current")
     if isinstance(current, int) and current in (values.get("tried") or []):
         mine = options.get(str(current)) or {}
         if not (mine.get("rollback") or {}).get("verified"):
             on.add(current)
-    left = [o for o in on if (options.get(str(o)) or {}).get("outcome") != "kept"]
+    left = [o for o in on if _undone_if_kept(options.get(str(o)) or {})]
     plan = [int(o) for o in values.get("plan") or []]
 
     def order(o: int) -> tuple[int, int]:
@@ -39,9 +42,18 @@ def to_roll_back(values: Mapping[str, Any], on_hosts: Mapping[str, Mapping[int, 
     return sorted(left, key=order)
 
 
+def _undone_if_kept(option: Mapping[str, Any]) -> bool:
+    """Whether an option on a host is the abandon's to roll back: any not kept, and a kept one whose rollback on the
+    hosts it was not kept on did not verify."""
+    if option.get("outcome") != "kept":
+        return True
+    return bool(option.get("except_hosts")) and (option.get("rollback") or {}).get("verified") is False
+
+
 def abandon(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """Route the run to the next rollback its abandon asked for, or to the end once none is left."""
     asked = dict(state.get("abandon") or {})
+    first = "done" not in asked
     done = [int(o) for o in asked.get("done") or []]
     left = [int(o) for o in asked.get("roll_back") or [] if int(o) not in done]
     why = f"abandoned by {asked.get('by') or 'a person'}"
@@ -52,8 +64,12 @@ def abandon(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         if o.get("outcome") == "untested" and int(key) not in left and not any(why in r for r in o.get("reasons", []))
     }
     ending: dict[str, Any] = {"queue": [], "stopping": True, "command_scope": None, "options": untried}
+    closed = asked.get("gate")
+    if first and isinstance(closed, dict):
+        # The gate the abandon closed unanswered is part of the record (its id is not given to another gate).
+        ending["gates"] = [{**closed, "decision": {"action": "abandoned", "by": asked.get("by")}}]
     if not left:
-        return {**ending, "route": "report"}
+        return {**ending, "route": "report", "abandon": {**asked, "done": done}}
     option = left[0]
     key = str(option)
     had = options.get(key) or {}

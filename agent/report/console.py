@@ -110,7 +110,17 @@ def abandoned_line(e: Mapping[str, Any]) -> str:
     line = f"session abandoned by {e.get('by')}"
     if e.get("gate"):
         line += f" (gate {e['gate']} left unanswered)"
-    line += "; rolls back " + (", ".join(f"#{o}" for o in roll) if roll else "nothing")
+    verified = e.get("verified") if isinstance(e.get("verified"), Mapping) else None
+
+    def said(o: int) -> str:
+        if verified is None:
+            return f"#{o}"
+        ok = verified.get(str(o))
+        return f"#{o} (" + {True: "verified", False: "NOT verified, taken as it was"}.get(ok, "not reached") + ")"
+
+    line += ("; rolled back " if verified is not None else "; rolls back ") + (
+        ", ".join(map(said, roll)) if roll else "nothing"
+    )
     if stays:
         line += "; stays on the hosts (kept): " + ", ".join(f"#{o}" for o in stays)
     return line[:400]

@@ -139,6 +139,11 @@ def abandoned_summary(view: SessionView, values: dict[str, Any]) -> dict[str, An
         "gate": fields.get("gate"),
         "roll_back": [int(o) for o in asked.get("roll_back") or fields.get("roll_back") or []],
         "on_hosts": fields.get("on_hosts") or {},
+        # Each rollback the abandon ran, by option: whether it verified (a person may take one that did not)
+        "verified": {
+            str(o): ((values.get("options") or {}).get(str(o), {}).get("rollback") or {}).get("verified")
+            for o in asked.get("done") or []
+        },
     }
 
 

@@ -174,6 +174,10 @@ class Runner:
             snapshot = graph.get_state(self._config())
         # Gates a policy decided are journaled as the graph reports them; a crash can fall in between.
         self._journal_gates((snapshot.values or {}).get("gates", []), recovered=True)
+        if self._abandon_untaken(snapshot):
+            # Killed between journaling an abandon and the graph taking it up: it goes on, before anything else
+            # the run had pending (a gate the abandon closed takes no answer, and no deadline answers it).
+            return self._abandon(snapshot)
         pending = {i.id: i for i in snapshot.interrupts}
         answers = self.dir.answers()
         if pending:
@@ -190,8 +194,8 @@ class Runner:
             ready = {k: {n: v for n, v in answer.items() if n != "answer_id"} for k, answer in ready.items()}
             self.dir.clear_answers(list(ready))
             return self._drive(Command(resume=ready))
-        if self.view().abandoned is not None and (snapshot.values or {}).get("abandon") is None:
-            return self._abandon(snapshot)  # killed between journaling an abandon and the graph taking it up
+        if snapshot.created_at is None and self.view().abandoned is not None:
+            return self.outcome(snapshot)  # abandoned before anything ran: there is nothing to go on with
         if snapshot.created_at is None:
             # Killed before the graph saved its first checkpoint: nothing ran yet, so start it.
             self.journal.append(ev.SessionResumed(answers=[], from_step=None))
@@ -302,6 +306,8 @@ class Runner:
             by = g["decision"].get("by") or ""
             if by.startswith("human:") or by == "deadline" or g["id"] in self._journaled_gates:
                 continue  # journaled when the person answered (`decide`) or the deadline passed (`resume`)
+            if g["decision"].get("action") == "abandoned":
+                continue  # the gate `signoff abandon` closed: journaled as `session.abandoned`
             self._journaled_gates.add(g["id"])
             # `recovered` is written only when true: gates journaled before it existed have none
             extra = {"recovered": True} if recovered else {}
@@ -382,6 +388,15 @@ class Runner:
             return deciding.waiting_gate(graph.get_state(self._config()))
 
     def _at_gate(self, text: str, *, by: str, for_gate: str | None) -> deciding.AtGate:
+        abandoned = self.view().abandoned
+        if abandoned is not None:
+            with self._graph() as graph:
+                untaken = self._abandon_untaken(graph.get_state(self._config()))
+            if untaken:  # the gate it closed takes no answer: the abandon goes on first
+                raise SessionError(
+                    f"session {self.dir.id} was abandoned by {abandoned.by}; `signoff abandon {self.dir.id}` goes on "
+                    "with it (nothing was recorded)"
+                )
         found = self.pending()
         if found is None:
             if for_gate is not None:  # the gate it was given for was decided, and no other waits
@@ -440,47 +455,71 @@ class Runner:
 
     @_own_with
     def abandon(self, *, by: str) -> Outcome:
-        """Give the session up from wherever it stands (interrupted, paused at a gate, killed): every option the
-        journal shows on a host that was not kept is rolled back and verified, nothing further runs, and the run
-        ends — or pauses at the rollback gate when a rollback does not verify. A gate that waited is left
-        unanswered. Journaled as `session.abandoned` first, so a kill halfway through is taken up by `resume`."""
+        """Give the session up from wherever it stands (interrupted, killed, failed mid-step, paused at a gate): every
+        option on a host that was not kept is rolled back and verified (agent/nodes/abandon.py), nothing further
+        runs, and the run ends — or pauses at the rollback gate when a rollback does not verify. A gate that waited
+        is closed unanswered. Journaled as `session.abandoned` first, so a kill halfway is taken up by `resume` or
+        another `abandon`."""
         if not self._started:
             raise SessionError(f"session {self.dir.id} never started: nothing ran, so nothing needs rolling back")
         view = self.view()
         with self._graph() as graph:
             snapshot = graph.get_state(self._config())
-        # A run that failed mid-step still has that step pending (resume runs it again): that one can be abandoned.
-        pending = snapshot.created_at is None or snapshot.next or snapshot.tasks or snapshot.interrupts
-        if not pending:
+        if not (self._abandon_untaken(snapshot) or _pending(snapshot)):
             raise SessionError(
                 f"session {self.dir.id} has already ended ({ended_as(view) or self.meta.get('status')}); nothing to "
                 f"abandon — `signoff report {self.dir.id}` says what it left on the hosts"
             )
         if (snapshot.values or {}).get("abandon") is not None:
-            return self.resume()  # abandoned before: its rollback goes on, or waits at its gate
+            return self.resume()  # abandoned before: its rollbacks go on, or wait at their gate
         if view.abandoned is None:
             from agent.nodes.abandon import to_roll_back
 
             gate = snapshot.interrupts[0].value["gate"]["id"] if snapshot.interrupts else None
-            on = {
-                host: {str(o): state for o, state in sorted(states.items())} for host, states in view.on_hosts.items()
-            }
+            on = {host: {str(o): was for o, was in sorted(states.items())} for host, states in view.on_hosts.items()}
             roll = to_roll_back(snapshot.values or {}, view.on_hosts)
             self.journal.append(ev.SessionAbandoned(by=by, on_hosts=on, gate=gate, roll_back=roll))
         return self._abandon(snapshot)
 
+    def _abandon_untaken(self, snapshot: Any) -> bool:
+        """Whether the journal says the session was abandoned and the graph has not taken that up yet."""
+        view = self.view()
+        return view.abandoned is not None and ended_as(view) is None and not (snapshot.values or {}).get("abandon")
+
     def _abandon(self, snapshot: Any) -> Outcome:
         """Drop the steps the run had pending (a gate's question too) and send it to the abandon node with what the
-        journal's `session.abandoned` asked for."""
+        journal's `session.abandoned` asked for, and the gate it closed (recorded, so its id is not used again)."""
         from langgraph.graph import END
         from langgraph.types import Command
 
-        asked = self.view().abandoned
+        view = self.view()
+        asked = view.abandoned
         assert asked is not None
+        if snapshot.created_at is None:
+            # Killed before the graph's first checkpoint: nothing ran on a host, and there is no graph to drive.
+            self.journal.append(ev.SessionFinished(status="stopped", elapsed_s=0.0))
+            self._set_status("stopped")
+            return self.outcome(snapshot)
         with self._graph() as graph:
-            if snapshot.next or snapshot.tasks or snapshot.interrupts:
+            # Dropping a step hands its finished tasks' writes on (a subagent that finished routes to `review`),
+            # which makes a step of its own: dropped too, until nothing is pending. Each round drops at least one
+            # step the graph could take, so a few rounds do; more is a graph this code does not know.
+            for _ in range(8):
+                if not _pending(snapshot):
+                    break
                 graph.update_state(self._config(), None, as_node=END)
-        return self._drive(Command(goto="abandon", update={"abandon": {"by": asked.by, "roll_back": asked.roll_back}}))
+                snapshot = graph.get_state(self._config())
+            else:
+                raise SessionError(f"session {self.dir.id}: its pending steps could not be dropped; nothing was run")
+        closed = next((g for g in view.gates if g.gate == asked.gate), None) if asked.gate else None
+        gate = (
+            {"id": closed.gate, "kind": closed.kind, "option": closed.option, "question": closed.question}
+            | {"facts": closed.facts, "recommendation": closed.recommendation}
+            if closed is not None
+            else None
+        )
+        update = {"abandon": {"by": asked.by, "roll_back": asked.roll_back, "gate": gate}}
+        return self._drive(Command(goto="abandon", update=update))
 
     def _set_status(self, status: str) -> None:
         self.meta["status"] = status
@@ -501,3 +540,8 @@ class Runner:
             brain=self.ctx.brain.name,
             status=self.meta.get("status"),
         )
+
+
+def _pending(snapshot: Any) -> bool:
+    """Whether the graph has a step to take: one that was running, a gate waiting, or no checkpoint yet."""
+    return bool(snapshot.created_at is None or snapshot.next or snapshot.tasks or snapshot.interrupts)

@@ -164,3 +164,175 @@ def test_abandon_from_the_cli_at_a_waiting_gate_closes_it_and_keeps_what_was_kep
     assert listed["waiting_at"] is None and listed["status"] == "stopped"
     again = cli("abandon", session)
     assert again.code == 2 and "already ended (stopped)" in again.stderr and "Traceback" not in again.stderr
+
+
+ASK = ROOT / "policies" / "presets" / "ask-everything.yaml"
+NO_REVERT = ('revert: [{run: "{{simserve}} revert overlap-scheduler"', 'revert: [{run: "{{simserve}} health"')
+
+
+def answered(d: Any, *lines: str) -> Any:
+    """Start an ask-everything session and answer its gates with `lines`, in order; the outcome it pauses with."""
+    with d.locked():
+        out = Runner(d, headless=True).start()
+    for line in lines:
+        with d.locked():
+            Runner(d, headless=True).decide(line, by=ME, confirmed=True)
+            out = Runner(d, headless=True).resume()
+    return out
+
+
+def test_a_gate_an_abandon_closed_takes_no_answer_even_when_the_abandon_was_cut_short(
+    home: Path, variant: Callable[..., Path]
+) -> None:
+    d = create(variant(), ASK)
+    out = answered(d, "continue", "keep it", "continue")  # triage; keep #2; on to #3's safety gate
+    gate = out.pending_gate
+    assert gate is not None and gate["kind"] == "safety" and gate["option"] == 3
+    with d.locked(), Runner(d, headless=True) as runner:  # killed right after the journal line
+        runner.journal.append(ev.SessionAbandoned(by=ME, gate=gate["id"], roll_back=[3]))
+    with d.locked(), pytest.raises(SessionError, match="was abandoned by human:tester"):
+        Runner(d, headless=True).decide("keep it", by=ME, confirmed=True)  # #3 is unsafe: keeping it is no answer now
+    with d.locked():
+        out = Runner(d, headless=True).resume()
+    assert out.status == "stopped" and {o["id"]: o["outcome"] for o in out.options} == {
+        1: "no-go",
+        2: "kept",
+        3: "skipped",
+    }
+    evs = events(d.journal)
+    at = next(e["seq"] for e in evs if e["kind"] == "session.abandoned")
+    assert not [e for e in evs if e["seq"] > at and e["kind"] in ("kept", "decision")]
+    assert [e.get("skipped") for e in evs if e["seq"] > at and e["kind"] == "goal.confirmed"] == [
+        "the run was abandoned by human:tester"
+    ]  # the goal's A/B did not run
+    assert [(e["option"], e["verified"]) for e in evs if e["seq"] > at and e["kind"] == "rollback"] == [(3, True)]
+    assert ("safety", "abandoned") in [(g["kind"], g["action"]) for g in out.gates]
+
+
+def test_a_rollback_taken_as_it_was_is_said_so_and_gate_ids_are_never_given_twice(
+    home: Path, variant: Callable[..., Path]
+) -> None:
+    d = create(variant(edit=lambda text: text.replace(*NO_REVERT)), ASK)
+    safety = answered(d, "continue").pending_gate  # #2's safety gate
+    assert safety is not None and safety["kind"] == "safety" and safety["option"] == 2
+    with d.locked():
+        out = Runner(d, headless=True).abandon(by=ME)
+    rollback = out.pending_gate
+    assert out.status == "paused" and rollback is not None and rollback["kind"] == "rollback"
+    assert rollback["id"] != safety["id"]  # a `decide --gate` written for the closed gate cannot land on this one
+    with d.locked():
+        Runner(d, headless=True).decide("stop", by=ME, confirmed=True)  # at the rollback gate: end it as it is
+        out = Runner(d, headless=True).resume()
+    assert out.status == "stopped" and out.abandoned is not None
+    assert out.abandoned["verified"] == {"2": False} and out.abandoned["gate"] == safety["id"]
+    assert [(g["kind"], g["action"]) for g in out.gates][-2:] == [("safety", "abandoned"), ("rollback", "stop")]
+    evs = events(d.journal)
+    ids = [e["gate"] for e in evs if e["kind"] == "gate.opened"]
+    assert len(ids) == len(set(ids)), ids
+    from agent.report.console import abandoned_line
+
+    assert "rolled back #2 (NOT verified, taken as it was)" in abandoned_line(out.abandoned)
+    assert verify(d.journal).ok
+
+
+def test_a_run_that_failed_among_parallel_investigations_can_be_abandoned(
+    home: Path, variant: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    from agent.errors import RunFailed
+    from agent.nodes import investigate
+
+    real = investigate.Toolbox
+
+    def failing(ctx: Any, option: Any, *args: Any, **kwargs: Any) -> Any:
+        if option.id == 3:
+            time.sleep(1.0)  # the others finish first: their writes wait in the checkpoint for a step that never ran
+            raise RuntimeError("model API error while investigating #3")
+        return real(ctx, option, *args, **kwargs)
+
+    d = create(variant(), AUTONOMOUS)
+    monkeypatch.setattr(investigate, "Toolbox", failing)
+    with d.locked(), pytest.raises(RunFailed):
+        Runner(d, headless=True).start()
+    monkeypatch.setattr(investigate, "Toolbox", real)
+    with d.locked():
+        out = Runner(d, headless=True).abandon(by=ME)
+    assert out.status == "stopped" and out.abandoned is not None and out.abandoned["roll_back"] == []
+    evs = events(d.journal)
+    at = next(e["seq"] for e in evs if e["kind"] == "session.abandoned")
+    assert not [e for e in evs if e["seq"] > at and e["kind"] in ("command.started", "subagent.started")]
+    assert verify(d.journal).ok
+
+
+def test_an_abandon_cut_short_after_the_pending_step_was_dropped_goes_on_with_abandon_again(
+    home: Path, variant: Callable[..., Path]
+) -> None:
+    from langgraph.graph import END
+
+    d = stopped_mid_benchmark(variant)
+    with d.locked(), Runner(d, headless=True) as runner:  # as a kill between the two leaves it
+        runner.journal.append(ev.SessionAbandoned(by=ME, roll_back=[2]))
+        with runner._graph() as graph:
+            graph.update_state(runner._config(), None, as_node=END)
+    with d.locked():
+        out = Runner(d, headless=True).abandon(by=ME)
+    assert out.status == "stopped" and out.abandoned is not None and out.abandoned["verified"] == {"2": True}
+    assert sum(1 for e in events(d.journal) if e["kind"] == "session.abandoned") == 1
+
+
+def test_a_session_killed_before_its_first_checkpoint_is_abandoned_without_running_anything(
+    home: Path, variant: Callable[..., Path]
+) -> None:
+    d = create(variant(), AUTONOMOUS)
+    with d.locked(), Runner(d, headless=True) as runner:
+        runner.journal.append(ev.SessionStarted(user="tester"))  # and killed before the graph saved anything
+    with d.locked():
+        out = Runner(d, headless=True).abandon(by=ME)
+    assert out.status == "stopped"
+    assert [e["kind"] for e in events(d.journal)][-2:] == ["session.abandoned", "session.finished"]
+    with d.locked():
+        assert Runner(d, headless=True).resume().status == "stopped"
+    assert not [e for e in events(d.journal) if e["kind"] == "command.started"]
+
+
+def test_stop_at_a_rollback_gate_during_an_abandon_goes_on_to_its_other_rollbacks(
+    home: Path, variant: Callable[..., Path], tmp_path: Path
+) -> None:
+    # Each option's revert works unless its flag file is there: #2's fails once during the run (a person takes it as
+    # it was), then #3's fails during the abandon.
+    flag2, flag3 = tmp_path / "flag2", tmp_path / "flag3"
+
+    def edit(text: str) -> str:
+        for name, flag in (("overlap-scheduler", flag2), ("moe-occupancy", flag3)):
+            text = text.replace(
+                f'revert: [{{run: "{{{{simserve}}}} revert {name}"',
+                f'revert: [{{run: "test ! -f {flag} && {{{{simserve}}}} revert {name}"',
+            )
+        return text
+
+    d = create(variant(edit=edit), ASK)
+    answered(d, "continue")  # #2's safety gate
+    flag2.touch()
+    out = answered_more(d, "roll back", "continue")  # #2's rollback does not verify; taken as it was
+    while out.pending_gate and not (out.pending_gate["kind"] == "safety" and out.pending_gate["option"] == 3):
+        out = answered_more(d, "continue")
+    flag2.unlink()
+    flag3.touch()
+    with d.locked():
+        out = Runner(d, headless=True).abandon(by=ME)
+    assert out.abandoned is not None and out.abandoned["roll_back"] == [3, 2]  # #2's rollback never verified
+    assert out.status == "paused" and out.pending_gate is not None and out.pending_gate["kind"] == "rollback"
+    out = answered_more(d, "stop")  # at #3's rollback gate: the abandon still rolls #2 back
+    assert out.status == "stopped" and out.abandoned is not None
+    assert out.abandoned["verified"] == {"3": False, "2": True}
+
+
+def answered_more(d: Any, *lines: str) -> Any:
+    """Answer the gates a session waits at with `lines`, in order; the outcome it stops with."""
+    out = None
+    for line in lines:
+        with d.locked():
+            Runner(d, headless=True).decide(line, by=ME, confirmed=True)
+            out = Runner(d, headless=True).resume()
+    return out

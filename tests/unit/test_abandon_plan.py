@@ -31,3 +31,14 @@ def test_the_option_in_flight_is_rolled_back_even_when_the_journal_shows_it_off(
 def test_nothing_on_any_host_rolls_back_nothing() -> None:
     assert to_roll_back(state(), {}) == []
     assert to_roll_back({}, {"gpu-a": {1: "applied"}}) == [1]  # a state that knows nothing: the journal decides
+
+
+def test_a_rollback_that_never_verified_is_done_again_also_for_a_kept_options_excepted_hosts() -> None:
+    # A person took #2's rollback as it was (the journal shows it reverted); #1 was kept except on gpu-b, where its
+    # rollback did not verify; #3 was kept whole.
+    values = state(
+        o1={"outcome": "kept", "except_hosts": ["gpu-b"], "rollback": {"verified": False}},
+        o2={"outcome": "skipped", "rollback": {"verified": False}},
+        o3={"outcome": "kept"},
+    )
+    assert to_roll_back(values, {"gpu-a": {1: "applied", 3: "applied"}}) == [2, 1]
