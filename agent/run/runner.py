@@ -509,7 +509,7 @@ class Runner:
                     break
                 graph.update_state(self._config(), None, as_node=END)
                 snapshot = graph.get_state(self._config())
-            else:
+            if _pending(snapshot):
                 raise SessionError(f"session {self.dir.id}: its pending steps could not be dropped; nothing was run")
         closed = next((g for g in view.gates if g.gate == asked.gate), None) if asked.gate else None
         gate = (
