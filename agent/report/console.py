@@ -166,6 +166,11 @@ def _decided_by(out: Any, option_id: int) -> str:
     bys = [g.get("by") or "—" for g in out.gates if g.get("option") == option_id and g["kind"] == "safety"]
     if bys:
         return bys[-1]
+    abandoned = out.abandoned or {}
+    if abandoned and option_id in abandoned.get("roll_back", []):
+        return str(abandoned.get("by"))  # rolled back by the person who gave the session up
+    if abandoned and next((o["outcome"] for o in out.options if o["id"] == option_id), None) == "untested":
+        return str(abandoned.get("by"))  # never tried: the abandon ended the run first
     triage = [g.get("by") for g in out.gates if g["kind"] == "triage"]
     return triage[-1] if triage else "—"
 

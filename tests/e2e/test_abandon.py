@@ -68,6 +68,17 @@ def test_abandon_after_a_quit_rolls_back_the_option_in_flight_verifies_and_ends(
     assert not [e for e in after if e["kind"] == "bench.run" and e.get("purpose") != "verify"]  # nothing else ran
     assert after[-1]["kind"] == "session.finished" and after[-1]["status"] == "stopped"
     assert out.abandoned is not None and out.abandoned["roll_back"] == [2] and out.abandoned["by"] == ME
+    # The printed report says who decided the rolled-back and the untried options: the person who gave it up.
+    from rich.console import Console
+
+    from agent.report.console import print_report
+
+    console = Console(record=True, width=200)
+    print_report(out, console)
+    printed = console.export_text()
+    assert "session abandoned by human:tester; rolled back #2 (verified)" in printed
+    rows = {line.split("│")[1].strip(): line for line in printed.splitlines() if line.count("│") > 5}
+    assert "human:tester" in rows["2"] and "human:tester" in rows["3"], printed
     assert verify(d.journal).ok
     # Ended: neither abandoned again nor resumed into anything.
     with d.locked(), pytest.raises(SessionError, match="already ended"):
