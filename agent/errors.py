@@ -140,6 +140,22 @@ class LLMError(SignoffError, RuntimeError):
     exit_code: ClassVar[int] = FAILED
 
 
+class BrainUnavailable(SignoffError, RuntimeError):
+    """The Claude brain cannot be used for this session: the check before it was made said why."""
+
+    exit_code: ClassVar[int] = FAILED
+
+
+class BrainRefused(BrainUnavailable):
+    """The API refused the credentials or does not serve the model as asked: the setup must change (nothing ran)."""
+
+    exit_code: ClassVar[int] = BAD_INPUT
+
+
+class BrainUnreachable(BrainUnavailable):
+    """The API did not answer usefully (no connection, a timeout, a 5xx): try again later (nothing ran)."""
+
+
 class StepFailed(SignoffError, RuntimeError):
     """The model's output for one step was unusable after the repair round."""
 

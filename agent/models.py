@@ -481,7 +481,8 @@ class BrainSpec(_Strict):
     """Which reasoning runs the campaign, and the limits of the language-model one."""
 
     kind: Literal["rules", "claude"] = "rules"
-    """`rules` (offline, deterministic) or `claude` (the Anthropic API; needs ANTHROPIC_API_KEY)."""
+    """`rules` (offline, deterministic) or `claude` (the Anthropic API; needs ANTHROPIC_API_KEY or
+    ANTHROPIC_AUTH_TOKEN)."""
     model: str = "claude-sonnet-5-5"
     """The Anthropic model the claude brain calls."""
     max_tokens: StrictInt = Field(default=2048, ge=256, le=64_000)

@@ -41,10 +41,35 @@ _ids = itertools.count(1)
 Script = Callable[[dict[str, Any]], Reply]
 
 
+# What `GET /v1/models/{id}` says of a model by default (the API's ModelInfo, trimmed to what signoff reads).
+MODEL_INFO: dict[str, Any] = {
+    "type": "model",
+    "display_name": "Scripted model",
+    "created_at": "2026-01-01T00:00:00Z",
+    "lifecycle": "active",
+    "max_tokens": 64_000,
+    "max_input_tokens": 200_000,
+}
+
+
 class MessagesServer:
-    def __init__(self, script: Script, *, delay_s: float = 0.0) -> None:
+    def __init__(
+        self,
+        script: Script,
+        *,
+        delay_s: float = 0.0,
+        models: dict[str, dict[str, Any]] | None = None,
+        api_key: str | None = None,
+        models_delay_s: float = 0.0,
+    ) -> None:
         self.script = script
         self.delay_s = delay_s  # per reply: lets a test see whether calls overlap
+        # The models `GET /v1/models/{id}` knows, with what it says of each (None: any `claude-*` id, as MODEL_INFO);
+        # `api_key`: the only key it takes, as the API does (None: any); `models_delay_s`: a models API that hangs.
+        self.models = models
+        self.api_key = api_key
+        self.models_delay_s = models_delay_s
+        self.model_requests: list[str] = []
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self._lock = threading.Lock()
@@ -57,9 +82,42 @@ class MessagesServer:
             def log_message(self, *_: Any) -> None:  # quiet test output
                 pass
 
+            def _refused(self) -> bool:
+                """The API's answer to a wrong key: 401, before anything else is looked at."""
+                given = self.headers.get("x-api-key") or (self.headers.get("authorization") or "").removeprefix(
+                    "Bearer "
+                )
+                if server.api_key is None or given == server.api_key:
+                    return False
+                self._send(
+                    401, {"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}}
+                )
+                return True
+
+            def do_GET(self) -> None:
+                path = self.path.split("?")[0]
+                if not path.startswith("/v1/models/"):
+                    self._send(404, {"type": "error", "error": {"type": "not_found_error", "message": self.path}})
+                    return
+                model = path.removeprefix("/v1/models/")
+                server.model_requests.append(model)
+                threading.Event().wait(server.models_delay_s)
+                if self._refused():
+                    return
+                known = server.models
+                info = known.get(model) if known is not None else ({} if model.startswith("claude-") else None)
+                if info is None:
+                    self._send(
+                        404, {"type": "error", "error": {"type": "not_found_error", "message": f"model: {model}"}}
+                    )
+                    return
+                self._send(200, {**MODEL_INFO, "id": model, **info})
+
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length", "0"))
                 body = json.loads(self.rfile.read(length) or b"{}")
+                if self._refused():
+                    return
                 if self.path.split("?")[0] != "/v1/messages":
                     self._send(404, {"type": "error", "error": {"type": "not_found_error", "message": self.path}})
                     return

@@ -56,6 +56,7 @@ class ClaudeBrain:
         campaign: Campaign,
         journal: JournalWriter,
         api_key: str,
+        auth_token: str = "",
         on_cost: Callable[[float], None] = lambda _: None,
         over_budget: Callable[[], str | None] = lambda: None,
         redact: Callable[[str], str] = str,
@@ -67,8 +68,10 @@ class ClaudeBrain:
         self.fallback = RuleBrain()
         self.over_budget = over_budget
         self.redact = redact  # model text is journaled; it may quote secrets it read on a host
-        self.llm = LLMClient(spec, api_key=api_key, journal=journal, on_cost=on_cost, base_url=base_url)
-        self._api_key_set = bool(api_key)
+        self.llm = LLMClient(
+            spec, api_key=api_key, auth_token=auth_token, journal=journal, on_cost=on_cost, base_url=base_url
+        )
+        self._api_key_set = bool(api_key or auth_token)
         # Tools, then this system prompt, form the prefix every call shares: cached once, read after.
         self.system = [
             {"type": "text", "text": SYSTEM},

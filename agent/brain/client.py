@@ -37,6 +37,8 @@ PRICES: dict[str, Price] = {
 # A model we have no price for is charged at the dearest rate we know, so a budget errs on the safe side.
 ASSUMED = Price(input=10.0, output=50.0, cache_write=12.5, cache_read=1.0)
 RETRYABLE = {408, 409, 429, 500, 502, 503, 504, 529}
+# What these answers say cannot work for the rest of the session, whatever is asked next.
+REFUSED = {401: "credentials", 403: "credentials", 404: "model"}
 MAX_WAIT_S = 60.0  # a server's retry-after beyond this is not waited out in one step
 
 
@@ -65,6 +67,7 @@ class LLMClient:
         spec: BrainSpec,
         *,
         api_key: str,
+        auth_token: str = "",
         journal: JournalWriter,
         on_cost: Callable[[float], None] = lambda _: None,
         sleep: Callable[[float], None] = time.sleep,
@@ -75,6 +78,10 @@ class LLMClient:
         # campaign file: a campaign naming a URL could otherwise send the key anywhere.
         self.base_url = base_url
         self._api_key = api_key
+        self._auth_token = auth_token
+        # Set once the API refused the credentials or the model (401, 403, 404): every later call of the session
+        # fails at once with the same reason instead of paying its retries and timeouts again.
+        self.refused: str | None = None
         self.journal = journal
         self.on_cost = on_cost
         self.sleep = sleep
@@ -83,14 +90,15 @@ class LLMClient:
         self._lock = threading.Lock()
 
     def _sdk(self) -> Any:
-        if not self._api_key:
-            raise LLMError("ANTHROPIC_API_KEY is not set in this environment")
+        if not (self._api_key or self._auth_token):
+            raise LLMError("neither ANTHROPIC_API_KEY nor ANTHROPIC_AUTH_TOKEN is set in this environment")
         with self._lock:
             if self._client is None:
                 import anthropic
 
                 self._client = anthropic.Anthropic(
-                    api_key=self._api_key,
+                    api_key=self._api_key or None,
+                    auth_token=self._auth_token or None,
                     base_url=self.base_url,
                     max_retries=0,
                     timeout=self.spec.timeout_s,
@@ -122,6 +130,8 @@ class LLMClient:
     ) -> tuple[Any, dict[str, Any]]:
         import anthropic
 
+        if self.refused is not None:
+            raise LLMError(f"{purpose}: not calling the model: {self.refused}")
         client = self._sdk()
         attempts = self.spec.max_retries + 1
         for attempt in range(1, attempts + 1):
@@ -145,6 +155,8 @@ class LLMClient:
                 failure, status, retry_after, retryable = f"{type(exc).__name__}: {exc}", None, None, False
             else:
                 return message, self._account(message, purpose, actor, option, attempt, time.monotonic() - started)
+            if status in REFUSED:
+                self.refused = f"the API refused this session's {REFUSED[status]} ({failure})"
             if not retryable or attempt == attempts:
                 self.journal.append(
                     ev.LlmFailed(purpose=purpose, option=option, attempts=attempt, error=failure), actor=actor

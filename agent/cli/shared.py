@@ -50,8 +50,8 @@ BrainOpt = Annotated[
     str | None,
     typer.Option(
         "--brain",
-        help="rules (offline, deterministic) or claude (Anthropic API; needs ANTHROPIC_API_KEY). "
-        "Default: the campaign's brain.kind, then the policy's brain, then rules.",
+        help="rules (offline, deterministic) or claude (Anthropic API; needs ANTHROPIC_API_KEY or "
+        "ANTHROPIC_AUTH_TOKEN). Default: the campaign's brain.kind, then the policy's brain, then rules.",
     ),
 ]
 ModelOpt = Annotated[str | None, typer.Option("--model", help="Claude model for --brain claude.")]

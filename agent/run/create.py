@@ -12,6 +12,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from agent.campaign import load_campaign, refuse_literal_secrets
 from agent.errors import SessionError
@@ -78,11 +79,21 @@ def create(campaign_path: Path, options: RunOptions | str | Path, *, store: Stor
     except ValueError as exc:
         raise SourceError("SIGNOFF_SIGNING_KEY", None, str(exc)) from None
     ssh_config = _ssh_config_text(options.ssh_config)
-    chosen = choose_brain(loaded.campaign.brain, policy, options.brain, options.model)
-    if chosen["kind"] == "claude" and not os.environ.get("ANTHROPIC_API_KEY"):
-        raise SourceError(
-            loaded.path, None, "the claude brain needs ANTHROPIC_API_KEY in the environment (or use --brain rules)"
-        )
+    chosen: dict[str, Any] = choose_brain(loaded.campaign.brain, policy, options.brain, options.model)
+    if chosen["kind"] == "claude":
+        from agent.brain.preflight import Credentials, check_model
+
+        credentials = Credentials.from_environment()
+        if not credentials.present:
+            raise SourceError(
+                loaded.path,
+                None,
+                "the claude brain needs ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN in the environment "
+                "(or use --brain rules)",
+            )
+        # The key, the model and its limits, checked before anything is made or run (BrainUnavailable: one line).
+        spec = loaded.campaign.brain.model_copy(update={"model": chosen["model"]})
+        chosen = {**chosen, "checked": check_model(spec, credentials).model_dump(exclude_none=True)}
     d = _new_session(store or open_store(options.store))
     d.write("campaign.yaml", loaded.text)
     d.write("policy.yaml", policy.text)

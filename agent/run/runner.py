@@ -153,6 +153,7 @@ class Runner:
                 policy_parts=self.meta.get("policy_parts"),
                 engine=engine_version(),
                 brain=self.ctx.brain.name,
+                **({"brain_check": checked} if (checked := (self.meta.get("brain") or {}).get("checked")) else {}),
                 headless=self.headless,
                 user=getpass.getuser(),
                 campaign_dir=self.meta["campaign_dir"],

@@ -102,6 +102,7 @@ def brain_for(meta: dict[str, Any], campaign: Campaign, ctx: RunContext, *, on_c
         campaign=campaign,
         journal=ctx.journal,
         api_key=os.environ.get("ANTHROPIC_API_KEY", ""),
+        auth_token=os.environ.get("ANTHROPIC_AUTH_TOKEN", ""),
         on_cost=on_cost,
         over_budget=ctx.over_llm_budget,
         redact=ctx.redact,

@@ -26,6 +26,8 @@ class SessionStarted(Event):
     # A policy that `extends:` others: each file's name, path and own sha256 (policy_text is the resolved whole).
     policy_parts: list[Json] | None = None
     brain: str | None = None
+    # The Claude brain's model as the API described it when the session was made (agent/brain/preflight.py)
+    brain_check: dict[str, Json] | None = None
     engine: str | None = None
     headless: bool | None = None
     user: str | None = None

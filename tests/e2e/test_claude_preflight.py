@@ -1,0 +1,149 @@
+"""The Claude brain fails loudly (issue 37): before a session is made, one `models.retrieve` call checks the
+credentials, the model and its limits, and a bad key, an unknown model or an API that does not answer ends in one
+line, a non-zero exit and no session, in under 10 s. Mid-run, an API that refuses the credentials or the model is
+not asked again for the rest of the session. The real `anthropic` client against the scripted server on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent.brain.claude import ClaudeBrain
+from agent.brain.preflight import Credentials, check_model
+from agent.campaign import load_campaign
+from agent.errors import BrainRefused
+from agent.journal.chain import Journal
+from agent.models import BrainSpec
+from tests.conftest import DEMO, ROOT, SIGNOFF, Result, journal_events
+from tests.engineer_model import EngineerModel
+from tests.messages_api import MessagesServer
+
+KEY = "sk-ant-api03-TESTKEY-preflight-1c2d"
+
+
+def signoff(home: Path, server: MessagesServer, *args: str, env: dict[str, str] | None = None) -> tuple[Result, float]:
+    """The CLI with the scripted API, and how long it took."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    full = {**base, "SIGNOFF_HOME": str(home), "USER": "tester", "ANTHROPIC_BASE_URL": server.url}
+    full.update(env if env is not None else {"ANTHROPIC_API_KEY": KEY})
+    started = time.monotonic()
+    p = subprocess.run([*SIGNOFF, *args], capture_output=True, text=True, timeout=60, env=full, cwd=ROOT)
+    return Result(p.returncode, p.stdout, p.stderr), time.monotonic() - started
+
+
+def no_session(home: Path) -> bool:
+    sessions = home / "sessions"
+    return not sessions.exists() or not any(sessions.iterdir())
+
+
+def refused(result: Result) -> str:
+    """The one line said, with nothing else on stderr (no traceback, no progress)."""
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    return lines[0]
+
+
+def test_a_bad_key_is_refused_in_one_line_before_anything_is_made(tmp_path: Path) -> None:
+    with MessagesServer(EngineerModel(), api_key="sk-ant-the-right-one") as server:
+        result, took = signoff(tmp_path, server, "demo", "--brain", "claude", "--headless")
+        assert server.requests == []  # not one model call, let alone a command on a host
+    line = refused(result)
+    assert result.code == 2 and took < 10, (result.code, took)
+    assert "the Anthropic API refused the credentials (HTTP 401 authentication_error: invalid x-api-key)" in line
+    assert "check ANTHROPIC_API_KEY" in line and KEY not in line
+    assert no_session(tmp_path)
+
+
+def test_an_unknown_model_is_refused_in_one_line(tmp_path: Path) -> None:
+    with MessagesServer(EngineerModel(), models={"claude-sonnet-5-5": {}}) as server:
+        result, took = signoff(tmp_path, server, "demo", "--brain", "claude", "--model", "claude-sonet-5-5")
+        assert server.model_requests == ["claude-sonet-5-5"] and server.requests == []
+    line = refused(result)
+    assert result.code == 2 and took < 10
+    assert "does not know the model 'claude-sonet-5-5' (HTTP 404 not_found_error" in line and "--model" in line
+    assert no_session(tmp_path)
+
+
+def test_an_api_that_does_not_answer_ends_within_ten_seconds(tmp_path: Path) -> None:
+    with MessagesServer(EngineerModel(), models_delay_s=30) as server:
+        result, took = signoff(tmp_path, server, "demo", "--brain", "claude", "--json")
+    line = refused(result)
+    assert result.code == 1 and took < 10, (result.code, took)
+    assert "the Anthropic API did not answer within 5 s" in line and "--brain rules" in line
+    assert result.stdout == "" and no_session(tmp_path)
+
+
+def test_no_credentials_at_all_is_refused_and_an_auth_token_is_enough(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with MessagesServer(EngineerModel(), api_key="oauth-token-7") as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        result, _ = signoff(tmp_path, server, "demo", "--brain", "claude", env={})
+        assert result.code == 2 and "needs ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN" in result.stderr, result.stderr
+        # A bearer token (ANTHROPIC_AUTH_TOKEN) is what some setups have instead of a key.
+        checked = check_model(BrainSpec(kind="claude"), Credentials(auth_token="oauth-token-7"))
+        assert checked.model == "claude-sonnet-5-5" and checked.max_tokens == 64_000
+
+
+@pytest.mark.parametrize(
+    ("info", "said"),
+    [
+        ({"lifecycle": "retired"}, "is retired"),
+        ({"max_tokens": 1024}, "brain.max_tokens is 2048, more than 'claude-sonnet-5-5' allows (1024)"),
+    ],
+)
+def test_a_model_that_cannot_serve_the_campaign_is_refused(
+    info: dict[str, Any], said: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with MessagesServer(EngineerModel(), models={"claude-sonnet-5-5": info}) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        with pytest.raises(BrainRefused, match=re.escape(said)):
+            check_model(BrainSpec(kind="claude"), Credentials(api_key=KEY))
+
+
+def test_the_check_is_journaled_with_the_session(tmp_path: Path) -> None:
+    with MessagesServer(EngineerModel(), models={"claude-sonnet-5-5": {"display_name": "Sonnet 5.5"}}) as server:
+        result, _ = signoff(tmp_path, server, "demo", "--brain", "claude", "--json")
+    assert result.code == 0, result.stderr
+    started = next(e for e in journal_events(result.json()["journal"]) if e["kind"] == "session.started")
+    assert started["brain_check"] == {
+        "model": "claude-sonnet-5-5",
+        "display_name": "Sonnet 5.5",
+        "lifecycle": "active",
+        "max_tokens": 64_000,
+        "max_input_tokens": 200_000,
+    }
+
+
+def test_mid_run_a_refused_key_is_not_asked_again(tmp_path: Path) -> None:
+    # The key was revoked after the session was made: the first call is refused, and the session's later steps
+    # fall back at once instead of paying retries and timeouts for an answer that cannot change.
+    journal = Journal(tmp_path / "journal.jsonl", "t")
+    campaign = load_campaign(DEMO).campaign
+    with MessagesServer(EngineerModel(), api_key="sk-ant-a-new-key") as server:
+        brain = ClaudeBrain(
+            BrainSpec(kind="claude", backoff_s=0.01),
+            campaign=campaign,
+            journal=journal,
+            api_key=KEY,
+            base_url=server.url,
+        )
+        first = brain.plan(campaign, [])
+        asked = len(server.requests) + len(server.model_requests)
+        started = time.monotonic()
+        second = brain.plan(campaign, [])
+        assert time.monotonic() - started < 1 and len(server.requests) + len(server.model_requests) == asked
+    assert first.order == second.order == [1, 2, 3]  # the rules' plan, said to be a fallback
+    journal.close()
+    fallbacks = [e for e in journal_events(journal.path) if e["kind"] == "brain.fallback"]
+    assert (
+        len(fallbacks) == 2
+        and "not calling the model: the API refused this session's credentials" in fallbacks[1]["error"]
+    )
