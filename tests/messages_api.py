@@ -25,6 +25,7 @@ class Reply:
     error_type: str | None = None
     usage: dict[str, int] = field(default_factory=dict)
     delay_s: float = 0.0
+    stop_details: dict[str, Any] | None = None  # a refusal's category and explanation
 
 
 def tool_use(name: str, args: dict[str, Any], *, text: str | None = None, **usage: int) -> Reply:
@@ -118,6 +119,10 @@ class MessagesServer:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 if self._refused():
                     return
+                invalid = _invalid_request(body)
+                if invalid is not None:  # what the real API refuses before any model sees it
+                    self._send(400, {"type": "error", "error": {"type": "invalid_request_error", "message": invalid}})
+                    return
                 if self.path.split("?")[0] != "/v1/messages":
                     self._send(404, {"type": "error", "error": {"type": "not_found_error", "message": self.path}})
                     return
@@ -147,6 +152,7 @@ class MessagesServer:
                         "model": body.get("model", "scripted"),
                         "content": reply.content,
                         "stop_reason": reply.stop_reason,
+                        "stop_details": reply.stop_details,
                         "stop_sequence": None,
                         "usage": usage,
                     },
@@ -190,6 +196,26 @@ class MessagesServer:
     def __exit__(self, *_: Any) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+def _invalid_request(body: dict[str, Any]) -> str | None:
+    """Why the API would refuse this request with a 400 (None: it would take it): an assistant turn with no content
+    anywhere but last, and extended thinking together with a forced tool."""
+    messages = body.get("messages") or []
+    for i, message in enumerate(messages):
+        empty = message.get("content") in ("", [], None)
+        if empty and message.get("role") == "assistant" and i < len(messages) - 1:
+            return (
+                f"messages.{i}: all messages must have non-empty content except for the optional final assistant "
+                + ("message")
+            )
+    thinking = body.get("thinking") or {}
+    if thinking.get("type") in ("enabled", "adaptive") and (body.get("tool_choice") or {}).get("type") in (
+        "tool",
+        "any",
+    ):
+        return "Thinking may not be enabled when tool_choice forces tool use."
+    return None
 
 
 # ---- reading requests, for scripts and assertions

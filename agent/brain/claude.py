@@ -57,6 +57,7 @@ class ClaudeBrain:
         journal: JournalWriter,
         api_key: str,
         auth_token: str = "",
+        max_output: int | None = None,
         on_cost: Callable[[float], None] = lambda _: None,
         over_budget: Callable[[], str | None] = lambda: None,
         redact: Callable[[str], str] = str,
@@ -69,7 +70,13 @@ class ClaudeBrain:
         self.over_budget = over_budget
         self.redact = redact  # model text is journaled; it may quote secrets it read on a host
         self.llm = LLMClient(
-            spec, api_key=api_key, auth_token=auth_token, journal=journal, on_cost=on_cost, base_url=base_url
+            spec,
+            api_key=api_key,
+            auth_token=auth_token,
+            max_output=max_output,
+            journal=journal,
+            on_cost=on_cost,
+            base_url=base_url,
         )
         self._api_key_set = bool(api_key or auth_token)
         # Tools, then this system prompt, form the prefix every call shares: cached once, read after.
@@ -231,7 +238,8 @@ class ClaudeBrain:
             )
             used_tokens += usage["input_tokens"] + usage["output_tokens"] + usage["cache_read_tokens"]
             blocks = blocks_of(message)
-            messages.append({"role": "assistant", "content": blocks})
+            if blocks:  # the API refuses an assistant turn with no content in the next request
+                messages.append({"role": "assistant", "content": blocks})
             calls = [b for b in blocks if b["type"] == "tool_use"]
             self.journal.append(
                 ev.SubagentTurn(
@@ -417,7 +425,8 @@ class ClaudeBrain:
                 ev.LlmInvalid(purpose=purpose, option=option, attempt=attempt, error=error), actor=actor
             )
             if attempt == 1:
-                messages.append({"role": "assistant", "content": blocks})
+                if blocks:  # the API refuses an assistant turn with no content in the next request
+                    messages.append({"role": "assistant", "content": blocks})
                 fix = f"That input is invalid: {error}. Call {tool['name']} again with corrected input."
                 messages.append(
                     {

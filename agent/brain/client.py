@@ -68,6 +68,7 @@ class LLMClient:
         *,
         api_key: str,
         auth_token: str = "",
+        max_output: int | None = None,
         journal: JournalWriter,
         on_cost: Callable[[float], None] = lambda _: None,
         sleep: Callable[[float], None] = time.sleep,
@@ -82,6 +83,9 @@ class LLMClient:
         # Set once the API refused the credentials or the model (401, 403, 404): every later call of the session
         # fails at once with the same reason instead of paying its retries and timeouts again.
         self.refused: str | None = None
+        # The most output tokens one call may ask for: the model's limit as the check before the session read it
+        # (agent/brain/preflight.py), else the most a campaign may set.
+        self.max_output = max(spec.max_tokens, max_output or 64_000)
         self.journal = journal
         self.on_cost = on_cost
         self.sleep = sleep
@@ -133,13 +137,14 @@ class LLMClient:
         if self.refused is not None:
             raise LLMError(f"{purpose}: not calling the model: {self.refused}")
         client = self._sdk()
-        attempts = self.spec.max_retries + 1
+        attempts = self.spec.max_retries + 2  # and one for a reply cut off at max_tokens
+        max_tokens = self.spec.max_tokens
         for attempt in range(1, attempts + 1):
             started = time.monotonic()
             try:
                 message = client.messages.create(
                     model=self.spec.model,
-                    max_tokens=self.spec.max_tokens,
+                    max_tokens=max_tokens,
                     system=system,
                     messages=messages,
                     tools=tools,
@@ -154,10 +159,15 @@ class LLMClient:
             except anthropic.AnthropicError as exc:  # a reply the SDK could not read, and the like
                 failure, status, retry_after, retryable = f"{type(exc).__name__}: {exc}", None, None, False
             else:
-                return message, self._account(message, purpose, actor, option, attempt, time.monotonic() - started)
+                usage = self._account(message, purpose, actor, option, attempt, time.monotonic() - started)
+                cut = self._unusable(message, purpose, actor, option, attempt, max_tokens)
+                if cut is None:
+                    return message, usage
+                max_tokens = cut  # cut off at max_tokens: asked again once with room to finish
+                continue
             if status in REFUSED:
                 self.refused = f"the API refused this session's {REFUSED[status]} ({failure})"
-            if not retryable or attempt == attempts:
+            if not retryable or attempt >= attempts - (max_tokens == self.spec.max_tokens):
                 self.journal.append(
                     ev.LlmFailed(purpose=purpose, option=option, attempts=attempt, error=failure), actor=actor
                 )
@@ -171,6 +181,53 @@ class LLMClient:
             )
             self.sleep(wait)
         raise AssertionError("unreachable")
+
+    def _unusable(
+        self, message: Any, purpose: str, actor: str, option: int | None, attempt: int, max_tokens: int
+    ) -> int | None:
+        """Whether a reply the API gave cannot be used as it is. None: it can. A reply cut off at `max_tokens` the
+        first time: the larger budget to ask again with (its last tool call may be cut short, so nothing in it is
+        run). Raises LLMError, journaled, for one cut off again, a refusal (with the category and explanation the
+        API gave) and a conversation past the model's context window: that step falls back to the rule brain."""
+        reason = message.stop_reason
+        if reason == "max_tokens" and max_tokens == self.spec.max_tokens and max_tokens < self.max_output:
+            larger = min(max_tokens * 2, self.max_output)
+            self.journal.append(
+                ev.LlmRetry(
+                    purpose=purpose,
+                    option=option,
+                    attempt=attempt,
+                    error=f"the reply was cut off at max_tokens {max_tokens}; asking again with {larger}",
+                    wait_s=0.0,
+                ),
+                actor=actor,
+            )
+            return larger
+        if reason == "max_tokens":
+            failure = f"the reply was cut off at max_tokens {max_tokens} (nothing in it was used)"
+        elif reason == "refusal":
+            details = getattr(message, "stop_details", None)
+            category = getattr(details, "category", None)
+            explanation = " ".join(str(getattr(details, "explanation", None) or "").split())[:300]
+            self.journal.append(
+                ev.LlmFailed(
+                    purpose=purpose,
+                    option=option,
+                    attempts=attempt,
+                    error=f"the model refused ({category or 'no category'})"
+                    + (f": {explanation}" if explanation else ""),
+                    category=category,
+                    explanation=explanation or None,
+                ),
+                actor=actor,
+            )
+            raise LLMError(f"{purpose}: the model refused ({category or 'no category'})")
+        elif reason == "model_context_window_exceeded":
+            failure = "the conversation outgrew the model's context window"
+        else:
+            return None
+        self.journal.append(ev.LlmFailed(purpose=purpose, option=option, attempts=attempt, error=failure), actor=actor)
+        raise LLMError(f"{purpose}: {failure}")
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
         # Full jitter around an exponential step; a server's retry-after is a floor, never ignored.

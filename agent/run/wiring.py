@@ -91,7 +91,7 @@ def run_context(
 def brain_for(meta: dict[str, Any], campaign: Campaign, ctx: RunContext, *, on_cost: Callable[[float], None]) -> Brain:
     """The brain the session was created with (meta.json's `brain`): rules, or Claude with the
     campaign's brain settings (its own copy, before any proposals) and the chosen model."""
-    chosen = meta.get("brain") or {"kind": "rules"}
+    chosen: dict[str, Any] = meta.get("brain") or {"kind": "rules"}
     if chosen["kind"] != "claude":
         return RuleBrain()
     from agent.brain.claude import ClaudeBrain
@@ -103,6 +103,7 @@ def brain_for(meta: dict[str, Any], campaign: Campaign, ctx: RunContext, *, on_c
         journal=ctx.journal,
         api_key=os.environ.get("ANTHROPIC_API_KEY", ""),
         auth_token=os.environ.get("ANTHROPIC_AUTH_TOKEN", ""),
+        max_output=(chosen.get("checked") or {}).get("max_tokens"),
         on_cost=on_cost,
         over_budget=ctx.over_llm_budget,
         redact=ctx.redact,

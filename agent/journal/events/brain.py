@@ -50,3 +50,6 @@ class LlmFailed(Event):
     option: OptionId = None
     attempts: int | None = None
     error: str | None = None
+    # A refusal: the policy category and the explanation the API gave (`stop_details`), when it gave them
+    category: str | None = None
+    explanation: str | None = None

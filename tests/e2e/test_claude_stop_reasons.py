@@ -1,0 +1,138 @@
+"""Every stop reason the Messages API gives is handled (issue 37): a reply cut off at `max_tokens` is asked again
+once with room to finish and is never used as it is (its last tool call may be cut short); a refusal stops that
+step, with the API's category and explanation journaled, and the step falls back to the rule brain visibly; a
+conversation past the context window stops the step with its reason; an empty assistant turn is never sent back.
+The real `anthropic` client against the scripted server, which refuses what the real API refuses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent.brain.claude import ClaudeBrain
+from agent.campaign import load_campaign
+from agent.journal.chain import Journal
+from agent.models import BrainSpec
+from tests.conftest import DEMO, journal_events
+from tests.engineer_model import EngineerModel
+from tests.messages_api import MessagesServer, Reply, tool_use
+
+KEY = "sk-ant-api03-TESTKEY-stops-9e8d"
+CAMPAIGN = load_campaign(DEMO).campaign
+MODEL_PLAN = [3, 1, 2]  # what the scripted engineer ranks; the rule brain's fallback is [1, 2, 3]
+
+
+def planned(tmp_path: Path, first: list[Reply], **spec: Any) -> tuple[list[int], MessagesServer, list[dict[str, Any]]]:
+    """Plan the demo with the replies `first` given to the first requests, the scripted engineer after."""
+    model = EngineerModel()
+    queue = list(first)
+
+    def script(body: dict[str, Any]) -> Reply:
+        return queue.pop(0) if queue else model(body)
+
+    journal = Journal(tmp_path / "journal.jsonl", "t")
+    with MessagesServer(script) as server:
+        brain = ClaudeBrain(
+            BrainSpec(kind="claude", backoff_s=0.01, **spec),
+            campaign=CAMPAIGN,
+            journal=journal,
+            api_key=KEY,
+            base_url=server.url,
+        )
+        plan = brain.plan(CAMPAIGN, [])
+    journal.close()
+    return plan.order, server, journal_events(journal.path)
+
+
+def cut_plan() -> Reply:
+    """A submit_plan whose input stops mid-way, as a reply cut off at max_tokens has it."""
+    reply = tool_use("submit_plan", {"ranking": [{"option": 1, "risk": "low"}]})
+    reply.stop_reason = "max_tokens"
+    return reply
+
+
+def kinds(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [e for e in events if e["kind"] == kind]
+
+
+def test_a_reply_cut_off_at_max_tokens_is_asked_again_with_room_and_never_used(tmp_path: Path) -> None:
+    order, server, events = planned(tmp_path, [cut_plan()])
+    assert order == MODEL_PLAN  # the second, whole answer
+    assert [r["max_tokens"] for r in server.requests] == [2048, 4096]
+    assert not kinds(events, "llm.invalid")  # the cut-off input was never read, let alone repaired
+    (retry,) = kinds(events, "llm.retry")
+    assert "cut off at max_tokens 2048; asking again with 4096" in retry["error"]
+
+
+def test_a_reply_cut_off_twice_falls_back_and_says_why(tmp_path: Path) -> None:
+    order, server, events = planned(tmp_path, [cut_plan(), cut_plan()])
+    assert order == [1, 2, 3] and len(server.requests) == 2
+    (fallback,) = kinds(events, "brain.fallback")
+    assert "the reply was cut off at max_tokens 4096 (nothing in it was used)" in fallback["error"]
+
+
+def test_a_refusal_stops_the_step_with_its_category_journaled(tmp_path: Path) -> None:
+    refusal = Reply(
+        content=[],
+        stop_reason="refusal",
+        stop_details={"type": "refusal", "category": "cyber", "explanation": "This looks like exploit development."},
+    )
+    order, server, events = planned(tmp_path, [refusal])
+    assert order == [1, 2, 3] and len(server.requests) == 1  # no repair round, no retry: the step stops
+    (failed,) = kinds(events, "llm.failed")
+    assert failed["category"] == "cyber" and failed["explanation"] == "This looks like exploit development."
+    (fallback,) = kinds(events, "brain.fallback")
+    assert fallback["step"] == "plan" and "the model refused (cyber)" in fallback["error"]
+
+
+def test_a_conversation_past_the_context_window_stops_the_step_with_its_reason(tmp_path: Path) -> None:
+    order, _, events = planned(tmp_path, [Reply(content=[], stop_reason="model_context_window_exceeded")])
+    assert order == [1, 2, 3]
+    assert "outgrew the model's context window" in kinds(events, "brain.fallback")[0]["error"]
+
+
+def test_an_empty_reply_is_repaired_without_sending_an_empty_assistant_turn(tmp_path: Path) -> None:
+    # The scripted server answers 400 to an empty assistant turn, as the API does: the repair must not send one.
+    order, server, events = planned(tmp_path, [Reply(content=[], stop_reason="end_turn")])
+    assert order == MODEL_PLAN and len(server.requests) == 2
+    assert all(m["content"] for m in server.requests[1]["messages"] if m["role"] == "assistant")
+    assert not kinds(events, "llm.failed") and len(kinds(events, "llm.invalid")) == 1
+
+
+@pytest.mark.parametrize(
+    ("body", "refused"),
+    [
+        (
+            {
+                "messages": [
+                    {"role": "user", "content": "x"},
+                    {"role": "assistant", "content": []},
+                    {"role": "user", "content": "y"},
+                ]
+            },
+            "non-empty content",
+        ),
+        (
+            {
+                "messages": [],
+                "thinking": {"type": "enabled", "budget_tokens": 1024},
+                "tool_choice": {"type": "tool", "name": "t"},
+            },
+            "Thinking may not be enabled",
+        ),
+    ],
+)
+def test_the_scripted_server_refuses_what_the_api_refuses(body: dict[str, Any], refused: str) -> None:
+    import json
+    import urllib.error
+    import urllib.request
+
+    with MessagesServer(lambda b: Reply()) as server:
+        request = urllib.request.Request(
+            f"{server.url}/v1/messages", data=json.dumps(body).encode(), headers={"content-type": "application/json"}
+        )
+        with pytest.raises(urllib.error.HTTPError) as raised:
+            urllib.request.urlopen(request, timeout=10)
+    assert raised.value.code == 400 and refused in raised.value.read().decode()
