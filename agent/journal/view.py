@@ -184,6 +184,7 @@ class SessionView:
     llm_calls: int = 0
     llm_retries: int = 0
     brain_fallbacks: int = 0
+    fallback_steps: list[str] = field(default_factory=list)  # "plan: HTTP 401 …": each step the rules decided instead
     llm_tokens: dict[str, int] = field(default_factory=dict)
     budget_usd: float | None = None
     goal_metric: str = ""  # the campaign's goal, for plots: the metric and the gain it asks for
@@ -375,6 +376,8 @@ class SessionView:
                 self.llm_retries += 1
             case ev.BrainFallback():
                 self.brain_fallbacks += 1
+                where = e.step + (f" #{e.option}" if e.option is not None else "")
+                self.fallback_steps.append(f"{where}: {' '.join(str(e.error or '').split())[:200]}")
             case ev.Calibration():
                 self.calibration = e
                 floor = e.get("noise_floor_pct")

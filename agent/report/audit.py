@@ -72,6 +72,9 @@ def markdown(view: SessionView) -> str:
     ]
     if view.abandoned is not None:
         out.append(f"- {abandoned_line(view.abandoned.fields())} (at {view.abandoned_at})")
+    if view.fallback_steps:
+        out.append(f"- the model was not used for {len(view.fallback_steps)} step(s); the rule brain decided them:")
+        out += [f"  - {_cell(step)}" for step in view.fallback_steps]
     if view.report is not None and view.report.estimated_gain_pct is not None:
         out.append(f"- estimated gain of what was kept: {pct(view.report.estimated_gain_pct)}")
     out += _goal_lines(view.confirmation)

@@ -287,7 +287,7 @@ def print_report(out: Any, console: Console | None = None) -> None:
         console.print(gates)
     if out.error:
         console.print(f"[bold red]error:[/] {escape(out.error)}")
-    if out.brain and out.brain["calls"]:
+    if out.brain and (out.brain["calls"] or str(out.brain["name"]).startswith("claude")):
         b = out.brain
         extra = "".join(
             f" · {b[k]} {label}" for k, label in (("retries", "retries"), ("fallbacks", "fallbacks to rules")) if b[k]
@@ -297,6 +297,16 @@ def print_report(out: Any, console: Console | None = None) -> None:
             f"tokens in ({b['cache_read_tokens']:,} from cache), {b['output_tokens']:,} out"
             f" · ${b['cost_usd']:.4f}{extra}"
         )
+        if b.get("fell_back"):  # a Claude run the rules partly decided must say so where the result is read
+            steps = b["fell_back"]
+            console.print(
+                Text(
+                    f"the model was not used for {len(steps)} step(s); the rule brain decided them: "
+                    + "; ".join(steps[:5])
+                    + (f"; … {len(steps) - 5} more in the journal (brain.fallback)" if len(steps) > 5 else ""),
+                    style="bold yellow",
+                )
+            )
     console.print(f"journal: {escape(out.journal)}")
 
 

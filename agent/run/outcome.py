@@ -188,4 +188,7 @@ def brain_usage(view: SessionView, name: str) -> dict[str, Any]:
     """Which brain reasoned, and what its model calls cost, as the journal counts them."""
     usage = {"name": name, "calls": view.llm_calls, "retries": view.llm_retries}
     tokens = {k: view.llm_tokens.get(k, 0) for k in TOKENS}
-    return {**usage, "fallbacks": view.brain_fallbacks, **tokens, "cost_usd": round(view.llm_usd, 6)}
+    out = {**usage, "fallbacks": view.brain_fallbacks, **tokens, "cost_usd": round(view.llm_usd, 6)}
+    if view.fallback_steps:  # the steps the rule brain decided instead of the model, and why (an extension)
+        out["fell_back"] = list(view.fallback_steps)
+    return out

@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -147,3 +148,27 @@ def test_mid_run_a_refused_key_is_not_asked_again(tmp_path: Path) -> None:
         len(fallbacks) == 2
         and "not calling the model: the API refused this session's credentials" in fallbacks[1]["error"]
     )
+
+
+def test_a_run_the_rules_decided_instead_of_the_model_says_so_where_the_result_is_read(
+    tmp_path: Path, variant: Callable[..., Path]
+) -> None:
+    # The check passes, then every call is refused as a bad request (not retried): before, the summary table of
+    # such a run read like any rules run and the printed report had no brain line at all (0 calls).
+    from rich.console import Console
+
+    from agent.report.console import print_report
+    from agent.run.outcome import Outcome
+    from tests.messages_api import error
+
+    with MessagesServer(lambda body: error(400, "invalid_request_error", "tools.0: bad schema")) as server:
+        result, _ = signoff(tmp_path, server, "run", str(variant()), "--brain", "claude", "--json")
+    assert result.code == 0, result.stderr
+    brain = result.json()["brain"]
+    assert brain["calls"] == 0 and brain["fallbacks"] == len(brain["fell_back"]) > 0
+    assert brain["fell_back"][0].startswith("plan: plan: HTTP 400 invalid_request_error: tools.0: bad schema")
+    console = Console(record=True, width=200)
+    print_report(Outcome.model_validate(result.json()), console)
+    printed = console.export_text()
+    assert "brain: claude/claude-sonnet-5-5 · 0 model calls" in printed
+    assert f"the model was not used for {brain['fallbacks']} step(s); the rule brain decided them: plan: " in printed
