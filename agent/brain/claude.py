@@ -206,7 +206,8 @@ class ClaudeBrain:
                     f"Investigate option #{option.id} {option.title!r}: {option.hypothesis}\n"
                     f"Apply: {'; '.join(c.run for c in option.apply)}\n"
                     f"The campaign's probes already ran:\n{probes}\n"
-                    f"Blockers they found: {prior.blockers or 'none'}; hazards: {prior.hazards or 'none'}\n"
+                    f"Blockers they found: {_capped(prior.blockers) or 'none'}; "
+                    f"hazards: {_capped(prior.hazards) or 'none'}\n"
                     "Use the read-only tools to check whether the option can work here and what could go "
                     "wrong (read the code paths it touches), then call submit_finding."
                 ),
@@ -236,7 +237,9 @@ class ClaudeBrain:
                 tools=tools_spec,
                 tool_choice=choice,
             )
-            used_tokens += usage["input_tokens"] + usage["output_tokens"] + usage["cache_read_tokens"]
+            used_tokens += sum(
+                usage[k] for k in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+            )
             blocks = blocks_of(message)
             if blocks:  # the API refuses an assistant turn with no content in the next request
                 messages.append({"role": "assistant", "content": blocks})
@@ -438,3 +441,9 @@ class ClaudeBrain:
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+def _capped(items: Sequence[str], limit: int = 300) -> list[str]:
+    """Probe findings as the first message quotes them: each at most `limit` characters (they hold host output,
+    already redacted), so a probe's output cannot fill the prompt."""
+    return [item if len(item) <= limit else item[: limit - 1] + "…" for item in items]

@@ -6,6 +6,7 @@ The real `anthropic` client against the scripted server, which refuses what the 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -136,3 +137,44 @@ def test_the_scripted_server_refuses_what_the_api_refuses(body: dict[str, Any], 
         with pytest.raises(urllib.error.HTTPError) as raised:
             urllib.request.urlopen(request, timeout=10)
     assert raised.value.code == 400 and refused in raised.value.read().decode()
+
+
+def test_a_subagents_token_budget_counts_the_cache_writes_it_is_billed_for(
+    tmp_path: Path, variant: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # With a 1,000-token budget, every subagent's first turn (300 in, 120 out, and 2,400 cached: written by the first
+    # subagent to ask, read by the others) spends it, so its second turn must be the forced submit_finding. The
+    # one that wrote the cache used to count 420 tokens and go on for more turns.
+    import subprocess
+
+    from tests.conftest import ROOT, SIGNOFF
+
+    camp = variant(edit=lambda text: text + "\nbrain: {subagent_tokens: 1000}\n")
+    with MessagesServer(EngineerModel()) as server:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+        env.update(SIGNOFF_HOME=str(tmp_path), ANTHROPIC_API_KEY=KEY, ANTHROPIC_BASE_URL=server.url, USER="tester")
+        p = subprocess.run(
+            [*SIGNOFF, "run", str(camp), "--brain", "claude", "--json"],
+            capture_output=True, text=True, timeout=180, env=env, cwd=ROOT, check=False,
+        )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    import json
+
+    events = journal_events(json.loads(p.stdout)["journal"])
+    writes = [
+        e for e in events if e["kind"] == "llm.call" and e["purpose"] == "investigate" and e["cache_write_tokens"]
+    ]
+    assert len(writes) == 1  # one subagent paid for writing the shared prefix
+    turns: dict[str, list[list[str]]] = {}
+    for e in events:
+        if e["kind"] == "subagent.turn":
+            turns.setdefault(e["actor"], []).append(e["tools"])
+    assert turns and all(len(t) == 2 and t[-1] == ["submit_finding"] for t in turns.values()), turns
+
+
+def test_probe_findings_quoted_to_a_subagent_are_capped() -> None:
+    # A probe's blocker holds the probe's (redacted) output: 100 KB of it cannot fill the subagent's first message.
+    from agent.brain.claude import _capped
+
+    long = "exit 3: " + "x" * 100_000
+    assert [len(c) for c in _capped([long, "short"])] == [300, 5] and _capped([long])[0].endswith("…")
