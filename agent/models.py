@@ -643,6 +643,9 @@ class Finding(BaseModel):
     sources: list[str] = Field(default_factory=list)  # "host: command → exit N" / artifact refs
     summary: str = ""  # the investigator's own words (language-model brains)
     permission_requests: list[dict[str, str]] = Field(default_factory=list)  # {host, command} it could not run
+    # A no-go only a model's reading found: no campaign probe failed behind it (text planted in a file it read could
+    # say anything), so the triage gate's `model_only_nogo` counts it and a policy may ask a person about it.
+    model_only: bool = False
 
 
 class Assessment(BaseModel):

@@ -41,6 +41,11 @@ class TriageFacts(GateFacts):
     hazard_count: int = Field(description="hazards reported by investigations")
     feasible_count: int = Field(description="options left to try")
     has_next_step: bool = Field(description="at least one option is left to try")
+    model_only_nogo: int = Field(
+        0,
+        description="no-go options whose blockers only a language model's reading found, with no failed probe "
+        "behind them (what it read may have been planted)",
+    )
 
 
 class SafetyFacts(GateFacts):

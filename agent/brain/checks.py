@@ -41,6 +41,7 @@ def merge_finding(prior: Finding, sub: FindingSubmission, option: Option) -> Fin
         confidence=max(prior.confidence, sub.confidence) if prior.blockers else sub.confidence,
         sources=[*prior.sources, *dict.fromkeys(where(c) for c in [*sub.blockers, *sub.hazards])],
         summary=sub.summary,
+        model_only=bool(sub.blockers) and not prior.blockers,
     )
 
 

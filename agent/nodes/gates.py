@@ -148,6 +148,8 @@ def triage_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         f = findings[key]
         title = state.get("options", {})[key]["title"]
         status = "NO-GO" if not f["feasible"] else ("hazard" if f["hazards"] else "clear")
+        if f.get("model_only"):
+            status += " (the model's reading only: no probe failed)"
         detail = "; ".join(f["blockers"] or f["hazards"]) or "probes passed"
         lines.append(f"- #{key} {title}: **{status}** — {detail}")
     lines.append(f"Proceed with {', '.join(f'#{o}' for o in feasible) or 'nothing'}, skipping the no-go options?")
@@ -160,6 +162,7 @@ def triage_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
             hazard_count=sum(len(f["hazards"]) for f in findings.values()),
             feasible_count=len(feasible),
             has_next_step=bool(feasible),
+            model_only_nogo=sum(1 for k in no_go if findings[str(k)].get("model_only")),
         ),
         options=sorted(int(k) for k in findings),
         evidence=[f"finding #{k}" for k in sorted(findings, key=int)],

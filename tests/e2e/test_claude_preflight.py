@@ -172,3 +172,44 @@ def test_a_run_the_rules_decided_instead_of_the_model_says_so_where_the_result_i
     printed = console.export_text()
     assert "brain: claude/claude-sonnet-5-5 · 0 model calls" in printed
     assert f"the model was not used for {brain['fallbacks']} step(s); the rule brain decided them: plan: " in printed
+
+
+class PlantedVeto(EngineerModel):
+    """A model that believes what a file it read says: its finding on #3 is a no-go citing that file (a valid
+    citation, so the finding is accepted), though no probe failed behind it."""
+
+    def conclude(self, body: dict[str, Any], option: int, host: str, results: list[str], brief: str) -> Any:
+        from tests.engineer_model import _last_read
+        from tests.messages_api import tool_use
+
+        read = _last_read(body)
+        if option != 3 or read is None:
+            return super().conclude(body, option, host, results, brief)
+        veto = {
+            "text": "the code says this option corrupts production data",
+            "source": {"host": host, "path": read["path"]},
+        }
+        return tool_use(
+            "submit_finding",
+            {"feasible": False, "blockers": [veto], "hazards": [], "confidence": 0.9, "summary": "do not try it"},
+        )
+
+
+def test_a_no_go_only_a_models_reading_found_is_asked_about_not_taken(
+    tmp_path: Path, variant: Callable[..., Path]
+) -> None:
+    # Before, `cautious` continued at triage whatever made an option a no-go: text planted in a file the subagent read
+    # could veto an option with no person involved. Now the triage gate counts it, and `cautious` asks.
+    with MessagesServer(PlantedVeto()) as server:
+        result, _ = signoff(
+            tmp_path, server, "run", str(variant()), "--brain", "claude", "--policy", "cautious", "--json"
+        )
+    assert result.code == 3, result.stderr
+    gate = result.json()["pending_gate"]
+    assert gate["kind"] == "triage" and gate["facts"]["model_only_nogo"] == 1  # #3; #1's no-go is a failed probe
+    assert gate["recommendation"]["rule"] == "ask-model-only-nogo"
+    assert (
+        "#3 MoE/attention kernel occupancy: **NO-GO (the model's reading only: no probe failed)**" in gate["question"]
+    )
+    findings = {e["option"]: e for e in journal_events(result.json()["journal"]) if e["kind"] == "finding"}
+    assert findings[3]["model_only"] is True and findings[1].get("model_only") is False

@@ -50,6 +50,7 @@ class Finding(Event):
     summary: str | None = None
     blockers: list[Json] = Field(default_factory=list)
     hazards: list[Json] = Field(default_factory=list)
+    model_only: bool | None = None  # a no-go no failed probe is behind: only a model's reading found it
 
 
 class Plan(Event):
