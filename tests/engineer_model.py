@@ -100,11 +100,13 @@ class EngineerModel:
         blockers, hazards = [], []
         if "Blockers they found: none" not in brief:
             probe = PROBE_SOURCE.search(brief)
+            said = re.search(r"exit \d+: ([^;\]'\"]+)", brief)  # what the failed probe printed, as the brief quotes it
             if probe:
                 blockers.append(
                     {
                         "text": "the campaign's probe says it cannot run here",
                         "source": {"host": probe.group(1), "command": probe.group(2)},
+                        "excerpt": said.group(1).strip() if said else "",
                     }
                 )
         read = _last_read(body)
@@ -116,6 +118,7 @@ class EngineerModel:
                         {
                             "text": f"code comment warns: {m.group(2).strip()[:120]}",
                             "source": {"host": host, "path": read["path"], "line": int(m.group(1))},
+                            "excerpt": m.group(2).strip()[:300],
                         }
                     )
         finding: dict[str, Any] = {

@@ -30,12 +30,16 @@ def merge_finding(prior: Finding, sub: FindingSubmission, option: Option) -> Fin
         s = c.source
         return f"{s.host}: " + (s.command or f"{s.path}" + (f":{s.line}" if s.line else ""))
 
-    blockers = [*prior.blockers, *(f"{c.text} [{where(c)}]" for c in sub.blockers)]
+    def claim(c: Cited) -> str:  # the claim, where it was read, and the output it rests on
+        quoted = f' said "{" ".join(c.excerpt.split())[:200]}"' if c.excerpt else ""
+        return f"{c.text} [{where(c)}{quoted}]"
+
+    blockers = [*prior.blockers, *(claim(c) for c in sub.blockers)]
     return Finding(
         option=option.id,
         feasible=not blockers,
         blockers=blockers,
-        hazards=[*prior.hazards, *(f"{c.text} [{where(c)}]" for c in sub.hazards)],
+        hazards=[*prior.hazards, *(claim(c) for c in sub.hazards)],
         hazard_probes=prior.hazard_probes,  # the model's own hazards name no probe, so no scenario reproduces them
         # An engineer's failed blocker probe is not something a model can talk its way past.
         confidence=max(prior.confidence, sub.confidence) if prior.blockers else sub.confidence,

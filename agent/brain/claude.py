@@ -296,10 +296,18 @@ class ClaudeBrain:
                 s = item.source
                 if s.command is None and s.path is None:
                     raise ValueError(f"{kind}[{i}] cites no command or path")
+                what = s.command or s.path
                 if not tools.cites(s.host, s.command, s.path):
-                    what = s.command or s.path
                     raise ValueError(
                         f"{kind}[{i}] cites {what!r} on {s.host}, which this investigation never ran or read"
+                    )
+                if kind == "blockers" and not (item.excerpt or "").strip():
+                    raise ValueError(
+                        f"{kind}[{i}] quotes no output: copy the line(s) of {what!r} it rests on into excerpt"
+                    )
+                if item.excerpt and not tools.cites(s.host, s.command, s.path, item.excerpt):
+                    raise ValueError(
+                        f"{kind}[{i}] quotes {item.excerpt[:80]!r}, which {what!r} on {s.host} did not print"
                     )
 
     # ------------------------------------------------------------------ assess

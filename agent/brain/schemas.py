@@ -52,6 +52,11 @@ class Source(_Strict):
 class Cited(_Strict):
     text: str = Field(min_length=1, max_length=400)
     source: Source
+    excerpt: str | None = Field(
+        default=None,
+        max_length=400,
+        description="the exact output line(s) of that call this rests on, copied (required for a blocker)",
+    )
 
 
 class FindingSubmission(_Strict):

@@ -23,8 +23,9 @@ class Toolbox(Protocol):
         """Run the tool the model called (one of TOOL_SPECS): (what it returned, whether it failed)."""
         ...
 
-    def cites(self, host: str, command: str | None, path: str | None) -> bool:
-        """Whether this investigation ran that command or read that path (a finding may cite only those)."""
+    def cites(self, host: str, command: str | None, path: str | None, excerpt: str | None = None) -> bool:
+        """Whether this investigation ran that command or read that path (a finding may cite only those), and,
+        given `excerpt`, whether that call's output holds it."""
         ...
 
 

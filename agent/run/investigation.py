@@ -97,6 +97,7 @@ class ToolCall:
     host: str
     command: str | None = None
     path: str | None = None
+    output: str = ""  # what the call gave back (redacted): what a finding citing it may quote
 
 
 @dataclass
@@ -136,7 +137,8 @@ class Toolbox:
                 )
             ]
         for r in results:
-            self.calls.append(ToolCall("probe", r.host, command=r.command))
+            said = self.ctx.redact(f"{r.stdout_tail}\n{r.stderr_tail}\n{r.error or ''}")
+            self.calls.append(ToolCall("probe", r.host, command=r.command, output=said))
         return results
 
     # -- the model's tools
@@ -196,8 +198,11 @@ class Toolbox:
         linked = self._links_to_secret(target, host, _maybe_paths(words[1:]), shown=command)
         if linked is not None:
             return linked, True
-        self.calls.append(ToolCall("run_readonly", host, command=command))
-        return self._run(target, quoted, tool="run_readonly", verdict=verdict, approved=approved)
+        call = ToolCall("run_readonly", host, command=command)
+        self.calls.append(call)
+        text, failed = self._run(target, quoted, tool="run_readonly", verdict=verdict, approved=approved)
+        call.output = text
+        return text, failed
 
     def _request(self, host: str, command: str, *, why: str) -> None:
         request = {"host": host, "command": command}
@@ -238,12 +243,14 @@ class Toolbox:
         linked = self._links_to_secret(target, host, [path], shown=f"{tool} {path}")
         if linked is not None:
             return linked, True
-        self.calls.append(ToolCall(tool, host, path=path))
+        call = ToolCall(tool, host, path=path)
+        self.calls.append(call)
         text, failed = self._run(target, command, tool=tool, verdict=verdict)
+        call.output = text
         if tool == "grep":
             # What grep printed was read too: a finding may cite path:line from its output.
             for found in dict.fromkeys(re.findall(r"^([^\s:][^:\n]*):\d+:", text, re.M)):
-                self.calls.append(ToolCall("grep", host, path=found))
+                self.calls.append(ToolCall("grep", host, path=found, output=text))
         return text, failed
 
     def _own_command(self, command: str) -> Verdict:
@@ -305,14 +312,16 @@ class Toolbox:
     def _unknown_host(self, name: str) -> str:
         return f"no host named {name!r}; hosts: {', '.join(h.name for h in self.ctx.campaign.hosts)}"
 
-    def cites(self, host: str, command: str | None, path: str | None) -> bool:
-        """Whether this subagent actually ran that command or read that path on that host."""
+    def cites(self, host: str, command: str | None, path: str | None, excerpt: str | None = None) -> bool:
+        """Whether this subagent actually ran that command or read that path on that host — and, given `excerpt`,
+        whether that call's output holds it (whitespace aside): a claim may rest only on what the call said."""
         for c in self.calls:
             if c.host != host:
                 continue
-            if command is not None and c.command is not None and _same(c.command, command):
-                return True
-            if path is not None and c.path is not None and _same(c.path, path):
+            named = (command is not None and c.command is not None and _same(c.command, command)) or (
+                path is not None and c.path is not None and _same(c.path, path)
+            )
+            if named and (excerpt is None or _squeezed(excerpt) in _squeezed(c.output)):
                 return True
         return False
 
@@ -328,6 +337,11 @@ def _maybe_paths(words: list[str]) -> list[str]:
         elif w.startswith("-") and not w.startswith("--") and len(w) > 2:
             out.append(w[2:])
     return list(dict.fromkeys(p for p in out if p))
+
+
+def _squeezed(text: str) -> str:
+    """Text with every run of whitespace as one space, and a read_file line's `12: ` number dropped."""
+    return " ".join(re.sub(r"(?m)^\s*\d+: ", "", text).split())
 
 
 def _same(a: str, b: str) -> bool:

@@ -122,7 +122,7 @@ def test_findings_cite_what_the_subagent_actually_read(claude_demo: Any) -> None
     result, _, _ = claude_demo
     findings = {e["data"]["option"]: e["data"] for e in by_kind(journal_events(result.json()["journal"]), "finding")}
     hazard = next(h for h in findings[2]["hazards"] if "code comment" in h)
-    assert "[gpu-a: src/scheduler.py:5]" in hazard and "no TP barrier" in hazard
+    assert '[gpu-a: src/scheduler.py:5 said "self.prepare_next(batch) # no TP barrier' in hazard  # with its line
     assert "gpu-a: src/scheduler.py:5" in findings[2]["sources"]
     assert findings[3]["feasible"] and not findings[3]["hazards"]
     assert findings[1]["summary"].startswith("looked at")
@@ -307,6 +307,33 @@ def test_a_finding_must_cite_calls_the_subagent_made_and_probe_blockers_survive(
     merged = _merge(prior, real, load_campaign(DEMO).campaign.option(1))
     assert not merged.feasible and merged.blockers[0] == "ep probe: exit 3" and merged.confidence == 0.9
     assert merged.hazards == ["x [gpu-a: src/scheduler.py]"]
+
+
+def test_a_blocker_must_quote_the_output_it_rests_on() -> None:
+    # A no-go vetoes an option: it must carry the exact output line of the call it cites, and that line must be in
+    # what the call printed (the model's claim is checked against it, not taken on its word).
+    from agent.brain.schemas import FindingSubmission
+    from agent.run.investigation import Toolbox, ToolCall
+
+    tools = Toolbox.__new__(Toolbox)
+    tools.calls = [
+        ToolCall("run_readonly", "gpu-a", command="nvidia-smi -L", output="GPU 0: H100 80GB\nGPU 1: H100 80GB\n"),
+        ToolCall("read_file", "gpu-a", path="src/ep.py", output="12:     # expert parallel dispatch is not wired\n"),
+    ]
+
+    def blocker(**cited: Any) -> FindingSubmission:
+        return FindingSubmission.model_validate(
+            {"feasible": False, "blockers": [{"text": "t", **cited}], "confidence": 0.5, "summary": "s"}
+        )
+
+    smi = {"host": "gpu-a", "command": "nvidia-smi -L"}
+    with pytest.raises(ValueError, match="quotes no output"):
+        ClaudeBrain._check_finding(blocker(source=smi), tools)
+    with pytest.raises(ValueError, match="which 'nvidia-smi -L' on gpu-a did not print"):
+        ClaudeBrain._check_finding(blocker(source=smi, excerpt="GPU 0: A100 40GB (ECC errors)"), tools)
+    ClaudeBrain._check_finding(blocker(source=smi, excerpt="GPU 1:  H100 80GB"), tools)  # whitespace aside
+    ep = {"host": "gpu-a", "path": "src/ep.py", "line": 12}
+    ClaudeBrain._check_finding(blocker(source=ep, excerpt="# expert parallel dispatch is not wired"), tools)
 
 
 # ---------------------------------------------------------------- campaigns that test the guard rails

@@ -185,9 +185,11 @@ class PlantedVeto(EngineerModel):
         read = _last_read(body)
         if option != 3 or read is None:
             return super().conclude(body, option, host, results, brief)
+        planted = next(line.split(": ", 1)[1] for line in read["text"].splitlines() if ": " in line)
         veto = {
             "text": "the code says this option corrupts production data",
             "source": {"host": host, "path": read["path"]},
+            "excerpt": planted,  # real: the line is in the file (what it says is what may have been planted)
         }
         return tool_use(
             "submit_finding",
