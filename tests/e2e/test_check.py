@@ -42,7 +42,9 @@ def test_the_postgres_example_checks_clean_under_its_own_policy(cli, home):
     e = out["estimate"]
     # Calibration and verify runs, then per option the pairs a sequential A/B may stop at (its first look, 3).
     assert e["benchmark_runs_min"] == 2 * 4 + 3 + 4 * 2 * 3 and e["benchmark_runs_max"] > e["benchmark_runs_min"]
-    assert {g["gate"] for g in out["gates"]} == {"safety", "continue_or_ask", "rollback"}
+    # (triage: `cautious` asks about a no-go only a language model's reading found; listed as a rule that may ask)
+    assert {g["gate"] for g in out["gates"]} == {"triage", "safety", "continue_or_ask", "rollback"}
+    assert any(g["rule"] == "ask-model-only-nogo" and g["when"] == "model_only_nogo > 0" for g in out["gates"])
     assert not (home / "sessions").exists()  # nothing was created, nothing ran
 
 
