@@ -167,7 +167,8 @@ class LLMClient:
                 continue
             if status in REFUSED:
                 self.refused = f"the API refused this session's {REFUSED[status]} ({failure})"
-            if not retryable or attempt >= attempts - (max_tokens == self.spec.max_tokens):
+            # The retries of failures are max_retries, one more once a cut-off reply took an attempt of them.
+            if not retryable or attempt >= self.spec.max_retries + 1 + (max_tokens != self.spec.max_tokens):
                 self.journal.append(
                     ev.LlmFailed(purpose=purpose, option=option, attempts=attempt, error=failure), actor=actor
                 )
