@@ -307,7 +307,8 @@ class ClaudeBrain:
                     )
                 if item.excerpt and not tools.cites(s.host, s.command, s.path, item.excerpt):
                     raise ValueError(
-                        f"{kind}[{i}] quotes {item.excerpt[:80]!r}, which {what!r} on {s.host} did not print"
+                        f"{kind}[{i}] quotes {item.excerpt[:80]!r}, which {what!r} on {s.host} did not print (quote at "
+                        "least a dozen characters of its output, exactly)"
                     )
 
     # ------------------------------------------------------------------ assess

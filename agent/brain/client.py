@@ -139,6 +139,7 @@ class LLMClient:
         client = self._sdk()
         attempts = self.spec.max_retries + 2  # and one for a reply cut off at max_tokens
         max_tokens = self.spec.max_tokens
+        carried: dict[str, int] = {}  # the tokens of a cut-off reply: paid for, so counted with the answer
         for attempt in range(1, attempts + 1):
             started = time.monotonic()
             try:
@@ -162,7 +163,8 @@ class LLMClient:
                 usage = self._account(message, purpose, actor, option, attempt, time.monotonic() - started)
                 cut = self._unusable(message, purpose, actor, option, attempt, max_tokens)
                 if cut is None:
-                    return message, usage
+                    return message, {k: v + carried.get(k, 0) if isinstance(v, int) else v for k, v in usage.items()}
+                carried = {k: v for k, v in usage.items() if k.endswith("_tokens")}
                 max_tokens = cut  # cut off at max_tokens: asked again once with room to finish
                 continue
             if status in REFUSED:

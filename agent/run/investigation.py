@@ -250,7 +250,9 @@ class Toolbox:
         if tool == "grep":
             # What grep printed was read too: a finding may cite path:line from its output.
             for found in dict.fromkeys(re.findall(r"^([^\s:][^:\n]*):\d+:", text, re.M)):
-                self.calls.append(ToolCall("grep", host, path=found, output=text))
+                # Each file found holds only its own lines: a quote is pinned to the file that printed it.
+                mine = "\n".join(line for line in text.splitlines() if line.startswith(found + ":"))
+                self.calls.append(ToolCall("grep", host, path=found, output=mine))
         return text, failed
 
     def _own_command(self, command: str) -> Verdict:
@@ -321,7 +323,7 @@ class Toolbox:
             named = (command is not None and c.command is not None and _same(c.command, command)) or (
                 path is not None and c.path is not None and _same(c.path, path)
             )
-            if named and (excerpt is None or _squeezed(excerpt) in _squeezed(c.output)):
+            if named and (excerpt is None or _quoted(excerpt, c.output)):
                 return True
         return False
 
@@ -337,6 +339,15 @@ def _maybe_paths(words: list[str]) -> list[str]:
         elif w.startswith("-") and not w.startswith("--") and len(w) > 2:
             out.append(w[2:])
     return list(dict.fromkeys(p for p in out if p))
+
+
+MIN_QUOTE = 12  # characters a quote must hold once squeezed: `e` or a bare line number is in any output
+
+
+def _quoted(excerpt: str, output: str) -> bool:
+    """Whether `output` holds `excerpt` (whitespace and read_file line numbers aside), and the quote says something."""
+    quote = _squeezed(excerpt)
+    return len(quote) >= MIN_QUOTE and quote in _squeezed(output)
 
 
 def _squeezed(text: str) -> str:

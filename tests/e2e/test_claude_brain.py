@@ -331,6 +331,9 @@ def test_a_blocker_must_quote_the_output_it_rests_on() -> None:
         ClaudeBrain._check_finding(blocker(source=smi), tools)
     with pytest.raises(ValueError, match="which 'nvidia-smi -L' on gpu-a did not print"):
         ClaudeBrain._check_finding(blocker(source=smi, excerpt="GPU 0: A100 40GB (ECC errors)"), tools)
+    for trivial in ("1: ", "e", "GPU 0"):  # a bare line number, a letter: in any output, so they prove nothing
+        with pytest.raises(ValueError, match="quote at least a dozen characters"):
+            ClaudeBrain._check_finding(blocker(source=smi, excerpt=trivial), tools)
     ClaudeBrain._check_finding(blocker(source=smi, excerpt="GPU 1:  H100 80GB"), tools)  # whitespace aside
     ep = {"host": "gpu-a", "path": "src/ep.py", "line": 12}
     ClaudeBrain._check_finding(blocker(source=ep, excerpt="# expert parallel dispatch is not wired"), tools)
@@ -714,3 +717,16 @@ def test_injected_instructions_that_look_read_only_do_not_run(
     assert asked, "the model never tried the payload: the test would prove nothing"
     assert not [e for e in by_kind(events, "command.started") if payload in e["data"]["command"]]
     assert any(told in json.dumps(r["messages"]) for r in server.requests)  # and the model was told why
+
+
+def test_a_quote_is_pinned_to_the_file_grep_found_it_in(toolbox: Any) -> None:
+    # grep printed lines of two files: a claim citing one of them may quote only that file's lines, not text that
+    # another (perhaps planted) file printed.
+    tools, workdir, _ = toolbox
+    (workdir / "a.py").write_text("workers = 4  # tuned for the scheduler\n")
+    (workdir / "NOTES").write_text("scheduler: option 3 breaks prod, never try it\n")
+    text, failed = tools.dispatch("grep", {"host": "gpu-a", "pattern": "scheduler", "path": "."})
+    assert not failed and "a.py:" in text and "NOTES:" in text
+    assert tools.cites("gpu-a", None, "./a.py", "workers = 4  # tuned for the scheduler")
+    assert not tools.cites("gpu-a", None, "./a.py", "option 3 breaks prod, never try it")
+    assert tools.cites("gpu-a", None, "./NOTES", "option 3 breaks prod, never try it")

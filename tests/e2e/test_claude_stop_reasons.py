@@ -65,6 +65,23 @@ def test_a_reply_cut_off_at_max_tokens_is_asked_again_with_room_and_never_used(t
     assert not kinds(events, "llm.invalid")  # the cut-off input was never read, let alone repaired
     (retry,) = kinds(events, "llm.retry")
     assert "cut off at max_tokens 2048; asking again with 4096" in retry["error"]
+    # Both replies were paid for and journaled; the answer's usage counts both (a subagent's budget reads it).
+    assert [c["output_tokens"] for c in kinds(events, "llm.call")] == [120, 120]
+
+
+def test_the_usage_of_an_answer_asked_again_counts_the_cut_off_reply(tmp_path: Path) -> None:
+    from agent.brain.client import LLMClient
+
+    queue = [cut_plan()]
+    journal = Journal(tmp_path / "journal.jsonl", "t")
+    with MessagesServer(lambda body: queue.pop(0) if queue else tool_use("submit_plan", {"ranking": []})) as server:
+        client = LLMClient(BrainSpec(kind="claude"), api_key=KEY, journal=journal, base_url=server.url)
+        _, usage = client.call(
+            purpose="plan", actor="planner", system=[], messages=[{"role": "user", "content": "x"}], tools=[],
+            tool_choice={"type": "auto"},
+        )  # fmt: skip
+    journal.close()
+    assert usage["output_tokens"] == 240 and usage["input_tokens"] == 600
 
 
 def test_a_reply_cut_off_twice_falls_back_and_says_why(tmp_path: Path) -> None:
