@@ -116,6 +116,9 @@ class Runner:
         self.ctx.ledger = Ledger(started=dict(view.mutations_started), finished=dict(view.mutations_finished))
         self._journaled_gates = set(view.decided)
         self._started = view.started_event is not None
+        # `signoff abandon` journaled and the run not ended since: read once here, kept by `abandon` (a session is
+        # abandoned only by the runner holding its lease), so a resume or a decide does not fold the journal again.
+        self._abandon_asked = view.abandoned is not None and ended_as(view) is None
         self.ctx.spent_usd += view.llm_usd
         if view.proposals:
             self.ctx.campaign = with_proposals(self.ctx.campaign, view.proposals)
@@ -389,14 +392,14 @@ class Runner:
             return deciding.waiting_gate(graph.get_state(self._config()))
 
     def _at_gate(self, text: str, *, by: str, for_gate: str | None) -> deciding.AtGate:
-        abandoned = self.view().abandoned
-        if abandoned is not None:
+        if self._abandon_asked:
             with self._graph() as graph:
                 untaken = self._abandon_untaken(graph.get_state(self._config()))
             if untaken:  # the gate it closed takes no answer: the abandon goes on first
+                abandoned = self.view().abandoned
                 raise SessionError(
-                    f"session {self.dir.id} was abandoned by {abandoned.by}; `signoff abandon {self.dir.id}` goes on "
-                    "with it (nothing was recorded)"
+                    f"session {self.dir.id} was abandoned by {abandoned.by if abandoned else 'a person'}; "
+                    f"`signoff abandon {self.dir.id}` goes on with it (nothing was recorded)"
                 )
         found = self.pending()
         if found is None:
@@ -480,12 +483,12 @@ class Runner:
             on = {host: {str(o): was for o, was in sorted(states.items())} for host, states in view.on_hosts.items()}
             roll = to_roll_back(snapshot.values or {}, view.on_hosts)
             self.journal.append(ev.SessionAbandoned(by=by, on_hosts=on, gate=gate, roll_back=roll))
+            self._abandon_asked = True
         return self._abandon(snapshot)
 
     def _abandon_untaken(self, snapshot: Any) -> bool:
         """Whether the journal says the session was abandoned and the graph has not taken that up yet."""
-        view = self.view()
-        return view.abandoned is not None and ended_as(view) is None and not (snapshot.values or {}).get("abandon")
+        return self._abandon_asked and not (snapshot.values or {}).get("abandon")
 
     def _abandon(self, snapshot: Any) -> Outcome:
         """Drop the steps the run had pending (a gate's question too) and send it to the abandon node with what the
@@ -499,6 +502,7 @@ class Runner:
         if snapshot.created_at is None:
             # Killed before the graph's first checkpoint: nothing ran on a host, and there is no graph to drive.
             self.journal.append(ev.SessionFinished(status="stopped", elapsed_s=0.0))
+            self._abandon_asked = False
             self._set_status("stopped")
             return self.outcome(snapshot)
         with self._graph() as graph:
