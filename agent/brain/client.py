@@ -269,13 +269,17 @@ def _durable_call(client: LLMClient, request: dict[str, Any]) -> dict[str, Any]:
     return {"message": message.model_dump(mode="json"), "usage": usage}
 
 
-def _status_failure(exc: Any) -> tuple[str, int, float | None]:
-    status = int(exc.status_code)
+def error_parts(exc: Any) -> tuple[int, str, str]:
+    """An `anthropic.APIStatusError` as (HTTP status, the API's error type, its message), read defensively: the body
+    is whatever the server sent."""
     body = exc.body if isinstance(exc.body, dict) else {}
     err = body.get("error")
     err = err if isinstance(err, dict) else {}
-    kind = err.get("type") or type(exc).__name__
-    text = err.get("message") or str(exc)
+    return int(exc.status_code), str(err.get("type") or type(exc).__name__), str(err.get("message") or exc)
+
+
+def _status_failure(exc: Any) -> tuple[str, int, float | None]:
+    status, kind, text = error_parts(exc)
     retry_after = None
     try:
         header = exc.response.headers.get("retry-after")

@@ -105,12 +105,10 @@ def check_model(spec: BrainSpec, credentials: Credentials, *, timeout_s: float =
 
 def _said(exc: object) -> str:
     """An API error as `HTTP 401 authentication_error: invalid x-api-key`, on one line."""
-    status = getattr(exc, "status_code", "?")
-    body = getattr(exc, "body", None)
-    err = body.get("error") if isinstance(body, dict) else None
-    err = err if isinstance(err, dict) else {}
-    text = " ".join(str(err.get("message") or exc).split())[:200]
-    return f"HTTP {status} {err.get('type') or type(exc).__name__}: {text}"
+    from agent.brain.client import error_parts
+
+    status, kind, text = error_parts(exc)
+    return f"HTTP {status} {kind}: {' '.join(text.split())[:200]}"
 
 
 def _cause(exc: BaseException) -> str:
