@@ -55,7 +55,7 @@ def abandon(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     asked = dict(state.get("abandon") or {})
     first = "done" not in asked
     done = [int(o) for o in asked.get("done") or []]
-    left = [int(o) for o in asked.get("roll_back") or [] if int(o) not in done]
+    left = _left(asked)
     why = f"abandoned by {asked.get('by') or 'a person'}"
     options = state.get("options") or {}
     untried = {
@@ -88,6 +88,10 @@ def abandon(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
 
 def abandoning(state: State) -> bool:
     """Whether an abandon still has options to roll back after the one in hand."""
-    asked = state.get("abandon") or {}
+    return bool(_left(state.get("abandon") or {}))
+
+
+def _left(asked: Mapping[str, Any]) -> list[int]:
+    """The options an abandon asked to roll back that it has not handed to the rollback node yet, in its order."""
     done = {int(o) for o in asked.get("done") or []}
-    return any(int(o) not in done for o in asked.get("roll_back") or [])
+    return [int(o) for o in asked.get("roll_back") or [] if int(o) not in done]
