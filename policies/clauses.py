@@ -63,7 +63,8 @@ _NOT_A_REMARK = re.compile(
     r"save|apart|other than|also|plus|while you're at it|and then|as well|former|latter|later|actually|instead|"
     r"(?:last|previous|next|other|first|second|third) (?:one|option|change|thing)s?|kidding|nvm|jk|oops|mistake|"
     r"wrong|strike|scratch|ignore|undo|every time|whenever|each time|"
-    r"cancel|forget|assuming|given|once|pending|until|unless|provided|barring|every|each|same|any)\b"
+    r"cancel|forget|assuming|given|once|pending|until|unless|provided|barring|every|each|same|any|third|fourth|fifth|"
+    r"final|middle|penultimate)\b"
 )
 # A number in a remark that is a measurement, not an option: "7.6 is worth it", "+19.8 vs +20", "3x faster".
 _MEASURE = re.compile(
@@ -76,11 +77,11 @@ _CALM = frozenset(
     sounds sound fine good great ok okay nice solid clean cool perfect awesome lovely excellent neat right correct
     worth win wins winner big bigger huge real enough close plenty clear clearly obviously definitely totally gain
     gains numbers number results result data improvement improved improves helped helps works worked working faster
-    quicker stable steady speedup throughput latency perf performance noise vs within margin target goal health
-    healthy check checks checked host hosts cache logs log just harmless safe verified confirmed tested stale
+    quicker stable steady speedup throughput latency perf performance vs within margin target goal health
+    healthy check checks checked host hosts logs log just harmless safe verified confirmed tested stale
     manually hand myself reviewed read saw seen plan plan's we i i'm i've you me us our my your need want have has
     had got get think agree agreed makes make sense probably guess hope believe feel to for of on in at by with and
-    so really pretty very quite too also still well now here there time bit little more done ready happy sure yes
+    so really pretty very quite too also still well now here there time bit little more ready happy sure yes
     yep yeah ya thanks thank thx ty cheers pls please team boss lol haha ship shipit almost basically another hour
     hours day days that's they're there's reasonable sensible fair long shot anyway anyways interesting config dir
     soft budget budget's matter quick fast cheap simple small tiny minor fun i'll take lot ci covers cosmetic
@@ -102,6 +103,7 @@ NO_MARK = "nomark"  # what a thumbs-down or a cross became when the line was nor
 ODD_MARK = "oddmark"  # what any other symbol became: harmless beside a way back, never beside a go-ahead
 _HEDGE = re.compile(r"i guess|maybe|probably|i think|perhaps")
 _UNSURE = re.compile(r"(?:i'm |im |i am )?(?:not sure|unsure|not certain|uncertain)|idk|dunno|no idea|not convinced")
+_AGREED = re.compile(r"(?:fine|ok|okay|good) (?:by|with|for) me|works for me|yes|yep|yeah|sure|ok|okay")
 _WAIT = re.compile(r"(?:wait|hold on|hang on|one sec|one second|just a sec)")
 
 
@@ -199,6 +201,11 @@ def classify(text: str, grammar: Grammar, first: bool) -> Clause:
         return Clause(text, "no" if first else "take-back")
     if first and _WAIT.fullmatch(text):
         return Clause(text, "wait")
+    agreed = re.match(r"(?:yes|yeah|yep|ok|okay|sure)\b,?\s*(.*)$", text)
+    rest = agreed.group(1) if agreed else ""
+    if not first and (_AGREED.fullmatch(text) or (rest and _remark(rest, grammar) and not grammar.mentions(rest))):
+        return Clause(text, "remark")  # "accept, fine by me", "keeping it, yes I saw the wedge": it agrees
+    text = _as_exclusion(text, grammar, first)
     count = re.fullmatch(r"(?:with |another |(?:do |run )?)?(\d+)(?: more)? (?:pairs|runs|samples|times|rounds)", text)
     bare = re.fullmatch(r"#?(\d+)", text)
     if bare and int(bare.group(1)) not in grammar.options:
@@ -233,6 +240,25 @@ def classify(text: str, grammar: Grammar, first: bool) -> Clause:
         if _remark(text, grammar):
             return Clause(text, "remark")
         raise
+
+
+def _as_exclusion(text: str, grammar: Grammar, first: bool) -> str:
+    """ "3 no", "the rm no": an option (command) named and then refused is "not 3"; after a command gate's approval,
+    "skip the rm" leaves that command out the same way (a skip there would give up the whole option)."""
+    trailing = re.fullmatch(r"(.+?),? (?:no|nope|not|no thanks|not that one)", text)
+    if trailing and not grammar.has_verb(trailing.group(1)) and _names(grammar, trailing.group(1)):
+        return f"not {trailing.group(1)}"
+    leading = re.fullmatch(r"(?:skip|drop|leave out|hold off on|but skip|and skip)\s+(.+)", text)
+    if grammar.kind == "command" and not first and leading and _names(grammar, leading.group(1)):
+        return f"not {leading.group(1)}"
+    return text
+
+
+def _names(grammar: Grammar, text: str) -> list[int] | None:
+    try:
+        return grammar.names(text)
+    except DecisionError:
+        return None
 
 
 def _condition(text: str, grammar: Grammar) -> Clause:
@@ -276,7 +302,7 @@ def _negated(text: str, rest: str, grammar: Grammar) -> Clause:
     if _OPINION.fullmatch(rest):
         # "doesn't look good", "not today", "not needed": a reason against, never a decision of its own
         return Clause(text, "remark")
-    rest = re.sub(r"\s+(?:now|yet|here|today|this time)$", "", _MEASURE.sub("", rest)).strip()
+    rest = re.sub(r"\s+(?:now|yet|here|today|this time|though|tho)$", "", _MEASURE.sub("", rest)).strip()
     if not rest:
         return Clause(text, "take-back")
     named = grammar.names(re.sub(r"^(?:do|run|go with|with|pick|try|include|bother with|bother|to)\s+", "", rest))
@@ -403,7 +429,10 @@ def combine(text: str, grammar: Grammar) -> Decision:
             decision.runs = c.runs
     for c in clauses:
         if c.kind == "negated":
+            noted = len(decision.read_as)
             decision = _without(decision, c, grammar)
+            if len(decision.read_as) == noted and c.targets and not (c.decision and c.decision.targets):
+                decision.read_as.append(f"{c.text!r} read as leaving out " + ", ".join(f"#{t}" for t in c.targets))
             if c.decision is not None and not c.targets:
                 decision.read_as.append(f"{c.text!r} denies {c.decision.action}, which the decision does not do")
         elif c.kind in ("condition", "scope", "otherwise") and len(clauses) > 1:
@@ -431,14 +460,16 @@ def _check_remarks(text: str, remarks: list[str], decision: Decision, grammar: G
     Beside a decision that goes ahead — keeps, approves, runs, selects, measures again — a remark may only use a
     closed vocabulary of calm words, the measurements and the names of what is decided on: "rm later", "rm
     excluded", "w/o rm", "-3", "kidding" or "too risky" could each undo part of it, and no list of such words is
-    ever complete, so any word outside the vocabulary refuses the line. Beside one that does not go ahead, a
-    remark may say anything that holds no verb, negation, condition, reference or correction."""
+    ever complete, so any word outside the vocabulary refuses the line (an open vocabulary of "statements" was tried
+    in issue 35's sixth round and an attack found 161 wrong go-aheads in it: "keep it, that was a test", "approve,
+    the cleanup is mine"). Beside a decision that does not go ahead, a remark may say anything that holds no verb,
+    negation, condition, reference or correction."""
     ahead = decision.action in (*GO_AHEAD, "select")
     own = set(decision.targets) | ({grammar.gate_option} if grammar.gate_option is not None else set())
     if grammar.kind in ("plan", "triage"):
         own |= set(grammar.options) - set(grammar.open)  # "tbo was a long shot": a no-go option is not chosen
-    if decision.action == "stop":
-        own |= set(grammar.options)  # a stop is about every option: "abort, tbo was the whole point"
+    if decision.action in ("stop", "ask"):
+        own |= set(grammar.options)  # a stop or an ask is about every option: "abort, tbo was the whole point"
     for remark in remarks:
         plain = _MEASURE.sub(" ", remark)
         mentioned = grammar.mentions(plain)
@@ -448,10 +479,12 @@ def _check_remarks(text: str, remarks: list[str], decision: Decision, grammar: G
         if mentioned - own:
             named = ", ".join(f"#{n}" for n in sorted(mentioned - own))
             raise DecisionError(f"{text!r} mentions {named} beside the decision; name each option you decide on")
+        offered = grammar.kind == "continue_or_ask" and mentioned == {grammar.gate_option}  # "3 sounds good, go"
         if (
             mentioned & set(grammar.open)
             and ahead
             and not decision.targets
+            and not offered
             and grammar.kind in ("command", *OPTION_GATES)
         ):
             # "yes, for 1 and 2", "run them, rm too": a go-ahead for all that names some is a guess either way
@@ -466,7 +499,9 @@ def _check_remarks(text: str, remarks: list[str], decision: Decision, grammar: G
             # at a continue-or-ask gate "it" may be the option that finished or the one offered next
             raise DecisionError(f"{text!r}: which option is {remark!r} about? name it by number")
         if ahead:
-            calm = _CALM | grammar.words_of(sorted(own))
+            calm = _CALM | grammar.words_of(sorted(own)) | (_NAMING if mentioned else set())
+            if grammar.kind == "goal":
+                calm |= {"noise"}  # "take it, 19.8 vs 20 is noise": beside a keep elsewhere it could argue against
             words = [re.sub(r"'s$", "", w.rstrip(".!'")) for w in plain.split()]  # "gain's good"
             odd = [w for w in words if w not in calm and not re.fullmatch(r"[+-]?\d+", w)]
             if odd or re.search(r"[^a-z0-9\s.'%+]", plain.rstrip(".! ")):
@@ -477,6 +512,7 @@ def _check_remarks(text: str, remarks: list[str], decision: Decision, grammar: G
                 )
 
 
+_NAMING = frozenset({"one", "option", "change", "thing", "stuff"})  # "the moe one": how a title is said
 _DEFERRING = re.compile(r"\b(?:revisit|come back|at the end|later|afterwards)\b")
 _COA_REFERENCE = re.compile(
     r"\b(?:it|that one|this one|that change|this change|(?:the )?(?:last|previous|next) (?:one|option))\b"
@@ -603,6 +639,9 @@ def _without(decision: Decision, clause: Clause, grammar: Grammar) -> Decision:
         return decision  # "I wouldn't keep that, roll back": the same thing said twice
     if not removed:
         raise DecisionError(f"{clause.text!r} denies the option this gate is about; say skip or keep")
+    if decision.action not in ("skip", "defer", "select", *GO_AHEAD):
+        # "retry without 2", "stop, not 3": there is nothing of those to leave out
+        raise DecisionError(f"{clause.text!r}: {decision.action} takes no options to leave out; say one decision")
     overlap = [t for t in removed if t in decision.targets]
     if overlap:
         raise DecisionError(f"{clause.text!r} removes #{overlap[0]}, which the decision names; say which you mean")

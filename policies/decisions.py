@@ -139,7 +139,7 @@ for _kind, _facts in FACTS.items():
                 _ENUM_WORDS.setdefault(f"{phrase} risk", f'risk == "{_value}"')
 
 _BOOL_PHRASES: list[tuple[str, str]] = [
-    (r"(?:you|we) (?:have|'ve got|got|still have) (?:a |another )?next steps?", "has_next_step"),
+    (r"(?:you|we)(?: have| ?'ve got| got| still have| ?'ve) (?:a |another |still )?next steps?", "has_next_step"),
     (r"there(?: is|'s| are) (?:a |another )?(?:next steps?|next one|next option|more options?|options? left)"
      r"|there(?: is|'s) (?:still )?(?:something|anything) (?:left|more)(?: to try)?|(?:you|we) still have something"
      r"(?: left)? to try|(?:anything|something) (?:is )?left(?: to try)?", "has_next_step"),
@@ -156,7 +156,7 @@ _BOOL_PHRASES: list[tuple[str, str]] = [
      r"|(?:it|a rollback|the rollback|the revert) (?:didn't|did not|doesn't|does not) verify",
      "!verified"),
     (r"(?:it is |it's )?verified", "verified"),
-    (r"(?:the )?health(?: checks?)? (?:pass(?:es|ed)?|(?:is |are )?(?:ok|fine|good))"
+    (r"(?:the )?health(?: checks?)? (?:pass(?:es|ed)?|(?:is |are )?(?:ok|fine|good|green|passing))"
      r"|(?:the )?hosts? (?:is|are|look|looks|seem|seems) (?:healthy|fine|ok|good)"
      r"|(?:it's |it is )?healthy", "health_ok"),
     (r"(?:the )?health(?: check)? (?:fails|failed)", "!health_ok"),
@@ -177,6 +177,7 @@ _CMPS = [
     (r"is at most|at most|<=", "<="),
     (
         r"is (?:over|above|more than|greater than|higher than)|(?:goes|rises|gets|stays) (?:above|over)|over|above"
+        r"|beats|exceeds|tops|clears"
         r"|more than|greater than|>",
         ">",
     ),
@@ -216,8 +217,9 @@ def _symbols(text: str) -> str:
         else:
             out.append(ch)
     said = "".join(out)
-    if not said.replace("nomark", "").strip(" ,\x00"):
-        return "no" if "nomark" in said else ("yes" if "\x00" in said else "")
+    words = said.replace("nomark", "").strip(" ,\x00")
+    if not words or ("nomark" in said and re.fullmatch(r"(?:no|nope|nah|reject)[\s,.!]*", words)):
+        return "no" if "nomark" in said else ("yes" if "\x00" in said else "")  # "nope ❌" is one no
     return said.replace("\x00", " ")
 
 
@@ -259,7 +261,8 @@ def _pred(text: str) -> str:
         r"^(?:it )?gains (?=(?:under|over|less|more|at|below|above))", "gain ", text
     )  # "if #3 gains under 2%"
     text = re.sub(
-        r"^(?:it|that|they|this)(?:'s| is| are|'re)?(?: really| actually| still)?"
+        r"^(?:it|that|they|this|something|anything|an option|any option|one|whatever)(?:'s| is| are|'re)?"
+        r"(?: really| actually| still)?"
         r"(?: (?:turns?|turned) out| (?:ends?|ended) up| comes? (?:out|back)| proves?| gets?| got| is found)?"
         r"(?: to be| as| being)?\s+",
         "",
@@ -380,6 +383,9 @@ def _clause(
             continue
         result = _named_by_title(read, titles)
         break
+    if said_again and result.targets and result.targets != [gate_option]:
+        # "approve, yes 3 too": all of them and then #3, or only #3? either is a guess
+        raise DecisionError(f"{said_again[0][0].text!r}: all of them, or only what follows names? say which")
     for read, other in reversed(said_again):
         # "looks good to me, approve it": the explicit word wins when it is the same decision, unconditional.
         if result.action != other or result.condition is not None:
@@ -533,10 +539,15 @@ def _all_but(text: str, commands: Sequence[str]) -> str:
 
 
 def _named_command(text: str, commands: Sequence[str]) -> str:
-    """ "run the py-spy one", "only approve nvidia-smi": the one listed command named by its words."""
+    """ "run the py-spy one", "only approve nvidia-smi", "nvidia-smi and py-spy are fine": the listed commands named
+    by their first words (whole words: "rm -rf /" is not `rm -rf /tmp/x`)."""
     m = re.fullmatch(
-        r"(?:(?:ok|okay|fine|good|safe) to run |(?:only |just )?(?:run|approve) )(?:only |just )?(?:the )?(.+?)"
-        r"(?: one| command)?",
+        r"(?:(?:ok|okay|fine|good|safe) to run |(?:ok|okay|yes|sure|fine),? (?:run )?|(?:only |just )?(?:run|approve) )"
+        r"(?:only |just )?(?:the )?(.+?)(?: one| command)?",
+        text,
+    ) or re.fullmatch(  # "nvidia-smi and py-spy are fine"
+        r"(?:the )?(.+?)(?: ones?| commands?)?(?: (?:is|are|looks?|seems?))? (?:ok|okay|fine|good|safe|yes|approved)"
+        r"(?: to run)?",
         text,
     )
     if m is None or re.fullmatch(r"[#\d\s,and&]+|all|everything|them|them all|it|these|those", m.group(1)):
@@ -545,11 +556,25 @@ def _named_command(text: str, commands: Sequence[str]) -> str:
     for named in re.split(r"\s*(?:,|\band\b|&)\s*", m.group(1)):  # "nvidia-smi and py-spy"
         named = named.strip(" `'\"")
         # The whole command, or its program's name: never a prefix ("run rm -rf /" is not `rm -rf /tmp/x`).
-        hits = [i for i, c in enumerate(commands, 1) if named in (c.lower(), c.lower().split()[0])]
+        said = named.split()
+        if len(said) > 1 and any(w.startswith("-") or "/" in w for w in said):
+            return text  # "rm -rf": which paths? only the program's name, or the whole command, names one
+        words = [c.lower().split() for c in commands]
+        hits = [i for i, w in enumerate(words, 1) if said == w or said == w[: len(said)]]
         if len(hits) != 1:
             return text
         picked.append(hits[0])
-    return "approve " + " and ".join(map(str, dict.fromkeys(picked)))
+    return "approve " + " and ".join(map(str, sorted(set(picked))))
+
+
+_COMMAND_NOISE = {"tmp", "var", "usr", "bin", "etc", "dev", "opt", "the", "and"}  # path parts that name nothing
+
+
+def _command_words(command: str) -> set[str]:
+    """The words that name a listed command: its program, and any word of what it acts on ("the cache" is
+    `rm -rf /tmp/sglang-cache`'s)."""
+    lowered = command.lower()
+    return {lowered.split()[0]} | {w for w in re.findall(r"[a-z]{3,}", lowered) if w not in _COMMAND_NOISE}
 
 
 _STANDING_LEADS = ("always", "from now on", "going forward")
@@ -625,7 +650,7 @@ class _AtGate:
         om = re.search(
             r"(?:,\s*|\s)(?:or|otherwise|else|,)\s+(?=(?:stop|ask|skip|continue|roll|defer|wait|pause))", said
         )
-        if om and re.search(r"\b(if|unless|when)\b", said[: om.start()]):
+        if om and re.search(r"\b(if|unless|when|as long as|provided|while|in case)\b", said[: om.start()]):
             otherwise_text = said[om.end() :].strip()
             said = said[: om.start()].strip(" ,")
         decision = _clause(said, self.gate_option, self.options, self.titles)
@@ -790,8 +815,8 @@ class _AtGate:
         found = {int(n) for n in re.findall(r"(?<![\w.-])#?(\d+)(?![\w.%-])", text) if int(n) in self.options}
         words = re.findall(r"[a-z][a-z0-9-]+", text)
         if self.commands:
-            programs = {c.lower().split()[0]: i for i, c in enumerate(self.commands, 1)}
-            found |= {programs[w] for w in words if w in programs}
+            named = {i: _command_words(c) for i, c in enumerate(self.commands, 1)}
+            found |= {i for w in words for i, ws in named.items() if w in ws or w.rstrip("s") in ws}
             return found
         title_words = {k: set(re.findall(r"[a-z][a-z0-9]{2,}", t.lower())) for k, t in self.titles.items()}
         for w in (w for w in words if len(w) >= 3):
@@ -808,7 +833,8 @@ class _AtGate:
     def words_of(self, options: Sequence[int]) -> set[str]:
         named = [self.commands[o - 1] for o in options if 0 < o <= len(self.commands)] if self.commands else []
         named += [self.titles[o] for o in options if o in self.titles and not self.commands]
-        return {w for phrase in named for w in re.findall(r"[a-z0-9][a-z0-9-]*", phrase.lower())}
+        words = {w for phrase in named for w in re.findall(r"[a-z0-9][a-z0-9-]*", phrase.lower())}
+        return words.union(*(_command_words(c) for c in named if self.commands))
 
 
 def _read(text: str, grammar: _AtGate) -> Decision:

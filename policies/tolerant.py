@@ -56,13 +56,53 @@ FILLER_LEADS = (
     "fair enough", "got it", "understood", "roger", "hey", "um", "uh", "welp", "kk", "no way", "yup", "yep",
 )  # fmt: skip
 FILLER_TAILS = (
-    "please", "thanks", "thank you", "thx", "ty", "here", "then", "instead", "i think", "i guess",
+    "please", "thanks", "thank you", "thx", "ty", "here", "then", "instead", "i think", "i guess", "though", "tho",
     "anyway", "anyways", "as well", "then please", "pls", "plz", "tbh", "imo", "thx!", "ty", "cheers",
     "for now thanks", "right away", "asap", "by me",
 )  # fmt: skip
 # (pattern, replacement, kinds it applies at or None for every gate). Applied in order, whole words.
 # Each one is a phrasing outside the core grammar: a reading that used one is noted and confirmed.
 SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
+    # A gate acts on every host its option runs on: "on both hosts" says no more than the decision does.
+    (r"(?<=\S )on (?:both|all(?: the| \d+| two| three)?|the two|every|each) (?:hosts|gpus|machines|boxes|nodes|servers)"
+     r"|(?<=\S )everywhere$", "", ("safety",)),
+    (r"^keeping\b", "keep", ("safety",)),
+    (r"(?:re-?revert|(?:try |redo |repeat )?(?:the )?(?:revert|roll ?back|rollback)(?: it)? (?:again|once more"
+     r"|one more time|another time))"
+     r"(?:,? (?:and|then|&) (?:check|verify|re-?check|re-?verify)(?: it| again)?)?", "retry", ("rollback",)),
+    (r"accept (?:the |its |their )?(?:current |present )?state(?: as (?:it is|is|it stands))?"
+     r"|(?:leave|keep) (?:the hosts|it|them|things|everything) (?:the way (?:they are|it is)|as (?:they are|it is))",
+     "approve", ("rollback",)),
+    (r"(?:try|run|redo|repeat|do|rerun|re-run)(?: the| another| a)? (?:benchmark|bench|comparison|measurement|a/?b"
+     r"(?: test)?|round of (?:measurements|benchmarks|runs))(?: again| once more| one more time)?", "retry",
+     ("safety", "goal")),
+    (r"(?:another |do |run )?(\d+) (?:more )?(?:runs|pairs)(?: first)?,? before (?:i|we) (?:decide|call it)$"
+     r"|^another (\d+) (?:runs|pairs)$",
+     r"retry with \1\2 runs", ("safety", "goal")),
+    (r"^(?:on|onward|onwards) to(?= #?\d| the (?!next\b|other\b|rest\b)| tbo| moe| occupancy| kernel)", "go with",
+     ("plan", "triage", "continue_or_ask")),
+    (r"^(?:on|onward|onwards) to the next(?: one)?$", "continue", ("plan", "triage", "continue_or_ask")),
+    (r"(?:go ahead with|do|run|try|test) (?:all|all of them|everything|them all)(?: (?:3|three))?$"
+     r"|^(?:all|all of them) (?:3|three)$", "approve", ("plan",)),
+    (r"leave ([^,]+?) out(?= and |$)", r"skip \1", ("plan", "triage", "continue_or_ask")),
+    # "run tbo and the scheduler": at a gate that picks options, running them is going with them
+    (r"^run(?= (?!(?:it|them|all|everything|the plan|the rest|again|the (?:benchmark|bench|comparison|stress)\w*)\b"
+     r"|\d+ (?:more|times|runs|pairs)\b))", "go with", ("plan", "triage", "continue_or_ask")),
+    (r"(?:and (?:then )?|then )(?:carry on|continue|go on|proceed|move on) with the (?:rest|others)$",
+     " then the rest", ("plan", "triage", "continue_or_ask")),
+    (r"before (?:anything|everything) else$", "first", ("plan", "triage", "continue_or_ask")),
+    (r"(?:defer|park|postpone|push|move|put|save|leave|schedule) ([^,]+?) (?:goes |comes )?"
+     r"(?:till|until|to|for|at) (?:the )?(?:end|last|very end|back of the (?:queue|line|list))$", r"defer \1",
+     ("plan", "triage", "continue_or_ask")),
+    (r"^(?!(?:go|do|try)\b)([^,]+?) (?:goes|comes|can go|can come|should go) last$", r"defer \1",
+     ("plan", "triage", "continue_or_ask")),
+    (r"^(?:end it|end (?:it |things )?here|end the (?:run|campaign|session)|wrap (?:it |this |things )?up"
+     r"|call it(?: a day| here| quits)?)\b", "stop", None),
+    (r"(?:and )?(?:give|send|show|write up|hand) me (?:what you (?:have|'ve got|got)|the (?:results|summary|numbers"
+     r"|report|writeup|write-up)|a (?:summary|report|writeup|write-up))$", "", None),
+    (r"^let me\b.*|^i'll (?:decide|make the call|get back to you)\b.*", "ask", None),
+    (r"ask me (?:again )?(?:later|tomorrow|after\b.*)$", "ask", None),
+    (r"^(?:yes )?to (?:all|everything|all (?:3|three)|all of them)$", "approve", ("command",)),
     (r"(?:try|retry|redo|re-?run|repeat|do) (?:the )?(?:revert(?:ing)?|roll ?back|rollback)(?: again| one more time"
      r"| once more)?(?:,? (?:and|then) (?:check|verify)(?: it)?)?|try reverting(?: again| one more time| once more)?"
      r"|one more (?:go|try|time)(?: at (?:the )?(?:rollback|revert))?|^again\b|^once more$", "retry", ("rollback",)),
@@ -72,11 +112,11 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
      r"|they are)| like (?:that|this|it is))", "approve", ("rollback",)),
     (r"(?:stop|finish(?: up)?|wrap(?: it)? up|end it|end the run|abort|call it)(?:,| and| then| with)?(?: (?:send|give"
      r"|write|show|write up)(?: me)?)? (?:the report|summari[sz]e|sum up)", "stop", None),
-    (r"(?:put|leave|move|push|save|keep|hold)(?! off\b) (.+?) (?:at the end|for last|for later|till the end"
-     r"|to the end|off|for the end|until later|at the back|to the back|to the bottom)(?: of the (?:queue|list|line))?"
+    (r"(?:put|leave|move|push|save|keep|hold)(?! off\b) ([^,]+?) (?:at the end|for last|for later|till the end"
+     r"|to the end|for the end|until later|at the back|to the back|to the bottom)(?: of the (?:queue|list|line))?"
      r"(?: and revisit(?: it)?)?", r"defer \1",
      ("plan", "triage", "continue_or_ask")),
-    (r"(?:put|push) (.+?) off", r"defer \1", ("plan", "triage", "continue_or_ask")),
+    (r"(?:put|push) ([^,]+?) off", r"defer \1", ("plan", "triage", "continue_or_ask")),
     (r"come back to (?:it|this|that) (?:at the end|later)", "defer", ("safety", "plan", "triage", "continue_or_ask")),
     (r"(?:go ahead|go on|move on|carry on|proceed)(?: with| to)? (?:the )?(?:remaining|other) (?:two|ones|options)",
      "continue", ("triage", "continue_or_ask")),
@@ -131,7 +171,8 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
     (r"^all (?:3|three|of them)$", "approve", ("command",)),
     (r"^(?:none|none of them|neither)$", "reject", ("command",)),
     (r"^as is$", "approve", ("rollback",)),
-    (r"(?:roll|back) (?:it|this|that|them|this one|that one|this change|that change) (?:back|out)", "roll back", None),
+    (r"(?:roll|back) (?:it|this|that|them|this one|that one|this change|that change|#?\d+) (?:back|out)", "roll back",
+     None),
     (r"back (?:it |this |that )?out", "roll back", None),
     (r"take (?:it|this|that) (?:back|out|off)", "roll back", None),
     (r"turn (?:it|this|that) off", "roll back", ("safety",)),
@@ -148,7 +189,8 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
     (r"(#?\d+) next", r"go with \1", None),
     (r"go for it|do it|go on|let's go|lets go|make it so|send it", "continue", None),
     (r"(?:go|going) for|start with|begin with", "go with", None),
-    (r"^go$|(?:on )?to the next(?: one)?|next one|the next one", "continue", None),
+    (r"^go$|(?:on )?to the next(?: one)?|next one|the next one", "continue",
+     ("plan", "triage", "safety", "continue_or_ask", "rollback", "budget", "goal")),
     (r"^(?:yep|yup|yeah|sure|yes please|yes sir|k|kk|ya|yea|y|fine|fine by me|alright)$", "yes", None),
     (r"^(?!(?:go|do|try|skip|drop|defer|park|stop|continue|keep|run|approve|select|pick|take|the next)\b)(.+?) next$",
      r"go with \1", ("plan", "triage", "continue_or_ask")),
@@ -183,7 +225,8 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
     (r"(?<!with )(?<!do )(?<!try )(?<!pick )(?<!run )(#?\d+)(?: up)? first$", r"go with \1",
      ("plan", "triage", "continue_or_ask")),
     (r"(?:worth )?trying (#?\d+)", r"go with \1", ("plan", "triage", "continue_or_ask")),
-    (r"^(.+?) last$", r"defer \1", ("plan", "triage", "continue_or_ask")),
+    (r"^(?:(?:do|run|try|put|schedule|leave|save|keep) )?([^,]+?) last$", r"defer \1",
+     ("plan", "triage", "continue_or_ask")),
     (r"(?:till|until) the end$", "", ("plan", "triage", "continue_or_ask")),
     (r"(?:anything|whatever|everything|any option|options?|ones?|stuff|changes?)(?: that)?(?: is| are| comes? back"
      r"| turns? out| looks?)? (unsafe|inconclusive|regressed)(?: stuff| ones| options| changes)?"

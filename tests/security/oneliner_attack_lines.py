@@ -1387,6 +1387,223 @@ add(
     "skip",
 )
 
+# ---------------------------------------------------------------- V: the sixth round (issue 35). An open vocabulary of
+# "statements" beside a go-ahead was tried and attacked: 161 of 996 probes read as a go-ahead the person did not mean
+# (take-backs said as facts, hand-offs, the rm named by what it deletes, hosts, ordinals, rewrites that crossed a
+# comma). The statement rule was dropped; each line must stay refused or be read right.
+V = "V sixth-round attack: statements beside a go-ahead, rewrites across clauses"
+add(
+    V,
+    "safety",
+    [
+        "keep it, I take it back",
+        "keep it, i take back what i said",
+        "keep it, that was a test",
+        "keep it, it's a prank",
+        "keep it, this is a drill",
+        "keep it, the answer is the opposite",
+        "keep it, my answer is the opposite",
+        "keep it, i'd do the opposite",
+        "keep it, i'd choose differently",
+        "keep it, that was for a different gate",
+        "keep it, that was for my colleague",
+        "keep it, i'm talking to bob",
+        "keep it, the cat typed that",
+        "keep it, that's what he typed",
+        "keep it, that's a quote",
+        "keep it, my vote is a pass",
+        "keep it, that's a pass from me",
+        "keep it, it's fine said nobody",
+        "keep it, it's safe in my dreams",
+        "keep it, it's safe in theory",
+        "keep it, i object",
+        "keep it, i'm against it",
+        "keep it, i'm opposed",
+        "keep it, i'll roll it back myself",
+        "keep it, we're rolling it back on friday",
+        "keep it, the plan is to roll it back",
+        "keep it, the plan is to turn it off",
+        "keep it, i'm turning it off",
+        "keep it, i disabled it",
+        "keep it, it's disabled",
+        "keep it, the flag is off",
+        "keep it, i'll take it out on gpu-2",
+        "keep it, it goes back at 6",
+        "keep it, it's back out by friday",
+        "keep it, it's due back friday",
+        "keep it, it's going away",
+        "keep it, gpu-2 is out",
+        "keep it, gpu-2 is skipped",
+        "keep it, it's skipped on gpu-2",
+        "keep it, gpu-2 is reserved",
+        "keep it, gpu-2 is untouched",
+        "keep it, gpu-2 is on the old config",
+        "keep it, gpu-2 is the control",
+        "keep it, it is for gpu-1",
+        "keep it, it's just for gpu-1",
+        "keep it, it's exclusively for gpu-1",
+        "keep it, that applies to gpu-1",
+        "keep it, the scope is gpu-1",
+        "keep it, it's on one host",
+        "keep it, it's on most hosts",
+        "keep it, i'm taking it off gpu-2",
+        "keep it, it's disabled on gpu-2",
+        "keep it, the flag is off on gpu-2",
+        "keep it, it's temporary",
+        "keep it, it's till friday",
+        "keep it, it's for today",
+        "keep it, it's a trial",
+        "keep it, it's fine as long as it's stable",
+        "keep it, it's fine so long as it's stable",
+        "keep it, it hangs",
+        "keep it, gpu-2 is wedged",
+        "keep it, it wedged gpu-2",
+        "keep it, it crashed gpu-2",
+        "keep it, it leaks memory",
+        "keep it, it is a regression",
+        "keep it, it's slower",
+        "keep it, the gain is noise",
+        "keep it, the numbers are made up",
+        "keep it, the gain is hypothetical",
+        "keep it, the campaign is over",
+        "keep it, the decision is mine",
+        "keep it, the call is yours",
+        "keep it, the boss decides",
+        "keep it, the team will decide",
+        "keep it, we'll see",
+        "keep it, i'll take it from here",
+        "keep it, i'm taking over",
+        "keep it, the jury is out",
+        "retry without 3",
+    ],
+)
+add(
+    V,
+    "command",
+    [
+        "approve, i take it back",
+        "approve, it's a test",
+        "approve, it's a drill",
+        "approve, the cleanup is mine",
+        "approve, the cleanup is manual",
+        "approve, i'll do the cleanup myself",
+        "approve, I'll delete it myself",
+        "approve, the third is mine",
+        "approve, the third is manual",
+        "approve, the third command is mine",
+        "approve, the final command is manual",
+        "approve, i'll take the third",
+        "approve, the third is skipped",
+        "approve, the third is a test",
+        "approve, the cleanup was a test",
+        "approve, my results are in the cache",
+        "approve, the cache is precious",
+        "approve, the cache is in use",
+        "approve, the cache holds my thesis",
+        "approve, the purge is mine",
+        "approve, the removal is manual",
+        "approve, 4812 is the database",
+        "approve, 4812 is a training job",
+        "the cleanup is manual, approve",
+        "run them all, the cleanup is mine",
+        "on to the next one",
+        "the next one",
+        "only the next one",
+        "just the next one",
+        "approve the next one",
+        "approve, yes 3 too",
+    ],
+)
+add(
+    V,
+    "continue_or_ask",
+    [
+        "continue, i take that back",
+        "continue, my message was a test",
+        "continue, the run is over",
+        "continue, we are done here",
+        "continue, the cluster is gone",
+        "continue, the budget is gone",
+        "continue, the final option is skipped",
+        "run it to the end",
+    ],
+)
+add(
+    V,
+    "budget",
+    [
+        "continue, i take it back",
+        "continue, the budget is spent",
+        "continue, we're out of money",
+        "continue, the account is frozen",
+    ],
+)
+add(
+    V,
+    "plan",
+    [
+        "go with 3, my reply was a prank",
+        "approve, the third is out of scope",
+        "approve, the third is skipped",
+        "approve, the final option is skipped",
+        "approve, the middle option is out of scope",
+        "approve, scheduling is out of scope",
+        "approve, overlapping is out of scope",
+        "approve, the experts are out of scope",
+        "approve, the third is a separate ticket",
+        "do all 3, the third is a separate ticket",
+        "2, 3 goes last",
+        "keep 2, 3 for later",
+        "keep 2, 3 off",
+        "run 3 to the end",
+        "run everything to the end",
+        "leave the scheduler off",
+    ],
+)
+add(
+    V,
+    "triage",
+    [
+        "continue, my answer is hypothetical",
+        "continue, the final option is out of scope",
+        "on to 2, the final option is out of scope",
+        "continue, i'll do the third by hand",
+        "hold 2, 3 for later",
+        "run 2 and 3 to the end",
+    ],
+)
+add(
+    V,
+    "rollback",
+    [
+        "accept the current state, i'll roll it back myself",
+        "accept the current state, it's till friday",
+        "approve, the flag is still on",
+        "approve, the health check is red",
+        "accept the current state, the flag is still on",
+        "revert again, the third is the culprit",
+        "revert 1 again",
+        "revert #3 again",
+        "roll back 3 again",
+        "rollback 1 once more",
+    ],
+)
+add(
+    V,
+    "goal",
+    [
+        "continue, the result is bogus",
+        "continue, the measurement is invalid",
+        "take it, the hosts were shared",
+        "retry without 2",
+    ],
+)
+add(
+    V, "rollback", "approve, the scheduler is still on", "approve"
+)  # read right: accepting the state as it is is what the remark describes
+add(V, "triage", "2, 3 goes last", "defer 3")  # read right: #2 then #3 last is the order the gate goes in
+add(V, "plan", "try 2 until the end", "select 2")  # read right: "until the end" says nothing more than the select
+
 GO = {"approve", "continue", "select", "retry"}
 
 # Tried lines that read right today (refusal would be fine too).
@@ -1443,6 +1660,23 @@ WANT_OVERRIDE = {
     ("triage", "skip 2 for now, not forever"): "skip 2 scope=for_now",
     ("safety", "keep it going"): "approve",  # keeping it running at a safety gate is keeping it
     ("command", "approve nvidia-smi, not rm"): "approve 1",  # what is named runs; the gate asks again about the rest
+    # read right since the review (issue 35, sixth round): beside a command gate's approval a command named and then
+    # refused ("rm no", "3 nope") or skipped ("skip rm") is left out, and the reading is confirmed
+    **{
+        ("command", t): "approve 1,2"
+        for t in (
+            "approve 1 and 2, skip 3",
+            "approve, rm not",
+            "approve, rm no",
+            "approve, hold off on rm",
+            "approve, but rm no",
+            "approve, rm nope",
+            "approve, skip rm",
+            "approve, drop rm",
+            "1 ok, 2 ok, 3 nope",
+            "yes, 3 no",
+        )
+    },
 }
 # Suggestions on tried lines that are what the person meant (or a subset of the commands they meant).
 SUGGEST_OK = {

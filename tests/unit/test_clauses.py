@@ -189,3 +189,101 @@ def test_a_line_that_denies_its_own_decision_never_takes_it(
             f"{line!r} at {kind}: {got} although it says {denial!r}"
         )
         assert same(want, got, kind), f"{line!r} at {kind}: {got} (meant {want})"
+
+
+# ---------------------------------------------------------------- statements beside a go-ahead (sixth round)
+
+# A remark beside a go-ahead that leaves the calm vocabulary is refused, however factual it sounds: an open vocabulary
+# of statements was tried, and an attack turned 161 lines into go-aheads nobody meant (tests/security, group V), with
+# take-backs and hand-offs said as facts. Both the harmless-sounding and the hazardous ones must refuse.
+STATEMENTS = [
+    "we have the hosts till friday",
+    "I restarted the server by hand",
+    "the stress harness is known to be flaky",
+    "I'll watch the dashboards",
+    "the team signed off yesterday",
+    "I was kidding",
+    "that was a typo",
+    "I meant the other one",
+    "we should roll it back",
+    "it only matters on gpu-2",
+    "I don't trust it",
+    "the rest can wait",
+    "the plan is to revert",
+    "my bad",
+    "that's a terrible idea",
+    "the cleanup is mine",
+    "the run is over",
+    "the third is out of scope",
+    "it was a test",
+]
+GO_AHEADS = [("safety", "keep it"), ("budget", "continue"), ("goal", "accept"), ("rollback", "accept it as is"),
+             ("triage", "continue"), ("command", "approve")]  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(go=st.sampled_from(GO_AHEADS), statement=st.sampled_from(STATEMENTS), sep=st.sampled_from([", ", " — ", ". "]))
+def test_a_statement_outside_the_calm_words_beside_a_go_ahead_is_refused(
+    go: tuple[str, str], statement: str, sep: str
+) -> None:
+    kind, text = go
+    assert reading(DOCS, kind, text + sep + statement) == "refuse", f"{text + sep + statement!r} at {kind}"
+
+
+def test_a_suggestion_never_drops_a_judgement() -> None:
+    with pytest.raises(DecisionError) as refused:
+        decide(DOCS, "triage", "3 is the bigger pain")
+    assert refused.value.suggestion is None  # "is the bigger pain" is not calm: a suggestion would drop it
+
+
+# Phrasings of the sixth round, each said differently from the corpus line that showed it was missing.
+ROUND_SIX = [
+    ("safety", "roll #2 back on all hosts", "rollback"),
+    ("rollback", "leave the hosts as they are", "approve"),
+    ("rollback", "revert it one more time and verify", "retry"),
+    ("rollback", "accept the present state", "approve"),
+    ("safety", "redo the comparison", "retry"),
+    ("goal", "repeat the measurement with 24 pairs", "retry runs=24"),
+    ("safety", "8 more pairs before we decide", "retry runs=8"),
+    ("triage", "the scheduler goes last", "defer 2"),
+    ("plan", "park tbo till the end", "defer 1"),
+    ("plan", "start with 3 and then carry on with the others", "select 3"),
+    ("plan", "I'd do the scheduler before anything else", "select 2"),
+    ("plan", "run all of them", "approve"),
+    ("budget", "wrap it up and give me what you have", "stop"),
+    ("goal", "let me look at the raw numbers", "ask"),
+    ("command", "yes to everything", "approve"),
+    ("command", "1 yes, 2 yes, 3 no", "approve 1,2"),
+    ("command", "py-spy and nvidia-smi are fine, skip the rm", "approve 1,2"),
+    ("command", "no ❌", "reject"),
+    ("safety", "skip it unless the gain exceeds 10%", "skip if=gain"),
+    ("budget", "keep going as long as we've got a next step, otherwise stop", "continue if=next_step else=stop"),
+    ("triage", "every time something turns out unsafe, skip it", "skip scope=standing if=unsafe"),
+    ("continue_or_ask", "the moe one sounds good, go", "select 3"),
+    ("triage", "ask me first, I need to talk to the scheduler folks", "ask"),
+    ("plan", "approve. don't bother with tbo though", "skip 1"),
+    ("plan", "leave 3 out and carry on", "skip 3"),
+    ("triage", "run the scheduler", "select 2"),
+    ("goal", "take it, 19.8 vs 20 is noise", "continue"),
+    ("command", "approve 3 only, the cache is stale", "approve 3"),
+]
+
+
+@pytest.mark.parametrize(("kind", "text", "want"), ROUND_SIX, ids=[f"{k}:{t}" for k, t, _ in ROUND_SIX])
+def test_round_six_phrasings_are_read_as_meant(kind: str, text: str, want: str) -> None:
+    got = reading(DOCS, kind, text)
+    assert same(want, got, kind), f"{text!r} at {kind}: {got} (meant {want})"
+
+
+# What the sixth round must not reach: "approve rm -rf" names no listed command (which paths?); "not 2 either" keeps #2
+# out too; "the next one" at a command gate is not "run them all"; "2, 3 goes last" does not defer #2; a retry has
+# nothing to leave out; "approve, yes 3 too" is all of them or only #3; "the gain is noise" argues against a keep.
+@pytest.mark.parametrize(
+    ("kind", "text"),
+    [("command", "approve rm -rf"), ("plan", "skip 3, not 2 either"), ("command", "run rm -rf /"),
+     ("command", "only the next one"), ("plan", "run 3 to the end"), ("goal", "retry without 2"),
+     ("command", "approve, yes 3 too"), ("safety", "keep it, the gain is noise"), ("rollback", "revert 1 again"),
+     ("continue_or_ask", "continue, we are done here"), ("command", "approve, my results are in the cache")],
+)  # fmt: skip
+def test_what_the_sixth_round_must_not_read(kind: str, text: str) -> None:
+    assert reading(DOCS, kind, text) == "refuse"
