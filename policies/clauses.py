@@ -114,6 +114,7 @@ class Grammar(Protocol):
     options: Sequence[int]  # what numbers name here: options, or a command gate's listed commands
     open: Sequence[int]  # the options still to try (every option at a command gate)
     gate_option: int | None
+    asks_which: bool  # the gate asks which ("keep it, or skip it?"): a bare yes there says nothing
 
     def decision(self, text: str) -> Decision:
         """One clause as a whole decision (DecisionError; NotUnderstood when it holds no decision)."""
@@ -389,6 +390,8 @@ def aside(text: str, rest: str, decision: Decision, grammar: Grammar) -> bool:
 def combine(text: str, grammar: Grammar) -> Decision:
     """The one decision a line of several clauses makes (DecisionError, naming the clauses that disagree)."""
     parts = _the_rest([p for part in split(text) for p in _condition_first(part, grammar)], grammar)
+    if len(parts) > 1 and grammar.asks_which and _AGREED.fullmatch(_CONNECTOR.sub("", parts[0])):
+        parts = parts[1:]  # "sure, a bit more", "yes, keep it": at a gate that asks which, the yes only leads in
     clauses = [classify(p, grammar, first=i == 0) for i, p in enumerate(parts)]
     if any(c.kind == "take-back" for c in clauses):
         taken = next(c.text for c in clauses if c.kind == "take-back")

@@ -141,7 +141,8 @@ for _kind, _facts in FACTS.items():
 _BOOL_PHRASES: list[tuple[str, str]] = [
     (r"(?:you|we)(?: have| ?'ve got| got| still have| ?'ve) (?:a |another |still )?next steps?", "has_next_step"),
     (r"there(?: is|'s| are) (?:a |another )?(?:next steps?|next one|next option|more options?|options? left)"
-     r"|there(?: is|'s) (?:still )?(?:something|anything) (?:left|more)(?: to try)?|(?:you|we) still have something"
+     r"|there(?: is|'s) (?:still )?(?:something|anything) (?:left|more|(?:left |more )?to try)"
+     r"|(?:you|we) still have something"
      r"(?: left)? to try|(?:anything|something) (?:is )?left(?: to try)?", "has_next_step"),
     (r"(?:(?:you are|you're|we are|we're) )?(?:unsure|not sure|uncertain|in doubt)"
      r"(?: (?:how to proceed|what to do|about it|about the next step))?", "confidence < 0.7"),
@@ -545,11 +546,15 @@ def _named_command(text: str, commands: Sequence[str]) -> str:
         r"(?:(?:ok|okay|fine|good|safe) to run |(?:ok|okay|yes|sure|fine),? (?:run )?|(?:only |just )?(?:run|approve) )"
         r"(?:only |just )?(?:the )?(.+?)(?: one| command)?",
         text,
-    ) or re.fullmatch(  # "nvidia-smi and py-spy are fine"
+    )
+    trailing = m is None
+    m = m or re.fullmatch(  # "nvidia-smi and py-spy are fine"
         r"(?:the )?(.+?)(?: ones?| commands?)?(?: (?:is|are|looks?|seems?))? (?:ok|okay|fine|good|safe|yes|approved)"
         r"(?: to run)?",
         text,
     )
+    if m is not None and trailing and re.fullmatch(r"#?\d+(?:\s*(?:,|and|&)\s*#?\d+)*", m.group(1)):
+        return "approve " + " and ".join(re.findall(r"\d+", m.group(1)))  # "1 and 2 are fine"
     if m is None or re.fullmatch(r"[#\d\s,and&]+|all|everything|them|them all|it|these|those", m.group(1)):
         return text
     picked: list[int] = []
@@ -632,6 +637,10 @@ class _AtGate:
     hosts: Sequence[str]
     commands: Sequence[str]
 
+    @property
+    def asks_which(self) -> bool:
+        return self.kind in _EITHER_OR
+
     def decision(self, text: str) -> Decision:
         reading = read(text, self.kind, titles=self.titles, hosts=self.hosts)
         if not reading.text:
@@ -648,7 +657,9 @@ class _AtGate:
             said = _named_command(said, self.commands)  # "sure, run nvidia-smi and py-spy": per clause too
         otherwise_text = None
         om = re.search(
-            r"(?:,\s*|\s)(?:or|otherwise|else|,)\s+(?=(?:stop|ask|skip|continue|roll|defer|wait|pause))", said
+            r"(?:,\s*|\s)(?:or|otherwise|else|,)\s+(?=(?:stop|ask|skip|continue|roll|defer|wait|pause|wrap|end|finish"
+            r"|abort|halt))",
+            said,
         )
         if om and re.search(r"\b(if|unless|when|as long as|provided|while|in case)\b", said[: om.start()]):
             otherwise_text = said[om.end() :].strip()

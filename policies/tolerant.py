@@ -22,7 +22,8 @@ _GRAMMAR_WORDS = """
 stop ask first check with wait for pause ahead with let's pick choose take try select continue proceed
 carry keep going next move hold park postpone defer skip drop pass again retry rerun run roll back
 rollback revert undo abort halt cancel ship approve yes okay reject don't nope approve accept verify
-measure finish later decline
+measure finish later decline approved skipping skipped dropping dropped stopping parked deferred continuing
+accepted
 only when unless unsafe safe unknown improved regressed inconclusive effect risk medium high gain
 improvement speedup confidence wedges pairs least most over above more than greater under below less
 verified health fails failed have next steps step there options left unsure sure uncertain doubt proceed
@@ -63,6 +64,26 @@ FILLER_TAILS = (
 # (pattern, replacement, kinds it applies at or None for every gate). Applied in order, whole words.
 # Each one is a phrasing outside the core grammar: a reading that used one is noted and confirmed.
 SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
+    # A decision verb said as it is being done or as done ("skipping 2, too risky", "dropped tbo"): the verb. Only
+    # at the start of a clause, and never "reverted" or "rolled back", which at a rollback gate report a state.
+    (r"^(?:skipping|skipped)\b", "skip", None),
+    (r"^(?:dropping|dropped)\b", "drop", None),
+    (r"^(?:parking|parked)\b", "park", None),
+    (r"^(?:deferring|deferred)\b", "defer", None),
+    (r"^(?:postponing|postponed)\b", "postpone", None),
+    (r"^stopping\b", "stop", None),
+    (r"^(?:aborting|aborted)\b", "abort", None),
+    (r"^approving\b", "approve", None),
+    (r"^accepting\b", "accept", ("rollback", "goal")),
+    (r"^continuing\b", "continue", None),
+    (r"^proceeding\b", "proceed", None),
+    (r"^retrying\b", "retry", None),
+    (r"^reverting\b", "revert", None),
+    (r"^rolling back\b|^rolling (?=(?:it|this|that) back\b)", "roll back", None),
+    (r"^picking\b", "pick", ("plan", "triage", "continue_or_ask")),
+    (r"^(?:go[ ,!]*){2,}$", "continue", None),  # "go go go"
+    (r"^(?:go on |keep going |continue )?(?:a (?:bit|little) (?:more|longer|over(?: is fine)?)"
+     r"|(?:a )?bit over is fine)$", "continue", ("budget",)),
     # A gate acts on every host its option runs on: "on both hosts" says no more than the decision does.
     (r"(?<=\S )on (?:both|all(?: the| \d+| two| three)?|the two|every|each) (?:hosts|gpus|machines|boxes|nodes|servers)"
      r"|(?<=\S )everywhere$", "", ("safety",)),
@@ -189,7 +210,8 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
     (r"(#?\d+) next", r"go with \1", None),
     (r"go for it|do it|go on|let's go|lets go|make it so|send it", "continue", None),
     (r"(?:go|going) for|start with|begin with", "go with", None),
-    (r"^go$|(?:on )?to the next(?: one)?|next one|the next one", "continue",
+    (r"^go$", "continue", None),
+    (r"(?:on )?to the next(?: one)?|next one|the next one", "continue",
      ("plan", "triage", "safety", "continue_or_ask", "rollback", "budget", "goal")),
     (r"^(?:yep|yup|yeah|sure|yes please|yes sir|k|kk|ya|yea|y|fine|fine by me|alright)$", "yes", None),
     (r"^(?!(?:go|do|try|skip|drop|defer|park|stop|continue|keep|run|approve|select|pick|take|the next)\b)(.+?) next$",
@@ -292,6 +314,17 @@ def _max_edits(word: str) -> int:
     return 1 if len(word) <= 6 else 2
 
 
+def _inflected(word: str, base: str) -> bool:
+    """Is `word` a form of `base` ("approved" of "approve", "skipping" of "skip")? A typo as close to both is of the
+    word itself, which the grammar reads in either form."""
+    stem = base.rstrip("e")
+    return (
+        word != base
+        and word.startswith(stem)
+        and word[len(stem) :] in ("d", "ed", "ing", "s", "es", stem[-1:] + "ed", stem[-1:] + "ing")
+    )
+
+
 def correct(text: str, vocabulary: Sequence[str]) -> Reading:
     """Correct words that are one or two edits (a transposition counts as one) from exactly one word of
     the vocabulary; a word as close to two is left alone, for the grammar to refuse."""
@@ -312,6 +345,7 @@ def correct(text: str, vocabulary: Sequence[str]) -> Reading:
             return word
         best = min(d for _, d, _ in near)
         closest = {w for w, d, _ in near if d == best}
+        closest = {w for w in closest if not any(w != o and _inflected(w, o) for o in closest)}  # "approvd": approve
         if len(closest) != 1:
             return word
         (fixed,) = closest

@@ -1677,6 +1677,7 @@ WANT_OVERRIDE = {
             "yes, 3 no",
         )
     },
+    ("plan", "approve, skipping tbo"): "skip 1",  # the go-ahead, without tbo
 }
 # Suggestions on tried lines that are what the person meant (or a subset of the commands they meant).
 SUGGEST_OK = {
