@@ -114,7 +114,11 @@ class Grammar(Protocol):
     options: Sequence[int]  # what numbers name here: options, or a command gate's listed commands
     open: Sequence[int]  # the options still to try (every option at a command gate)
     gate_option: int | None
-    asks_which: bool  # the gate asks which ("keep it, or skip it?"): a bare yes there says nothing
+
+    @property
+    def asks_which(self) -> bool:
+        """Does the gate ask which ("keep it, or skip it?"), so that a bare yes there says nothing?"""
+        ...
 
     def decision(self, text: str) -> Decision:
         """One clause as a whole decision (DecisionError; NotUnderstood when it holds no decision)."""
