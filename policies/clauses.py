@@ -232,7 +232,7 @@ def classify(text: str, grammar: Grammar, first: bool) -> Clause:
     if _CONDITION.match(text):
         return _condition(text, grammar)
     negation = _NEGATOR.match(text)
-    if negation and not first and re.match(r"no\s", text) and grammar.has_verb(text[negation.end() :]):
+    if negation and not first and re.match(r"no\s", text) and _decides(grammar, text[negation.end() :]):
         # "continue, no stop": "no, stop" taking the continue back, or "don't stop"? either is a guess
         raise DecisionError(f"{text!r} after a decision could take it back; say the one decision you mean")
     if negation:
@@ -257,6 +257,17 @@ def _as_exclusion(text: str, grammar: Grammar, first: bool) -> str:
     if grammar.kind == "command" and not first and leading and _names(grammar, leading.group(1)):
         return f"not {leading.group(1)}"
     return text
+
+
+def _decides(grammar: Grammar, text: str) -> bool:
+    """Does `text` hold a decision verb, or read as a decision in any of the gate's phrasings ("measure again")?"""
+    if grammar.has_verb(text):
+        return True
+    try:
+        grammar.decision(text)
+    except DecisionError:
+        return False
+    return True
 
 
 def _names(grammar: Grammar, text: str) -> list[int] | None:

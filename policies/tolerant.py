@@ -205,7 +205,7 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
     (r"leave (?:it|things) as is|live with it", "approve", ("rollback",)),
     (r"keep (?:it|this|that) on|leave (?:it|this|that) on", "keep", ("safety",)),
     (r"measure (?:it |this |that )?again(?: with more (?:pairs|runs))?|re-?measure|benchmark (?:it )?again"
-     r"|re-?benchmark|(?<!with )(?:run )?more (?:runs|pairs)", "retry", ("safety", "rollback", "goal")),
+     r"|re-?benchmark|(?<!with )(?:run )?more (?:runs|pairs)", "retry", ("safety", "goal")),
     (r"(?:do|try|run|test) (#?\d+) next", r"go with \1", None),
     (r"(#?\d+) next", r"go with \1", None),
     (r"go for it|do it|go on|let's go|lets go|make it so|send it", "continue", None),
@@ -235,7 +235,7 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
     (r"leave (?:it|things|everything)(?: as (?:it is|is)| like (?:this|that|it is))?|(?:it's |its )?fine as is",
      "approve", ("rollback",)),
     (r"(?:re-?)?bench(?:mark)? (?:it |this |that )?again|re-?bench", "retry", ("safety", "goal")),
-    (r"(?:run|measure|bench) (?:it |this |that )?(\d+) more times", r"retry \1 times", ("safety", "rollback", "goal")),
+    (r"(?:run|measure|bench) (?:it |this |that )?(\d+) more times", r"retry \1 times", ("safety", "goal")),
     (r"(\d+) more (?:runs|pairs|times)", r"retry with \1 runs", ("safety", "goal")),
     (r"(?:one )?more rounds? of (?:measurements?|benchmarks?|runs|pairs)|one more round", "retry", ("safety", "goal")),
     (r"keep at it|keep it up|keep on going", "continue", ("budget", "continue_or_ask", "triage", "plan")),
@@ -269,7 +269,8 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
     (r"(?:abort|cancel|halt|kill|end) the (?:campaign|run|whole thing|session)|call it(?: a day| quits)?|^enough$"
      r"|(?<!stop and )(?:give me|write|send me|show me|write up) the report|^report(?: pls| please| now)?$"
      r"|(?:summari[sz]e|sum up)$", "stop", None),
-    (r"(?:re-?run|redo|repeat) the (?:benchmark|bench|a/b|measurement)s?", "retry", ("safety", "rollback", "goal")),
+    # measuring is not the rollback gate's retry (that reverts and verifies again): there it is refused
+    (r"(?:re-?run|redo|repeat) the (?:benchmark|bench|a/b|measurement)s?", "retry", ("safety", "goal")),
     (r"revert (?:it )?and (?:check|verify|measure)(?: it)?(?: again)?", "retry", ("rollback",)),
     (r"run (?:em|'em)", "run them", ("command",)),
     (r"reject (?:them all|all of them|all|everything)", "reject", ("command",)),

@@ -124,14 +124,22 @@ def same(want: str, got: str, kind: str = "") -> bool:
 def _same_action(want: str, got: str, kind: str) -> bool:
     """The same answer at this gate: continue and approve everywhere; at a safety gate skip and roll back (both roll
     the option back, verify and move on: agent.run.answers.meaning)."""
-    return want == got or {want, got} <= GO_AHEAD or (kind == "safety" and {want, got} <= {"skip", "rollback"})
+    return (
+        want == got
+        or {want, got} <= GO_AHEAD
+        or (kind == "safety" and {want, got} <= {"skip", "rollback"})
+        or (kind == "rollback" and {want, got} <= {"rollback", "retry"})  # its retry is "revert again"
+    )
 
 
 def _plain(meaning: str, kind: str) -> str:
     """A select of what the gate does next anyway, as the go-ahead it is: "go with 3" where #3 is what a
-    continue-or-ask gate offers next, "go with 2 and 3" at a triage whose open options are #2 and #3."""
+    continue-or-ask gate offers next, "go with 2 and 3" at a triage whose open options are #2 and #3; at a command
+    gate, an approval of every listed command is the gate's approve."""
     slots = meaning.split(" ")[1:]
     action, targets = _head(meaning)
+    if kind == "command" and action == "approve" and targets == ",".join(map(str, range(1, len(COMMANDS) + 1))):
+        return " ".join(["approve", *(s for s in slots if "=" in s)])
     nxt = {"continue_or_ask": "3", "triage": "2,3", "plan": "1,2,3"}.get(kind)
     if kind == "continue_or_ask" and action == "select" and not targets:
         targets = nxt or ""  # a reading leaves out the option "it" means, which a select there is the next one

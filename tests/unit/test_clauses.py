@@ -277,13 +277,15 @@ def test_round_six_phrasings_are_read_as_meant(kind: str, text: str, want: str) 
 
 # What the sixth round must not reach: "approve rm -rf" names no listed command (which paths?); "not 2 either" keeps #2
 # out too; "the next one" at a command gate is not "run them all"; "2, 3 goes last" does not defer #2; a retry has
-# nothing to leave out; "approve, yes 3 too" is all of them or only #3; "the gain is noise" argues against a keep.
+# nothing to leave out; "approve, yes 3 too" is all of them or only #3; "the gain is noise" argues against a keep;
+# measuring is not the rollback gate's revert-again; "no measure again" after a decision may take it back.
 @pytest.mark.parametrize(
     ("kind", "text"),
     [("command", "approve rm -rf"), ("plan", "skip 3, not 2 either"), ("command", "run rm -rf /"),
      ("command", "only the next one"), ("plan", "run 3 to the end"), ("goal", "retry without 2"),
      ("command", "approve, yes 3 too"), ("safety", "keep it, the gain is noise"), ("rollback", "revert 1 again"),
-     ("continue_or_ask", "continue, we are done here"), ("command", "approve, my results are in the cache")],
+     ("continue_or_ask", "continue, we are done here"), ("command", "approve, my results are in the cache"),
+     ("rollback", "measure again"), ("goal", "accept it, no measure again")],
 )  # fmt: skip
 def test_what_the_sixth_round_must_not_read(kind: str, text: str) -> None:
     assert reading(DOCS, kind, text) == "refuse"
