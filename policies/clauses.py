@@ -78,7 +78,7 @@ _CALM = frozenset(
     worth win wins winner big bigger huge real enough close plenty clear clearly obviously definitely totally gain
     gains numbers number results result data improvement improved improves helped helps works worked working faster
     quicker stable steady speedup throughput latency perf performance vs within margin target goal health
-    healthy check checks checked host hosts logs log just harmless safe verified confirmed tested stale
+    healthy check checks checked host hosts logs log just harmless safe verified confirmed tested stale green we're
     manually hand myself reviewed read saw seen plan plan's we i i'm i've you me us our my your need want have has
     had got get think agree agreed makes make sense probably guess hope believe feel to for of on in at by with and
     so really pretty very quite too also still well now here there time bit little more ready happy sure yes
@@ -211,6 +211,8 @@ def classify(text: str, grammar: Grammar, first: bool) -> Clause:
     if not first and (_AGREED.fullmatch(text) or (rest and _remark(rest, grammar) and not grammar.mentions(rest))):
         return Clause(text, "remark")  # "accept, fine by me", "keeping it, yes I saw the wedge": it agrees
     text = _as_exclusion(text, grammar, first)
+    if not first and re.fullmatch(r"wrong [a-z][\w-]*(?: [\w-]+){0,4}", text) and not grammar.mentions(text):
+        return Clause(text, "remark")  # "abort, wrong cluster": a reason only a stop may give (_check_remarks)
     count = re.fullmatch(r"(?:with |another |(?:do |run )?)?(\d+)(?: more)? (?:pairs|runs|samples|times|rounds)", text)
     bare = re.fullmatch(r"#?(\d+)", text)
     if bare and int(bare.group(1)) not in grammar.options:
@@ -490,6 +492,9 @@ def _check_remarks(text: str, remarks: list[str], decision: Decision, grammar: G
         own |= set(grammar.options)  # a stop or an ask is about every option: "abort, tbo was the whole point"
     for remark in remarks:
         plain = _MEASURE.sub(" ", remark)
+        if remark.startswith("wrong ") and decision.action != "stop":
+            # "skip it, wrong option": the reason, or a take-back of what was typed? only beside a stop is it harmless
+            raise DecisionError(f"{text!r}: {remark!r} could take the decision back; say the one decision you mean")
         mentioned = grammar.mentions(plain)
         if _PREFERENCE.search(remark) and mentioned:
             # "#3 is better on paper, stop here": a preference between options is a decision of its own.

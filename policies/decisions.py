@@ -80,6 +80,7 @@ _VERB_RE: list[tuple[re.Pattern[str], Action]] = [
 _HEDGES = (
     "sounds like",
     "i think",
+    "think",
     "i guess",
     "maybe",
     "probably",
@@ -289,8 +290,13 @@ def _pred(text: str) -> str:
 
 
 def _condition(text: str) -> str:
-    negate = False
     text = re.sub(r"^(?:as long as|provided(?: that)?|in case|while|every time|whenever|each time)\b", "if", text)
+    # "gain is 5% or more": one comparison, not two predicates joined by "or"
+    text = re.sub(
+        r"(?:is )?(-?\d+(?:\.\d+)?\s*%?) or (?:(more|higher|above|better|over)|less|lower|below|under)$",
+        lambda n: f"is at {'least' if n.group(2) else 'most'} {n.group(1)}",
+        text,
+    )
     m = re.match(r"^(only if|if|when|unless)\s+(.*)$", text)
     if not m:
         raise NotUnderstood(f"didn't understand {text!r}")
@@ -334,7 +340,11 @@ def _verb_in(words: str) -> Action | None:
         if i and words[i - 1].isalnum():
             continue
         for pattern, verb in _VERB_RE:
-            if pattern.match(words[i:]) and verb not in ("select",) and not words[i:].startswith(("y ", "do ")):
+            if (
+                pattern.match(words[i:])
+                and verb not in ("select",)
+                and not words[i:].startswith(("y ", "do ", "next one", "next option"))  # "skip the next one"
+            ):
                 return verb
     return None
 
@@ -539,7 +549,7 @@ def _all_but(text: str, commands: Sequence[str]) -> str:
     return text[: m.start()] + " and ".join(str(i) for i in keep)
 
 
-def _named_command(text: str, commands: Sequence[str]) -> str:
+def _named_command(text: str, commands: Sequence[str], notes: list[str] | None = None) -> str:
     """ "run the py-spy one", "only approve nvidia-smi", "nvidia-smi and py-spy are fine": the listed commands named
     by their first words (whole words: "rm -rf /" is not `rm -rf /tmp/x`)."""
     m = re.fullmatch(
@@ -566,6 +576,12 @@ def _named_command(text: str, commands: Sequence[str]) -> str:
             return text  # "rm -rf": which paths? only the program's name, or the whole command, names one
         words = [c.lower().split() for c in commands]
         hits = [i for i, w in enumerate(words, 1) if said == w or said == w[: len(said)]]
+        if not hits and len(said) == 1:  # "the dump one": a word only one command's arguments have
+            hits = [i for i, c in enumerate(commands, 1) if said[0] in _command_words(c)]
+            if len(hits) == 1 and notes is not None:
+                notes.append(f"{named!r} → command {hits[0]} ({commands[hits[0] - 1]})")
+            elif len(hits) == 1:
+                return text  # named by a word of its arguments only where the reading is echoed and confirmed
         if len(hits) != 1:
             return text
         picked.append(hits[0])
@@ -654,7 +670,7 @@ class _AtGate:
         said = self._order(self._sets(said, reading.notes), reading.notes)
         said = re.sub(r"^(?:just|only)\s+", "", said)  # "just roll it back" (a set was read above: "just 3")
         if self.commands:
-            said = _named_command(said, self.commands)  # "sure, run nvidia-smi and py-spy": per clause too
+            said = _named_command(said, self.commands, reading.notes)  # "sure, run nvidia-smi and py-spy": per clause
         otherwise_text = None
         om = re.search(
             r"(?:,\s*|\s)(?:or|otherwise|else|,)\s+(?=(?:stop|ask|skip|continue|roll|defer|wait|pause|wrap|end|finish"
@@ -786,6 +802,8 @@ class _AtGate:
         text = re.sub(r"\s+(?:one|ones|option|options|command|change|thing|stuff)$", "", text)
         if re.fullmatch(r"it|this|that|this one|that one|the change|this change|that change", text):
             return [self.gate_option] if self.gate_option is not None else None
+        if self.kind == "continue_or_ask" and re.fullmatch(r"(?:the )?next(?: one| option)?", text):
+            return [self.gate_option] if self.gate_option is not None else None  # what the gate offers next
         ordinal = re.fullmatch(r"(?:the )?(first|last) (one|two|three|\d+)?", text + " ")
         if ordinal is not None and not self.commands:
             return None  # "the first" option of the plan, or of those still open? a guess either way
@@ -989,7 +1007,7 @@ def parse_decision(
         raise
     if decision.runs is not None and decision.action != "retry":
         raise DecisionError(f"a count of runs goes with retry, not {decision.action}")
-    programs = "|".join(re.escape(c.lower().split()[0]) for c in commands if c.strip())
+    programs = "|".join(sorted({re.escape(w) for c in commands if c.strip() for w in _command_words(c)}))
     named = re.sub(rf"\bthe (?:{programs}) one\b", "", typed) if programs else typed  # "not the rm one" names one
     if kind == "command" and decision.action == "approve" and re.search(r"\b(?:first|this|that|one|both)\b", named):
         raise DecisionError(f"which command? the commands are numbered 1-{len(commands)}: 'approve 1', 'approve'")

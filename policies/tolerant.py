@@ -43,7 +43,7 @@ back later soon tomorrow today call wrap finish ditch scrap toss turn leave live
 the and for not all now one yes try run ask off out you are was has had its but can did get got let
 see say new old any why how who our too two six ten use way may per via lol idk wtf thx pls plz nah yep
 yup hmm umm nop bad big end got put set top own few lot
-one two three four five six seven eight nine ten risky flaky noisy stale last till until
+one two three four five six seven eight nine ten risky flaky noisy stale last till until reverted rolled
 """
 
 # Words and phrases that carry no decision ("ok, continue", "nah, roll it back", "stop here").
@@ -119,11 +119,26 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
      ("plan", "triage", "continue_or_ask")),
     (r"^(?:end it|end (?:it |things )?here|end the (?:run|campaign|session)|wrap (?:it |this |things )?up"
      r"|call it(?: a day| here| quits)?)\b", "stop", None),
-    (r"(?:and )?(?:give|send|show|write up|hand) me (?:what you (?:have|'ve got|got)|the (?:results|summary|numbers"
-     r"|report|writeup|write-up)|a (?:summary|report|writeup|write-up))$", "", None),
+    (r"(?<=\S )(?:and )?(?:(?:give|send|show|write up|hand) me (?:what you (?:have|'ve got|got)|the (?:results|summary"
+     r"|numbers|report|writeup|write-up)|a (?:summary|report|writeup|write-up))|write (?:it |this |that )?up)$", "",
+     None),
     (r"^let me\b.*|^i'll (?:decide|make the call|get back to you)\b.*", "ask", None),
     (r"ask me (?:again )?(?:later|tomorrow|after\b.*)$", "ask", None),
     (r"^(?:yes )?to (?:all|everything|all (?:3|three)|all of them)$", "approve", ("command",)),
+    (r"(?<=\w )(?:the )?next (?:one|option)$", "it", ("continue_or_ask",)),  # "skip the next one": what it offers
+    (r"^(?:(?:ok|okay|fine|good|safe) )?to run (#?\d+(?:(?:,| and| &) ?#?\d+)*)$", r"approve \1", ("command",)),
+    # "anything unsafe gets rolled back": the decision said in the passive
+    (r"^((?:from now on|always|going forward|from here on),? )?(.+?) (?:gets?|should get|will get) "
+     r"(?:rolled back|reverted)$", r"\1roll back \2", None),
+    (r"^((?:from now on|always|going forward|from here on),? )?(.+?) (?:gets?|should get|will get) "
+     r"(?:skipped|dropped)$", r"\1skip \2", None),
+    (r"(?:past|over|beyond) (?:the )?budget$", "", ("budget",)),
+    # "roll it back again and check", "revert the scheduler again": the rollback gate's revert-again, of what it names
+    (r"(?:re-?revert|revert|roll ?back|rollback)( #?\d+| the [\w-]+(?: [\w-]+)?)? (?:again|once more|one more time"
+     r"|another time)(?:,? (?:and|then|&) (?:check|verify|re-?check|re-?verify)(?: it| again)?)?", r"retry\1",
+     ("rollback",)),
+    (r"roll (it|#?\d+|the [\w-]+(?: [\w-]+)?) back (?:again|once more|one more time|another time)"
+     r"(?:,? (?:and|then|&) (?:check|verify|re-?check|re-?verify)(?: it| again)?)?", r"retry \1", ("rollback",)),
     (r"(?:try|retry|redo|re-?run|repeat|do) (?:the )?(?:revert(?:ing)?|roll ?back|rollback)(?: again| one more time"
      r"| once more)?(?:,? (?:and|then) (?:check|verify)(?: it)?)?|try reverting(?: again| one more time| once more)?"
      r"|one more (?:go|try|time)(?: at (?:the )?(?:rollback|revert))?|^again\b|^once more$", "retry", ("rollback",)),
@@ -211,7 +226,7 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
     (r"go for it|do it|go on|let's go|lets go|make it so|send it", "continue", None),
     (r"(?:go|going) for|start with|begin with", "go with", None),
     (r"^go$", "continue", None),
-    (r"(?:on )?to the next(?: one)?|next one|the next one", "continue",
+    (r"^(?:(?:go |move |carry )?on )?to the next(?: one)?$|^(?:the )?next one$", "continue",
      ("plan", "triage", "safety", "continue_or_ask", "rollback", "budget", "goal")),
     (r"^(?:yep|yup|yeah|sure|yes please|yes sir|k|kk|ya|yea|y|fine|fine by me|alright)$", "yes", None),
     (r"^(?!(?:go|do|try|skip|drop|defer|park|stop|continue|keep|run|approve|select|pick|take|the next)\b)(.+?) next$",
@@ -252,7 +267,8 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
     (r"(?:till|until) the end$", "", ("plan", "triage", "continue_or_ask")),
     (r"(?:anything|whatever|everything|any option|options?|ones?|stuff|changes?)(?: that)?(?: is| are| comes? back"
      r"| turns? out| looks?)? (unsafe|inconclusive|regressed)(?: stuff| ones| options| changes)?"
-     r"|(?:an? )?(unsafe|inconclusive|regressed) (?:stuff|ones?|options?|changes?)", r"if it's \1\2", None),
+     r"|(?:an? |the |any |all (?:the )?)?(unsafe|inconclusive|regressed) (?:stuff|ones?|options?|changes?)",
+     r"if it's \1\2", None),
     (r"(?:anything|whatever|everything|stuff|options?|ones?|changes?)(?: that| which)? (?:wedges|wedged|hangs|hung)",
      "if it wedges", None),
     (r"^(#?\d+(?: and #?\d+)*)(?: (?:ok|okay|fine|is fine|are fine|go|please|pls|yes|are ok|look fine))?$",

@@ -1678,6 +1678,8 @@ WANT_OVERRIDE = {
         )
     },
     ("plan", "approve, skipping tbo"): "skip 1",  # the go-ahead, without tbo
+    ("command", "approve the nvidia one"): "approve 1",  # a word only nvidia-smi has; echoed and confirmed
+    ("continue_or_ask", "skip the next one"): "skip 3",  # the next one is what the gate offers: #3
 }
 # Suggestions on tried lines that are what the person meant (or a subset of the commands they meant).
 SUGGEST_OK = {

@@ -289,3 +289,46 @@ def test_round_six_phrasings_are_read_as_meant(kind: str, text: str, want: str) 
 )  # fmt: skip
 def test_what_the_sixth_round_must_not_read(kind: str, text: str) -> None:
     assert reading(DOCS, kind, text) == "refuse"
+
+
+# Phrasings of the seventh round (developed on corpus F), each said differently from the line that showed it missing.
+ROUND_SEVEN = [
+    ("plan", "stop, wrong inventory file", "stop"),
+    ("triage", "think 2 is the better bet", "select 2"),
+    ("triage", "from now on skip the unsafe ones", "skip scope=standing if=unsafe"),
+    ("safety", "from now on anything unsafe should get reverted", "rollback scope=standing if=unsafe"),
+    ("safety", "keep it as long as the gain is 3% or more", "approve if=gain"),
+    ("continue_or_ask", "drop the next one", "skip 3"),
+    ("rollback", "roll it back once more and verify", "retry"),
+    ("rollback", "revert the overlap scheduler one more time", "retry"),
+    ("rollback", "accept it as is, health is green", "approve"),
+    ("command", "fine to run 2 and 3", "approve 2,3"),
+    ("command", "approve the dump one", "approve 2"),
+    ("budget", "keep going, we're close", "continue"),
+    ("budget", "continue beyond the budget", "continue"),
+    ("goal", "stop and write this up", "stop"),
+    ("budget", "send me the report", "stop"),
+]
+
+
+@pytest.mark.parametrize(("kind", "text", "want"), ROUND_SEVEN, ids=[f"{k}:{t}" for k, t, _ in ROUND_SEVEN])
+def test_round_seven_phrasings_are_read_as_meant(kind: str, text: str, want: str) -> None:
+    got = reading(DOCS, kind, text)
+    assert same(want, got, kind), f"{text!r} at {kind}: {got} (meant {want})"
+
+
+# What the seventh round must not reach: "wrong …" beside anything but a stop may take it back; a passive that says
+# nothing is undone; a command named by a word of its arguments is confirmed; a revert of another option is refused.
+@pytest.mark.parametrize(
+    ("kind", "text"),
+    [("safety", "keep it, wrong host"), ("safety", "skip it, wrong option"), ("plan", "stop, wrong"),
+     ("safety", "nothing gets rolled back"), ("safety", "it is skipped"), ("rollback", "revert 1 again"),
+     ("rollback", "revert the tbo again"), ("safety", "keep it, passing")],
+)  # fmt: skip
+def test_what_the_seventh_round_must_not_read(kind: str, text: str) -> None:
+    assert reading(DOCS, kind, text) == "refuse"
+
+
+def test_a_command_named_by_a_word_of_its_arguments_is_echoed_for_confirmation() -> None:
+    d = decide(DOCS, "command", "run the cache one")
+    assert d.targets == [3] and d.confirm and any("command 3" in note for note in d.read_as)
