@@ -64,7 +64,7 @@ _NOT_A_REMARK = re.compile(
     r"(?:last|previous|next|other|first|second|third) (?:one|option|change|thing)s?|kidding|nvm|jk|oops|mistake|"
     r"wrong|strike|scratch|ignore|undo|every time|whenever|each time|"
     r"cancel|forget|assuming|given|once|pending|until|unless|provided|barring|every|each|same|any|third|fourth|fifth|"
-    r"final|middle|penultimate)\b"
+    r"final|middle|penultimate|only)\b"
 )
 # A number in a remark that is a measurement, not an option: "7.6 is worth it", "+19.8 vs +20", "3x faster".
 _MEASURE = re.compile(
@@ -103,6 +103,12 @@ NO_MARK = "nomark"  # what a thumbs-down or a cross became when the line was nor
 ODD_MARK = "oddmark"  # what any other symbol became: harmless beside a way back, never beside a go-ahead
 _HEDGE = re.compile(r"i guess|maybe|probably|i think|perhaps")
 _UNSURE = re.compile(r"(?:i'm |im |i am )?(?:not sure|unsure|not certain|uncertain)|idk|dunno|no idea|not convinced")
+# "abort, wrong cluster": what a whole run can be pointed at wrongly (a closed list: anything after it could take back)
+_WRONG_RUN = re.compile(
+    r"wrong (?:the )?(?:cluster|hosts?|box|boxes|machines?|nodes?|gpus?|inventory|campaign|file|config|configuration"
+    r"|branch|build|image|model|environment|env|setup|dataset|servers?|baseline|benchmark)"
+    r"(?: file| list| in the inventory| in the campaign)?"
+)
 _AGREED = re.compile(r"(?:fine|ok|okay|good) (?:by|with|for) me|works for me|yes|yep|yeah|sure|ok|okay")
 _WAIT = re.compile(r"(?:wait|hold on|hang on|one sec|one second|just a sec)")
 
@@ -211,7 +217,7 @@ def classify(text: str, grammar: Grammar, first: bool) -> Clause:
     if not first and (_AGREED.fullmatch(text) or (rest and _remark(rest, grammar) and not grammar.mentions(rest))):
         return Clause(text, "remark")  # "accept, fine by me", "keeping it, yes I saw the wedge": it agrees
     text = _as_exclusion(text, grammar, first)
-    if not first and re.fullmatch(r"wrong [a-z][\w-]*(?: [\w-]+){0,4}", text) and not grammar.mentions(text):
+    if not first and _WRONG_RUN.fullmatch(text):
         return Clause(text, "remark")  # "abort, wrong cluster": a reason only a stop may give (_check_remarks)
     count = re.fullmatch(r"(?:with |another |(?:do |run )?)?(\d+)(?: more)? (?:pairs|runs|samples|times|rounds)", text)
     bare = re.fullmatch(r"#?(\d+)", text)
@@ -329,7 +335,8 @@ def _negated(text: str, rest: str, grammar: Grammar) -> Clause:
     try:
         said = grammar.decision(rest)
     except NotUnderstood:
-        if grammar.has_verb(rest) or grammar.mentions(rest):
+        if grammar.has_verb(rest) or grammar.mentions(rest) or _HOSTS_ONLY.fullmatch(rest):
+            # "not gpu-1", "except on gpu-2": a host left out of what acts on every host
             raise NotUnderstood(f"didn't understand {text!r}: say what to do, not only what not to") from None
         return Clause(text, "remark")  # "can't have hosts wedging": a reason against; refused beside a go-ahead
     return Clause(text, "negated", decision=said, targets=list(said.targets))
@@ -381,6 +388,10 @@ def _condition_first(part: str, grammar: Grammar) -> list[str]:
     return [part]
 
 
+_KEPT_IN_A_SUGGESTION = re.compile(
+    r"\b(?:for now|for the moment|temporarily|from now on|always|till|until|end|later|tomorrow|eventually|revisit\w*"
+    r"|or|maybe|unless|if|when|once|after|before|again|only)\b"
+)
 _FACT_WORD = re.compile(
     r"\d|\b(?:unsafe|safe|inconclusive|regressed|improved|wedges?|hangs?|gain|confidence|health)\b|verif"
 )
@@ -393,8 +404,8 @@ def aside(text: str, rest: str, decision: Decision, grammar: Grammar) -> bool:
         return True
     if re.match(r"(?:that|which|who|where|whose|when|before|after)\b", rest):
         return False  # "drop the one | that failed": what is left says which one
-    if _FACT_WORD.search(rest):
-        return False  # a suggestion never drops a number, or the fact a condition or a standing rule would be about
+    if _FACT_WORD.search(rest) or _KEPT_IN_A_SUGGESTION.search(rest):
+        return False  # a suggestion never drops a number, the fact a condition would be about, a scope or a time
     try:
         if not _remark(rest, grammar):
             return False
@@ -492,6 +503,13 @@ def _check_remarks(text: str, remarks: list[str], decision: Decision, grammar: G
         own |= set(grammar.options)  # a stop or an ask is about every option: "abort, tbo was the whole point"
     for remark in remarks:
         plain = _MEASURE.sub(" ", remark)
+        if decision.action in ("retry", "rollback", "skip", "defer") and (
+            (_HOSTISH.search(plain) and _RESTRICTS.search(plain))
+            or _PART_LEFT_OUT.fullmatch(remark)
+            or (decision.action == "retry" and re.fullmatch(r"no\s+\w+", remark))  # "revert again, no reboot"
+        ):
+            # "revert again, not gpu-1", "roll it back, leave gpu-1 alone": the gate acts on all its hosts
+            raise DecisionError(f"{text!r} names a host beside {decision.action}, which acts on every host; say which")
         if remark.startswith("wrong ") and decision.action != "stop":
             # "skip it, wrong option": the reason, or a take-back of what was typed? only beside a stop is it harmless
             raise DecisionError(f"{text!r}: {remark!r} could take the decision back; say the one decision you mean")
@@ -535,6 +553,14 @@ def _check_remarks(text: str, remarks: list[str], decision: Decision, grammar: G
                 )
 
 
+_RESTRICTS = re.compile(r"\b(?:only|just|alone|except|but|leave|keep|skip|minus|without|spare|untouched|touch)\b")
+# "revert again, not the config", "without rebooting": a part of what a decision that changes hosts does, left out
+_PART_LEFT_OUT = re.compile(
+    r"(?:not|without|minus|except|but not)\s+(?:the|any|my|our)\s+\w+(?: \w+)?|(?:without|no)\s+\w+ing"
+)
+_HOSTISH = re.compile(r"\b(?:[a-z]+-\d+|hosts?|nodes?|machines?|boxes|box|gpus?|servers?)\b")
+_HOST = r"(?:[a-z]+-\d+|(?:the )?(?:hosts?|nodes?|machines?|boxes|box|gpus?|servers?)(?: \d+)?)"
+_HOSTS_ONLY = re.compile(rf"(?:on |in |for )?(?:the )?{_HOST}(?:\s*(?:,|and|or|&)\s*{_HOST})*")  # "not gpu-1"
 _NAMING = frozenset({"one", "option", "change", "thing", "stuff"})  # "the moe one": how a title is said
 _DEFERRING = re.compile(r"\b(?:revisit|come back|at the end|later|afterwards)\b")
 _COA_REFERENCE = re.compile(
@@ -644,6 +670,9 @@ def _without(decision: Decision, clause: Clause, grammar: Grammar) -> Decision:
         goes_ahead = denied.action in (*GO_AHEAD, "select")
         if same and (not denied.targets or set(denied.targets) <= said) and not _untargeted_go_ahead(decision):
             raise DecisionError(f"{clause.text!r} denies the decision the line makes ({decision.action})")
+        if not same and denied.targets and set(denied.targets) - said:
+            # "2, not 3 gets skipped": go with 2 and keep 3, or skip 2 and not 3? either is a guess
+            raise DecisionError(f"{clause.text!r} decides on another option than the line; say one decision")
         if not same and not (goes_ahead and denied.targets):
             return decision  # "don't roll back, keep it": the correction is the decision
         if same and not _untargeted_go_ahead(decision):

@@ -558,6 +558,7 @@ def _named_command(text: str, commands: Sequence[str], notes: list[str] | None =
         text,
     )
     trailing = m is None
+    explicit = re.search(r"\b(?:one|command)$", text) is not None  # "run the dump one", never "the cache is fine"
     m = m or re.fullmatch(  # "nvidia-smi and py-spy are fine"
         r"(?:the )?(.+?)(?: ones?| commands?)?(?: (?:is|are|looks?|seems?))? (?:ok|okay|fine|good|safe|yes|approved)"
         r"(?: to run)?",
@@ -576,7 +577,7 @@ def _named_command(text: str, commands: Sequence[str], notes: list[str] | None =
             return text  # "rm -rf": which paths? only the program's name, or the whole command, names one
         words = [c.lower().split() for c in commands]
         hits = [i for i, w in enumerate(words, 1) if said == w or said == w[: len(said)]]
-        if not hits and len(said) == 1:  # "the dump one": a word only one command's arguments have
+        if not hits and len(said) == 1 and explicit and not trailing:  # "run the dump one": a word of its arguments
             hits = [i for i, c in enumerate(commands, 1) if said[0] in _command_words(c)]
             if len(hits) == 1 and notes is not None:
                 notes.append(f"{named!r} → command {hits[0]} ({commands[hits[0] - 1]})")

@@ -46,6 +46,9 @@ yup hmm umm nop bad big end got put set top own few lot
 one two three four five six seven eight nine ten risky flaky noisy stale last till until reverted rolled
 """
 
+# What a decision said in the passive may be about: no negation or correction in it ("2 not 3 gets skipped").
+_PASSIVE_SUBJECT = r"(?:(?!\b(?:not|but|rather|instead|except|only|no|never|nothing|none)\b)[^,])+?"
+
 # Words and phrases that carry no decision ("ok, continue", "nah, roll it back", "stop here").
 FILLER_LEADS = (
     "ok so", "okay so", "ok", "okay", "yes", "yeah", "yep", "yup", "nah", "no", "nope", "alright", "right",
@@ -119,18 +122,18 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
      ("plan", "triage", "continue_or_ask")),
     (r"^(?:end it|end (?:it |things )?here|end the (?:run|campaign|session)|wrap (?:it |this |things )?up"
      r"|call it(?: a day| here| quits)?)\b", "stop", None),
-    (r"(?<=\S )(?:and )?(?:(?:give|send|show|write up|hand) me (?:what you (?:have|'ve got|got)|the (?:results|summary"
-     r"|numbers|report|writeup|write-up)|a (?:summary|report|writeup|write-up))|write (?:it |this |that )?up)$", "",
-     None),
+    (r"^((?:stop|abort|halt|finish|wrap(?: it)? up|end it|call it)(?: here| now| there)?),? (?:and )?"
+     r"(?:(?:give|send|show|write up|hand) me (?:what you (?:have|'ve got|got)|the (?:results|summary|numbers|report"
+     r"|writeup|write-up)|a (?:summary|report|writeup|write-up))|write (?:it |this |that )?up)$", r"\1", None),
     (r"^let me\b.*|^i'll (?:decide|make the call|get back to you)\b.*", "ask", None),
     (r"ask me (?:again )?(?:later|tomorrow|after\b.*)$", "ask", None),
     (r"^(?:yes )?to (?:all|everything|all (?:3|three)|all of them)$", "approve", ("command",)),
     (r"(?<=\w )(?:the )?next (?:one|option)$", "it", ("continue_or_ask",)),  # "skip the next one": what it offers
     (r"^(?:(?:ok|okay|fine|good|safe) )?to run (#?\d+(?:(?:,| and| &) ?#?\d+)*)$", r"approve \1", ("command",)),
     # "anything unsafe gets rolled back": the decision said in the passive
-    (r"^((?:from now on|always|going forward|from here on),? )?(.+?) (?:gets?|should get|will get) "
+    (rf"^((?:from now on|always|going forward|from here on),? )?({_PASSIVE_SUBJECT}) (?:gets?|should get|will get) "
      r"(?:rolled back|reverted)$", r"\1roll back \2", None),
-    (r"^((?:from now on|always|going forward|from here on),? )?(.+?) (?:gets?|should get|will get) "
+    (rf"^((?:from now on|always|going forward|from here on),? )?({_PASSIVE_SUBJECT}) (?:gets?|should get|will get) "
      r"(?:skipped|dropped)$", r"\1skip \2", None),
     (r"(?:past|over|beyond) (?:the )?budget$", "", ("budget",)),
     # "roll it back again and check", "revert the scheduler again": the rollback gate's revert-again, of what it names
@@ -264,6 +267,7 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
     (r"(?:worth )?trying (#?\d+)", r"go with \1", ("plan", "triage", "continue_or_ask")),
     (r"^(?:(?:do|run|try|put|schedule|leave|save|keep) )?([^,]+?) last$", r"defer \1",
      ("plan", "triage", "continue_or_ask")),
+    (r"^(?:skip|drop) ([^,]+?) (?:till|until|to) the end$", r"defer \1", ("plan", "triage", "continue_or_ask")),
     (r"(?:till|until) the end$", "", ("plan", "triage", "continue_or_ask")),
     (r"(?:anything|whatever|everything|any option|options?|ones?|stuff|changes?)(?: that)?(?: is| are| comes? back"
      r"| turns? out| looks?)? (unsafe|inconclusive|regressed)(?: stuff| ones| options| changes)?"

@@ -135,7 +135,9 @@ CORPUS: list[tuple[str, str, str]] = [
     ("rollback", "retry", "retry"),
     ("rollback", "try again", "retry"),
     ("rollback", "verify again", "retry"),
-    ("rollback", "measure again", "retry"),
+    # written "retry" with the parser; since corpus F (issue 35) refused: the rollback gate's retry reverts and
+    # verifies again, and a writer who had only the docs read "measure again" there as something it does not offer
+    ("rollback", "measure again", "refuse"),
     ("rollback", "re-verify", "retry"),
     ("rollback", "stop", "stop"),
     ("rollback", "stop here", "stop"),

@@ -332,3 +332,14 @@ def test_what_the_seventh_round_must_not_read(kind: str, text: str) -> None:
 def test_a_command_named_by_a_word_of_its_arguments_is_echoed_for_confirmation() -> None:
     d = decide(DOCS, "command", "run the cache one")
     assert d.targets == [3] and d.confirm and any("command 3" in note for note in d.read_as)
+
+
+@pytest.mark.parametrize(
+    ("kind", "text"),
+    [("plan", "2 gets skipped for now"), ("plan", "3 gets dropped to the end"), ("safety", "it gets rolled back tomorrow")],
+)
+def test_a_suggestion_never_drops_a_scope_a_deferral_or_a_time(kind: str, text: str) -> None:
+    with pytest.raises(DecisionError) as refused:
+        decide(DOCS, kind, text)
+    said = refused.value.suggestion
+    assert said is None or any(w in said for w in ("for now", "defer", "tomorrow")), said
