@@ -336,7 +336,11 @@ def test_a_command_named_by_a_word_of_its_arguments_is_echoed_for_confirmation()
 
 @pytest.mark.parametrize(
     ("kind", "text"),
-    [("plan", "2 gets skipped for now"), ("plan", "3 gets dropped to the end"), ("safety", "it gets rolled back tomorrow")],
+    [
+        ("plan", "2 gets skipped for now"),
+        ("plan", "3 gets dropped to the end"),
+        ("safety", "it gets rolled back tomorrow"),
+    ],
 )
 def test_a_suggestion_never_drops_a_scope_a_deferral_or_a_time(kind: str, text: str) -> None:
     with pytest.raises(DecisionError) as refused:
