@@ -581,6 +581,10 @@ def _agree(decided: list[Clause], grammar: Grammar) -> Decision:
         if _follow_up(result, other):
             continue
         if grammar.kind in OPTION_GATES and _plain_go_ahead(result) and other.action in ("skip", "defer", "select"):
+            everything = set(other.targets or grammar.open) >= set(grammar.open)
+            if other.action != "select" and everything and other.condition is None and other.scope == "once":
+                # "approve, skip all": a go-ahead with nothing left to go ahead with
+                raise DecisionError(f"{decided[0].text!r} and {clause.text!r} leave nothing to go ahead with")
             result = other.model_copy(deep=True)  # "continue, but skip 1": the go-ahead, without #1
             continue
         same = other.action == result.action or {other.action, result.action} <= GO_AHEAD

@@ -981,6 +981,9 @@ def parse_decision(
             f"didn't understand {raw.strip()!r} as a decision: it is a question, and no decision verb is acted on "
             "with a '?'; answer it, e.g. 'continue' or 'stop'"
         )
+    if kind in ("budget", "goal") and re.fullmatch(r"(?:ok |yes |sure )?keep(?: it| this| that| them)?", text):
+        # "Continue anyway, or stop with the report?" answered "keep it": keep what? a guess either way
+        raise DecisionError(f"{raw.strip()!r} does not say which: this gate asks {_EITHER_OR[kind]}")
     if kind == "command" and re.match(r"^(?:next|move on|carry on|keep going|let'?s move on|next one)\b", text):
         raise DecisionError("at a command gate, say whether to run the commands: approve, or reject")
     titles = titles or {}

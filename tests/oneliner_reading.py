@@ -153,7 +153,8 @@ def _plain(meaning: str, kind: str) -> str:
 def _head(meaning: str) -> tuple[str, str]:
     """(action, targets) of a meaning or reading."""
     parts = meaning.split(" ")
-    return parts[0], parts[1] if len(parts) > 1 and "=" not in parts[1] else ""
+    targets = parts[1] if len(parts) > 1 and "=" not in parts[1] else ""
+    return parts[0], ",".join(sorted(targets.split(","), key=lambda t: (len(t), t))) if targets else ""  # a set
 
 
 def _slots(got: str) -> list[tuple[str, str]]:

@@ -285,7 +285,8 @@ def test_round_six_phrasings_are_read_as_meant(kind: str, text: str, want: str) 
      ("command", "only the next one"), ("plan", "run 3 to the end"), ("goal", "retry without 2"),
      ("command", "approve, yes 3 too"), ("safety", "keep it, the gain is noise"), ("rollback", "revert 1 again"),
      ("continue_or_ask", "continue, we are done here"), ("command", "approve, my results are in the cache"),
-     ("rollback", "measure again"), ("goal", "accept it, no measure again")],
+     ("rollback", "measure again"), ("goal", "accept it, no measure again"), ("plan", "approve, skip all"),
+     ("budget", "keep it"), ("goal", "keep it")],
 )  # fmt: skip
 def test_what_the_sixth_round_must_not_read(kind: str, text: str) -> None:
     assert reading(DOCS, kind, text) == "refuse"

@@ -16,8 +16,13 @@ never is — and at least a floor of the clear lines read right. A reading is wh
   notation (a command gate's "approve" is "approve 1,2,3"; the rollback gate's revert-again is its retry, as
   tests/oneliner_reading.py now says), 2 labels of "refuse" on lines the gate reads as its own go-ahead ("do 2" at a
   triage whose next option is #2, "try again" at the rollback gate), relabelled with the reason, and 2 wrong actions,
-  fixed ("measure again" at the rollback gate, "accept it, no measure again"). Its floor is that honest reach:
-  86 %, short of the issue's 90 %.
+  fixed ("measure again" at the rollback gate, "accept it, no measure again"); then developed on in the seventh
+  round: 94 %.
+- tests/oneliner_docs_g.py, written the same way after the seventh round, sealed until the reader was frozen and
+  scored once: 174 of 206 clear lines read, 7 readings off the writer's labels — 1 the same answer in another
+  order ("run 2 and 1"), 3 labels of "refuse" relabelled with the reason ("continue" at the rollback and goal gates,
+  which list it; "3 looks juicy but stop"), 3 wrong actions fixed ("approve, skip all"; "keep it" at the budget and
+  goal gates). Its floor is that honest reach: 84 %, short of the issue's 90 %.
 """
 
 from __future__ import annotations
@@ -38,7 +43,8 @@ CORPORA: dict[str, tuple[str, str, Demo, float]] = {
     "docs-c": ("tests.oneliner_docs_c", "DOCS_C", DOCS, 0.91),
     "docs-d": ("tests.oneliner_docs_d", "DOCS_D", DOCS, 0.91),
     "docs-e": ("tests.oneliner_docs_e", "DOCS_E", DOCS, 0.87),
-    "docs-f": ("tests.oneliner_docs_f", "DOCS_F", DOCS, 0.86),
+    "docs-f": ("tests.oneliner_docs_f", "DOCS_F", DOCS, 0.94),
+    "docs-g": ("tests.oneliner_docs_g", "DOCS_G", DOCS, 0.84),
 }
 
 
