@@ -275,6 +275,32 @@ def test_unknown_models_are_priced_at_the_dearest_known_rate() -> None:
     assert all(ASSUMED.input >= p.input and ASSUMED.output >= p.output for p in PRICES.values())
 
 
+def test_every_model_the_installed_sdk_names_has_its_own_price() -> None:
+    """A model the SDK lists but the table lacks would be charged at the dearest rate: a Haiku run would look ~250
+    times dearer than it is. This fails the day the SDK names a model the table does not have."""
+    import typing
+
+    from anthropic.types.model import Model
+
+    named = [m for arg in typing.get_args(Model) for m in typing.get_args(arg)]
+    assert len(named) >= 15
+    unpriced = [m for m in named if price_for(BrainSpec(model=m))[1] != "table"]
+    assert not unpriced, f"models the SDK names without a price: {unpriced}"
+    # a dated snapshot is priced as its model, and a later minor version never as the one it extends
+    assert price_for(BrainSpec(model="claude-opus-4-5-20251101"))[0] == PRICES["claude-opus-4-5"]
+    assert price_for(BrainSpec(model="claude-fable-5-2"))[0] == PRICES["claude-fable-5-2"] != PRICES["claude-fable-5"]
+
+
+def test_a_long_prompt_is_billed_at_its_band_rate() -> None:
+    haiku = PRICES["claude-haiku-5-5"]
+    short = {"input_tokens": 90_000, "output_tokens": 1_000, "cache_write_tokens": 0, "cache_read_tokens": 0}
+    long = {**short, "cache_read_tokens": 20_000}  # 110K tokens of prompt: above the 100K band
+    assert cost_usd(haiku, short) == pytest.approx((90_000 * 0.1 + 1_000 * 0.5) / 1e6)
+    assert cost_usd(haiku, long) == pytest.approx(5 * (90_000 * 0.1 + 1_000 * 0.5 + 20_000 * 0.01) / 1e6)
+    sonnet = PRICES["claude-sonnet-5-5"]
+    assert cost_usd(sonnet, long) == pytest.approx((90_000 * 2 + 1_000 * 10 + 20_000 * 0.1) / 1e6)  # one band
+
+
 def test_a_finding_must_cite_calls_the_subagent_made_and_probe_blockers_survive() -> None:
     from agent.brain.checks import merge_finding as _merge
     from agent.brain.schemas import FindingSubmission
@@ -452,7 +478,7 @@ def test_one_liners_the_grammar_cannot_read_go_to_the_model_and_need_confirmatio
     tmp_path: Path, variant: Callable[..., Path]
 ) -> None:
     model = EngineerModel()
-    said = "let's leave the overlap thing out, looks scary"
+    said = "let's give the overlap scheduler a miss, looks scary"  # no phrasing the grammar knows
     model.decisions[said] = {
         "understood": True,
         "action": "skip",
