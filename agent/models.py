@@ -475,6 +475,11 @@ class Price(_Strict):
     """US dollars per million tokens written to the prompt cache."""
     cache_read: float = Field(ge=0)
     """US dollars per million tokens read from the prompt cache."""
+    long_prompt_tokens: int | None = Field(default=None, ge=1)
+    """A call whose prompt (input, cache write and cache read tokens) is longer than this is billed at
+    `long_prompt_factor` times every rate, as Claude Haiku 5.5 is above 100K tokens; unset: one rate for any prompt."""
+    long_prompt_factor: float = Field(default=1.0, ge=1)
+    """How many times every rate a call costs once its prompt is longer than `long_prompt_tokens`."""
 
 
 class BrainSpec(_Strict):

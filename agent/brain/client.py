@@ -8,6 +8,7 @@ rule-brain run must not pay for it. The SDK's own retries are off so that every 
 from __future__ import annotations
 
 import random
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -21,11 +22,24 @@ from agent.models import BrainSpec, Price
 from agent.run.ledger import graph_task
 from agent.store.base import JournalWriter
 
-# $/MTok, from Anthropic's published price list (5-minute cache writes).
+# $/MTok, from Anthropic's published price list (platform.claude.com, models and pricing pages, as of 2026-12;
+# 5-minute cache writes). Every model the installed SDK names has a row (tests/e2e/test_claude_brain.py checks).
 PRICES: dict[str, Price] = {
-    "claude-sonnet-5-5": Price(input=2.0, output=10.0, cache_write=2.5, cache_read=0.2),
-    "claude-sonnet-5": Price(input=2.0, output=10.0, cache_write=2.5, cache_read=0.2),
+    "claude-mythos-preview": Price(input=25.0, output=125.0, cache_write=31.25, cache_read=2.5),
+    "claude-fable-5-2": Price(input=8.0, output=40.0, cache_write=10.0, cache_read=0.2),
+    "claude-mythos-5-2": Price(input=8.0, output=40.0, cache_write=10.0, cache_read=0.2),
+    "claude-fable-5-1": Price(input=10.0, output=50.0, cache_write=12.5, cache_read=0.25),
+    "claude-mythos-5-1": Price(input=10.0, output=50.0, cache_write=12.5, cache_read=0.25),
+    "claude-fable-5": Price(input=10.0, output=50.0, cache_write=12.5, cache_read=1.0),
+    "claude-mythos-5": Price(input=10.0, output=50.0, cache_write=12.5, cache_read=1.0),
+    "claude-opus-5-5": Price(input=4.0, output=20.0, cache_write=5.0, cache_read=0.2),
     "claude-opus-5": Price(input=5.0, output=25.0, cache_write=6.25, cache_read=0.5),
+    "claude-sonnet-5-5": Price(input=2.0, output=10.0, cache_write=2.5, cache_read=0.1),
+    "claude-sonnet-5": Price(input=2.0, output=10.0, cache_write=2.5, cache_read=0.2),
+    # Haiku 5.5's rates hold for prompts up to 100K tokens; a longer prompt is billed at five times every rate.
+    "claude-haiku-5-5": Price(
+        input=0.1, output=0.5, cache_write=0.125, cache_read=0.01, long_prompt_tokens=100_000, long_prompt_factor=5.0
+    ),
     "claude-opus-4-8": Price(input=5.0, output=25.0, cache_write=6.25, cache_read=0.5),
     "claude-opus-4-7": Price(input=5.0, output=25.0, cache_write=6.25, cache_read=0.5),
     "claude-opus-4-6": Price(input=5.0, output=25.0, cache_write=6.25, cache_read=0.5),
@@ -35,7 +49,7 @@ PRICES: dict[str, Price] = {
     "claude-haiku-4-5": Price(input=1.0, output=5.0, cache_write=1.25, cache_read=0.1),
 }
 # A model we have no price for is charged at the dearest rate we know, so a budget errs on the safe side.
-ASSUMED = Price(input=10.0, output=50.0, cache_write=12.5, cache_read=1.0)
+ASSUMED = Price(input=25.0, output=125.0, cache_write=31.25, cache_read=2.5)
 RETRYABLE = {408, 409, 429, 500, 502, 503, 504, 529}
 # What these answers say cannot work for the rest of the session, whatever is asked next.
 REFUSED = {401: "credentials", 403: "credentials", 404: "model"}
@@ -46,19 +60,25 @@ def price_for(spec: BrainSpec) -> tuple[Price, str]:
     if spec.price is not None:
         return spec.price, "campaign"
     base = spec.model.removesuffix("-latest")
-    for name, price in PRICES.items():
-        if base == name or base.startswith(name + "-2"):  # dated snapshots, e.g. claude-haiku-4-5-20251001
-            return price, "table"
+    base = re.sub(r"-\d{8}$", "", base)  # a dated snapshot, e.g. claude-haiku-4-5-20251001 (never fable-5-2 as fable-5)
+    if base in PRICES:
+        return PRICES[base], "table"
     return ASSUMED, "assumed"
 
 
 def cost_usd(price: Price, usage: dict[str, int]) -> float:
+    prompt = usage["input_tokens"] + usage["cache_write_tokens"] + usage["cache_read_tokens"]
+    long = price.long_prompt_tokens is not None and prompt > price.long_prompt_tokens
     return (
-        usage["input_tokens"] * price.input
-        + usage["output_tokens"] * price.output
-        + usage["cache_write_tokens"] * price.cache_write
-        + usage["cache_read_tokens"] * price.cache_read
-    ) / 1e6
+        (price.long_prompt_factor if long else 1.0)
+        * (
+            usage["input_tokens"] * price.input
+            + usage["output_tokens"] * price.output
+            + usage["cache_write_tokens"] * price.cache_write
+            + usage["cache_read_tokens"] * price.cache_read
+        )
+        / 1e6
+    )
 
 
 class LLMClient:
