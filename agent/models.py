@@ -500,6 +500,10 @@ class BrainSpec(_Strict):
     """Seconds per model call."""
     max_retries: StrictInt = Field(default=4, ge=0, le=10)
     """Retries on 429, 5xx, overloaded and connection errors."""
+    unavailable_after: StrictInt = Field(default=2, ge=1, le=10)
+    """Model calls in a row that fail every attempt before the model is given up on for the session: the rule brain
+    decides the remaining steps, each journaled as a fallback. After one such failure the next call gets a single
+    attempt, so a hanging API costs (max_retries + 2) timeouts, not that many per step."""
     backoff_s: float = Field(default=1.0, ge=0, le=60)
     """The first retry's wait in seconds; it doubles, with jitter."""
     price: Price | None = None

@@ -166,8 +166,11 @@ class MessagesServer:
                 self.send_header("request-id", f"req_{next(_ids):06d}")
                 if status in (429, 529):
                     self.send_header("retry-after", "0")
-                self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client timed out and went away, as it does from the real API
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True

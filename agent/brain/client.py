@@ -103,6 +103,9 @@ class LLMClient:
         # Set once the API refused the credentials or the model (401, 403, 404): every later call of the session
         # fails at once with the same reason instead of paying its retries and timeouts again.
         self.refused: str | None = None
+        # Calls in a row that failed every attempt (a hanging or down API). After one, the next call gets one attempt;
+        # at spec.unavailable_after the model is given up on for the session, like a refusal.
+        self.failed_in_a_row = 0
         # The most output tokens one call may ask for: the model's limit as the check before the session read it
         # (agent/brain/preflight.py), else the most a campaign may set.
         self.max_output = max(spec.max_tokens, max_output or 64_000)
@@ -128,6 +131,19 @@ class LLMClient:
                     timeout=self.spec.timeout_s,
                 )
             return self._client
+
+    def _failed_again(self, failure: str) -> str:
+        """Count a call whose every attempt failed; at `unavailable_after` in a row, give the model up for the session
+        (every later call fails at once, as after a refusal). The failure, saying so when it gave up."""
+        with self._lock:
+            self.failed_in_a_row += 1
+            if self.failed_in_a_row < self.spec.unavailable_after or self.refused is not None:
+                return failure
+            self.refused = (
+                f"Claude unavailable: {self.failed_in_a_row} calls in a row failed every attempt (last: {failure}); "
+                "the rule brain decides the rest of this session"
+            )
+            return f"{failure}; {self.refused}"
 
     def call(self, **request: Any) -> tuple[Any, dict[str, Any]]:
         """(message, usage record) for `_call`'s arguments. Raises LLMError when every attempt failed.
@@ -157,7 +173,8 @@ class LLMClient:
         if self.refused is not None:
             raise LLMError(f"{purpose}: not calling the model: {self.refused}")
         client = self._sdk()
-        attempts = self.spec.max_retries + 2  # and one for a reply cut off at max_tokens
+        retries = 0 if self.failed_in_a_row else self.spec.max_retries  # after a call that failed: one attempt
+        attempts = retries + 2  # and one for a reply cut off at max_tokens
         max_tokens = self.spec.max_tokens
         carried: dict[str, int] = {}  # the tokens of a cut-off reply: paid for, so counted with the answer
         for attempt in range(1, attempts + 1):
@@ -183,6 +200,8 @@ class LLMClient:
                 usage = self._account(message, purpose, actor, option, attempt, time.monotonic() - started)
                 cut = self._unusable(message, purpose, actor, option, attempt, max_tokens)
                 if cut is None:
+                    with self._lock:
+                        self.failed_in_a_row = 0
                     return message, {k: v + carried.get(k, 0) if isinstance(v, int) else v for k, v in usage.items()}
                 carried = {k: v for k, v in usage.items() if k.endswith("_tokens")}
                 max_tokens = cut  # cut off at max_tokens: asked again once with room to finish
@@ -190,7 +209,8 @@ class LLMClient:
             if status in REFUSED:
                 self.refused = f"the API refused this session's {REFUSED[status]} ({failure})"
             # The retries of failures are max_retries, one more once a cut-off reply took an attempt of them.
-            if not retryable or attempt >= self.spec.max_retries + 1 + (max_tokens != self.spec.max_tokens):
+            if not retryable or attempt >= retries + 1 + (max_tokens != self.spec.max_tokens):
+                failure = self._failed_again(failure) if retryable else failure
                 self.journal.append(
                     ev.LlmFailed(purpose=purpose, option=option, attempts=attempt, error=failure), actor=actor
                 )

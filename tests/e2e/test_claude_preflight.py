@@ -150,6 +150,64 @@ def test_mid_run_a_refused_key_is_not_asked_again(tmp_path: Path) -> None:
     )
 
 
+def test_mid_run_an_api_that_stops_answering_is_given_up_after_two_failed_calls(tmp_path: Path) -> None:
+    # The check passed, then the Messages API hangs. Before, every step paid (max_retries + 1) timeouts: ~38 minutes
+    # with the defaults over a run's steps. Now the call after a failed one gets one attempt, and two failed calls in
+    # a row give the model up for the session: the later steps fall back at once, and the journal says why.
+    from tests.messages_api import Reply
+
+    model = EngineerModel()
+    hanging = {"on": True}
+
+    def script(body: dict[str, Any]) -> Reply:
+        return Reply(delay_s=1.5) if hanging["on"] else model(body)
+
+    journal = Journal(tmp_path / "journal.jsonl", "t")
+    campaign = load_campaign(DEMO).campaign
+    spec = BrainSpec(kind="claude", timeout_s=0.5, max_retries=2, backoff_s=0.01)
+    with MessagesServer(script) as server:
+        brain = ClaudeBrain(spec, campaign=campaign, journal=journal, api_key=KEY, base_url=server.url)
+        brain.plan(campaign, [])  # every attempt times out: 3 requests
+        assert len(server.requests) == 3
+        brain.plan(campaign, [])  # after a failed call, one attempt: it times out too, and the model is given up
+        assert len(server.requests) == 4
+        hanging["on"] = False  # even an API that answers again is not asked for the rest of the session
+        started = time.monotonic()
+        third = brain.plan(campaign, [])
+        assert time.monotonic() - started < 0.5 and len(server.requests) == 4
+    assert third.order == [1, 2, 3]  # the rules' plan
+    journal.close()
+    events = journal_events(journal.path)
+    failed = [e for e in events if e["kind"] == "llm.failed"]
+    assert [f["attempts"] for f in failed] == [3, 1]
+    assert "Claude unavailable: 2 calls in a row failed every attempt" in failed[1]["error"]
+    fallbacks = [e for e in events if e["kind"] == "brain.fallback"]
+    assert len(fallbacks) == 3 and "not calling the model: Claude unavailable" in fallbacks[2]["error"]
+
+
+def test_a_call_that_answers_resets_the_count_of_failed_calls(tmp_path: Path) -> None:
+    from tests.messages_api import Reply
+
+    model = EngineerModel()
+    hanging = {"on": True}
+
+    def script(body: dict[str, Any]) -> Reply:
+        return Reply(delay_s=1.5) if hanging["on"] else model(body)
+
+    journal = Journal(tmp_path / "journal.jsonl", "t")
+    campaign = load_campaign(DEMO).campaign
+    spec = BrainSpec(kind="claude", timeout_s=0.5, max_retries=1, backoff_s=0.01)
+    with MessagesServer(script) as server:
+        brain = ClaudeBrain(spec, campaign=campaign, journal=journal, api_key=KEY, base_url=server.url)
+        brain.plan(campaign, [])  # fails: 2 attempts
+        hanging["on"] = False
+        brain.plan(campaign, [])  # one attempt, and it answers: the count starts again
+        hanging["on"] = True
+        brain.plan(campaign, [])  # a failure after an answer gets every attempt again, and gives nothing up
+        assert len(server.requests) == 2 + 1 + 2 and brain.llm.refused is None
+    journal.close()
+
+
 def test_a_run_the_rules_decided_instead_of_the_model_says_so_where_the_result_is_read(
     tmp_path: Path, variant: Callable[..., Path]
 ) -> None:
