@@ -501,9 +501,11 @@ class BrainSpec(_Strict):
     max_retries: StrictInt = Field(default=4, ge=0, le=10)
     """Retries on 429, 5xx, overloaded and connection errors."""
     unavailable_after: StrictInt = Field(default=2, ge=1, le=10)
-    """Model calls in a row that fail every attempt before the model is given up on for the session: the rule brain
-    decides the remaining steps, each journaled as a fallback. After one such failure the next call gets a single
-    attempt, so a hanging API costs (max_retries + 2) timeouts, not that many per step."""
+    """Model calls in a row that go unanswered (every attempt timed out, lost its connection or got a 5xx) before the
+    model is given up for the session: the rule brain decides the remaining steps, each journaled as a fallback.
+    After one such call the next gets a single attempt, so a hanging API costs max_retries + unavailable_after
+    timeouts in all, not max_retries + 1 per step. Any answer (even a refusal, a 400 or a 429) starts the count
+    again."""
     backoff_s: float = Field(default=1.0, ge=0, le=60)
     """The first retry's wait in seconds; it doubles, with jitter."""
     price: Price | None = None

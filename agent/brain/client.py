@@ -49,8 +49,16 @@ PRICES: dict[str, Price] = {
     "claude-haiku-4-5": Price(input=1.0, output=5.0, cache_write=1.25, cache_read=0.1),
 }
 # A model we have no price for is charged at the dearest rate we know, so a budget errs on the safe side.
-ASSUMED = Price(input=25.0, output=125.0, cache_write=31.25, cache_read=2.5)
+ASSUMED = Price(
+    **{
+        rate: max(getattr(p, rate) for p in PRICES.values())
+        for rate in ("input", "output", "cache_write", "cache_read")
+    }
+)
 RETRYABLE = {408, 409, 429, 500, 502, 503, 504, 529}
+# An attempt answered with one of these (or not at all: a timeout, a dropped connection) is one the API did not
+# answer; a rate limit (429) or any 4xx is an answer, and never counts towards giving the model up.
+UNANSWERED = {500, 502, 503, 504, 529}
 # What these answers say cannot work for the rest of the session, whatever is asked next.
 REFUSED = {401: "credentials", 403: "credentials", 404: "model"}
 MAX_WAIT_S = 60.0  # a server's retry-after beyond this is not waited out in one step
@@ -100,11 +108,13 @@ class LLMClient:
         self.base_url = base_url
         self._api_key = api_key
         self._auth_token = auth_token
-        # Set once the API refused the credentials or the model (401, 403, 404): every later call of the session
-        # fails at once with the same reason instead of paying its retries and timeouts again.
-        self.refused: str | None = None
-        # Calls in a row that failed every attempt (a hanging or down API). After one, the next call gets one attempt;
-        # at spec.unavailable_after the model is given up on for the session, like a refusal.
+        # Why the model is given up for the session, once the API refused the credentials or the model (401, 403,
+        # 404) or stopped answering (`_failed_again`): every later call fails at once with that reason instead of
+        # paying its retries and timeouts again.
+        self.given_up: str | None = None
+        # Calls in a row whose every attempt went unanswered (timed out, connection lost, 5xx). After one, the next
+        # call gets one attempt; at spec.unavailable_after the model is given up. Any answer starts the count again.
+        # Parallel subagents share the count: calls that overlap in time count as in a row.
         self.failed_in_a_row = 0
         # The most output tokens one call may ask for: the model's limit as the check before the session read it
         # (agent/brain/preflight.py), else the most a campaign may set.
@@ -132,18 +142,27 @@ class LLMClient:
                 )
             return self._client
 
+    def _give_up(self, why: str) -> None:
+        with self._lock:
+            if self.given_up is None:  # the first reason stands: a refusal is not overwritten by what came after
+                self.given_up = why
+
+    def _answered(self) -> None:
+        with self._lock:
+            self.failed_in_a_row = 0
+
     def _failed_again(self, failure: str) -> str:
-        """Count a call whose every attempt failed; at `unavailable_after` in a row, give the model up for the session
-        (every later call fails at once, as after a refusal). The failure, saying so when it gave up."""
+        """Count a call whose every attempt went unanswered; at `unavailable_after` in a row, give the model up for
+        the session (every later call fails at once, as after a refusal). The failure, saying so when it gave up."""
         with self._lock:
             self.failed_in_a_row += 1
-            if self.failed_in_a_row < self.spec.unavailable_after or self.refused is not None:
+            if self.failed_in_a_row < self.spec.unavailable_after or self.given_up is not None:
                 return failure
-            self.refused = (
-                f"Claude unavailable: {self.failed_in_a_row} calls in a row failed every attempt (last: {failure}); "
+            self.given_up = (
+                f"Claude unavailable: {self.failed_in_a_row} calls in a row went unanswered; "
                 "the rule brain decides the rest of this session"
             )
-            return f"{failure}; {self.refused}"
+            return f"{failure}; {self.given_up}"
 
     def call(self, **request: Any) -> tuple[Any, dict[str, Any]]:
         """(message, usage record) for `_call`'s arguments. Raises LLMError when every attempt failed.
@@ -170,13 +189,14 @@ class LLMClient:
     ) -> tuple[Any, dict[str, Any]]:
         import anthropic
 
-        if self.refused is not None:
-            raise LLMError(f"{purpose}: not calling the model: {self.refused}")
+        if self.given_up is not None:
+            raise LLMError(f"{purpose}: not calling the model: {self.given_up}")
         client = self._sdk()
         retries = 0 if self.failed_in_a_row else self.spec.max_retries  # after a call that failed: one attempt
         attempts = retries + 2  # and one for a reply cut off at max_tokens
         max_tokens = self.spec.max_tokens
         carried: dict[str, int] = {}  # the tokens of a cut-off reply: paid for, so counted with the answer
+        answered = False  # did the API answer any attempt of this call (a cut-off reply, a 4xx)?
         for attempt in range(1, attempts + 1):
             started = time.monotonic()
             try:
@@ -191,26 +211,31 @@ class LLMClient:
             except anthropic.APIStatusError as exc:
                 failure, status, retry_after = _status_failure(exc)
                 retryable = status in RETRYABLE
+                answered = answered or status not in UNANSWERED
             except anthropic.APIConnectionError as exc:
                 kind = "timed out" if isinstance(exc, anthropic.APITimeoutError) else "connection failed"
                 failure, status, retry_after, retryable = f"{kind}: {exc}", None, None, True
             except anthropic.AnthropicError as exc:  # a reply the SDK could not read, and the like
                 failure, status, retry_after, retryable = f"{type(exc).__name__}: {exc}", None, None, False
+                answered = True
             else:
+                answered = True
+                self._answered()  # a refusal or a cut-off reply is an answer too: the API is there
                 usage = self._account(message, purpose, actor, option, attempt, time.monotonic() - started)
                 cut = self._unusable(message, purpose, actor, option, attempt, max_tokens)
                 if cut is None:
-                    with self._lock:
-                        self.failed_in_a_row = 0
                     return message, {k: v + carried.get(k, 0) if isinstance(v, int) else v for k, v in usage.items()}
                 carried = {k: v for k, v in usage.items() if k.endswith("_tokens")}
                 max_tokens = cut  # cut off at max_tokens: asked again once with room to finish
                 continue
             if status in REFUSED:
-                self.refused = f"the API refused this session's {REFUSED[status]} ({failure})"
-            # The retries of failures are max_retries, one more once a cut-off reply took an attempt of them.
+                self._give_up(f"the API refused this session's {REFUSED[status]} ({failure})")
+            # The retries of failures are `retries`, one more once a cut-off reply took an attempt of them.
             if not retryable or attempt >= retries + 1 + (max_tokens != self.spec.max_tokens):
-                failure = self._failed_again(failure) if retryable else failure
+                if answered:
+                    self._answered()  # the API is there, whatever it said: a 400 or a 429 is no outage
+                else:
+                    failure = self._failed_again(failure)
                 self.journal.append(
                     ev.LlmFailed(purpose=purpose, option=option, attempts=attempt, error=failure), actor=actor
                 )

@@ -272,7 +272,8 @@ def test_a_slow_api_hits_the_per_call_timeout(brain_for: Callable[..., Any]) -> 
 def test_unknown_models_are_priced_at_the_dearest_known_rate() -> None:
     assert price_for(BrainSpec(model="claude-haiku-4-5-20251001")) == (PRICES["claude-haiku-4-5"], "table")
     assert price_for(BrainSpec(model="claude-future-9")) == (ASSUMED, "assumed")
-    assert all(ASSUMED.input >= p.input and ASSUMED.output >= p.output for p in PRICES.values())
+    rates = ("input", "output", "cache_write", "cache_read")
+    assert all(getattr(ASSUMED, r) >= getattr(p, r) for p in PRICES.values() for r in rates)
 
 
 def test_every_model_the_installed_sdk_names_has_its_own_price() -> None:

@@ -180,9 +180,42 @@ def test_mid_run_an_api_that_stops_answering_is_given_up_after_two_failed_calls(
     events = journal_events(journal.path)
     failed = [e for e in events if e["kind"] == "llm.failed"]
     assert [f["attempts"] for f in failed] == [3, 1]
-    assert "Claude unavailable: 2 calls in a row failed every attempt" in failed[1]["error"]
+    assert "Claude unavailable: 2 calls in a row went unanswered" in failed[1]["error"]
+    assert failed[1]["error"].count("Request to") == 1  # the failure is said once
     fallbacks = [e for e in events if e["kind"] == "brain.fallback"]
     assert len(fallbacks) == 3 and "not calling the model: Claude unavailable" in fallbacks[2]["error"]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    ["refusal", "bad request", "rate limited"],
+)
+def test_an_api_that_answers_anything_is_not_given_up(tmp_path: Path, answer: str) -> None:
+    # A refusal, a 400 or a 429 is the API answering: between two timed-out calls it starts the count again, so the
+    # second timeout gives nothing up (and a burst of rate limits never does).
+    from tests.messages_api import Reply, error
+
+    model = EngineerModel()
+    state = {"step": 0}
+    answers = {
+        "refusal": Reply(stop_reason="refusal", stop_details={"type": "refusal", "category": "cyber"}),
+        "bad request": error(400, "invalid_request_error", "tools.0: bad schema"),
+        "rate limited": error(429, "rate_limit_error", "slow down"),
+    }
+
+    def script(body: dict[str, Any]) -> Reply:
+        return answers[answer] if state["step"] == 1 else Reply(delay_s=1.5) if state["step"] != 3 else model(body)
+
+    journal = Journal(tmp_path / "journal.jsonl", "t")
+    campaign = load_campaign(DEMO).campaign
+    spec = BrainSpec(kind="claude", timeout_s=0.5, max_retries=1, backoff_s=0.01)
+    with MessagesServer(script) as server:
+        brain = ClaudeBrain(spec, campaign=campaign, journal=journal, api_key=KEY, base_url=server.url)
+        for step in range(3):
+            state["step"] = step
+            brain.plan(campaign, [])  # unanswered, then answered (not usefully), then unanswered again
+        assert brain.llm.given_up is None and brain.llm.failed_in_a_row == 1
+    journal.close()
 
 
 def test_a_call_that_answers_resets_the_count_of_failed_calls(tmp_path: Path) -> None:
@@ -204,7 +237,7 @@ def test_a_call_that_answers_resets_the_count_of_failed_calls(tmp_path: Path) ->
         brain.plan(campaign, [])  # one attempt, and it answers: the count starts again
         hanging["on"] = True
         brain.plan(campaign, [])  # a failure after an answer gets every attempt again, and gives nothing up
-        assert len(server.requests) == 2 + 1 + 2 and brain.llm.refused is None
+        assert len(server.requests) == 2 + 1 + 2 and brain.llm.given_up is None
     journal.close()
 
 
