@@ -503,13 +503,15 @@ def _check_remarks(text: str, remarks: list[str], decision: Decision, grammar: G
         own |= set(grammar.options)  # a stop or an ask is about every option: "abort, tbo was the whole point"
     for remark in remarks:
         plain = _MEASURE.sub(" ", remark)
-        if decision.action in ("retry", "rollback", "skip", "defer") and (
-            (_HOSTISH.search(plain) and _RESTRICTS.search(plain))
-            or _PART_LEFT_OUT.fullmatch(remark)
-            or (decision.action == "retry" and re.fullmatch(r"no\s+\w+", remark))  # "revert again, no reboot"
-        ):
+        host_changing = decision.action in ("retry", "rollback", "skip", "defer")
+        if host_changing and _HOSTISH.search(plain) and _RESTRICTS.search(plain):
             # "revert again, not gpu-1", "roll it back, leave gpu-1 alone": the gate acts on all its hosts
             raise DecisionError(f"{text!r} names a host beside {decision.action}, which acts on every host; say which")
+        if host_changing and (
+            _PART_LEFT_OUT.fullmatch(remark) or (decision.action == "retry" and re.fullmatch(r"no\s+\w+", remark))
+        ):
+            # "revert again, not the config", "revert again, no reboot": a part of what it does, left out
+            raise DecisionError(f"{text!r} leaves part of {decision.action} out, which it cannot; say it whole")
         if remark.startswith("wrong ") and decision.action != "stop":
             # "skip it, wrong option": the reason, or a take-back of what was typed? only beside a stop is it harmless
             raise DecisionError(f"{text!r}: {remark!r} could take the decision back; say the one decision you mean")

@@ -278,7 +278,7 @@ def _pred(text: str) -> str:
             return expr
     for alias, field in sorted(_FIELDS.items(), key=lambda f: -len(f[0])):
         if text.startswith(alias + " "):
-            rest = text[len(alias) + 1 :]
+            rest = re.sub(r"^are\b", "is", text[len(alias) + 1 :])  # "wedges are at least 2"
             for cmp_pattern, op in _CMPS:
                 m = re.fullmatch(rf"(?:{cmp_pattern})\s*(-?\d+(?:\.\d+)?)\s*%?", rest)
                 if m:
@@ -293,8 +293,9 @@ def _condition(text: str) -> str:
     text = re.sub(r"^(?:as long as|provided(?: that)?|in case|while|every time|whenever|each time)\b", "if", text)
     # "gain is 5% or more": one comparison, not two predicates joined by "or"
     text = re.sub(
-        r"(?:is )?(-?\d+(?:\.\d+)?\s*%?) or (?:(more|higher|above|better|over)|less|lower|below|under)$",
-        lambda n: f"is at {'least' if n.group(2) else 'most'} {n.group(1)}",
+        r"(?:\b(is|are) )?(?<![\d.])(-?\d+(?:\.\d+)?\s*%?) or "
+        r"(?:(more|higher|above|better|over)|less|lower|below|under)$",
+        lambda n: f"{n.group(1) or 'is'} at {'least' if n.group(3) else 'most'} {n.group(2)}",
         text,
     )
     m = re.match(r"^(only if|if|when|unless)\s+(.*)$", text)
@@ -565,7 +566,7 @@ def _named_command(text: str, commands: Sequence[str], notes: list[str] | None =
         text,
     )
     if m is not None and trailing and re.fullmatch(r"#?\d+(?:\s*(?:,|and|&)\s*#?\d+)*", m.group(1)):
-        return "approve " + " and ".join(re.findall(r"\d+", m.group(1)))  # "1 and 2 are fine"
+        return "approve " + " and ".join(sorted(set(re.findall(r"\d+", m.group(1))), key=int))  # "1 and 2 are fine"
     if m is None or re.fullmatch(r"[#\d\s,and&]+|all|everything|them|them all|it|these|those", m.group(1)):
         return text
     picked: list[int] = []
@@ -573,9 +574,9 @@ def _named_command(text: str, commands: Sequence[str], notes: list[str] | None =
         named = named.strip(" `'\"")
         # The whole command, or its program's name: never a prefix ("run rm -rf /" is not `rm -rf /tmp/x`).
         said = named.split()
-        if len(said) > 1 and any(w.startswith("-") or "/" in w for w in said):
-            return text  # "rm -rf": which paths? only the program's name, or the whole command, names one
         words = [c.lower().split() for c in commands]
+        if len(said) > 1 and any(w.startswith("-") or "/" in w for w in said) and said not in words:
+            return text  # "rm -rf": which paths? only the program's name, or the whole command, names one
         hits = [i for i, w in enumerate(words, 1) if said == w or said == w[: len(said)]]
         if not hits and len(said) == 1 and explicit and not trailing:  # "run the dump one": a word of its arguments
             hits = [i for i, c in enumerate(commands, 1) if said[0] in _command_words(c)]
@@ -668,6 +669,11 @@ class _AtGate:
             raise DecisionError(f"{text!r} does not say which: this gate asks {_EITHER_OR[self.kind]}")
         said = self._sets(reading.text, reading.notes)
         said, hedged, lead_scope = _leads(said)
+        if self.kind in ("budget", "goal") and re.fullmatch(
+            r"keep(?: it| this| that| them| this one| that one)?", said
+        ):
+            # "Continue anyway, or stop with the report?" answered "keep it": keep what? a guess either way
+            raise DecisionError(f"{text!r} does not say which: this gate asks {_EITHER_OR[self.kind]}")
         said = self._order(self._sets(said, reading.notes), reading.notes)
         said = re.sub(r"^(?:just|only)\s+", "", said)  # "just roll it back" (a set was read above: "just 3")
         if self.commands:
@@ -981,9 +987,6 @@ def parse_decision(
             f"didn't understand {raw.strip()!r} as a decision: it is a question, and no decision verb is acted on "
             "with a '?'; answer it, e.g. 'continue' or 'stop'"
         )
-    if kind in ("budget", "goal") and re.fullmatch(r"(?:ok |yes |sure )?keep(?: it| this| that| them)?", text):
-        # "Continue anyway, or stop with the report?" answered "keep it": keep what? a guess either way
-        raise DecisionError(f"{raw.strip()!r} does not say which: this gate asks {_EITHER_OR[kind]}")
     if kind == "command" and re.match(r"^(?:next|move on|carry on|keep going|let'?s move on|next one)\b", text):
         raise DecisionError("at a command gate, say whether to run the commands: approve, or reject")
     titles = titles or {}

@@ -46,6 +46,12 @@ yup hmm umm nop bad big end got put set top own few lot
 one two three four five six seven eight nine ten risky flaky noisy stale last till until reverted rolled
 """
 
+# The rollback gate's revert-again: how often, what is checked after, and what is reverted (a number or a title is
+# kept, so the gate's own check refuses another option's).
+_AGAIN = r"(?:again|once more|one more time|another time)"
+_AND_VERIFY = r"(?:,? (?:and|then|&) (?:check|verify|re-?check|re-?verify)(?: it| again)?)?"
+_REVERTED = r"( it| #?\d+| the [\w-]+(?: [\w-]+)?)?"
+
 # What a decision said in the passive may be about: no negation or correction in it ("2 not 3 gets skipped").
 _PASSIVE_SUBJECT = r"(?:(?!\b(?:not|but|rather|instead|except|only|no|never|nothing|none)\b)[^,])+?"
 
@@ -91,9 +97,10 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
     (r"(?<=\S )on (?:both|all(?: the| \d+| two| three)?|the two|every|each) (?:hosts|gpus|machines|boxes|nodes|servers)"
      r"|(?<=\S )everywhere$", "", ("safety",)),
     (r"^keeping\b", "keep", ("safety",)),
-    (r"(?:re-?revert|(?:try |redo |repeat )?(?:the )?(?:revert|roll ?back|rollback)(?: it)? (?:again|once more"
-     r"|one more time|another time))"
-     r"(?:,? (?:and|then|&) (?:check|verify|re-?check|re-?verify)(?: it| again)?)?", "retry", ("rollback",)),
+    # "roll it back again and check", "revert the scheduler again": the rollback gate's revert-again, of what it names
+    (rf"(?:re-?revert{_REVERTED}|(?:try |redo |repeat )?(?:the )?(?:revert|roll ?back|rollback){_REVERTED} {_AGAIN})"
+     rf"{_AND_VERIFY}", r"retry\1\2", ("rollback",)),
+    (rf"roll (it|#?\d+|the [\w-]+(?: [\w-]+)?) back {_AGAIN}{_AND_VERIFY}", r"retry \1", ("rollback",)),
     (r"accept (?:the |its |their )?(?:current |present )?state(?: as (?:it is|is|it stands))?"
      r"|(?:leave|keep) (?:the hosts|it|them|things|everything) (?:the way (?:they are|it is)|as (?:they are|it is))",
      "approve", ("rollback",)),
@@ -128,7 +135,10 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
     (r"^let me\b.*|^i'll (?:decide|make the call|get back to you)\b.*", "ask", None),
     (r"ask me (?:again )?(?:later|tomorrow|after\b.*)$", "ask", None),
     (r"^(?:yes )?to (?:all|everything|all (?:3|three)|all of them)$", "approve", ("command",)),
-    (r"(?<=\w )(?:the )?next (?:one|option)$", "it", ("continue_or_ask",)),  # "skip the next one": what it offers
+    (r"^(?:(?:go|move|carry) on|continue|proceed) (?:on )?to the next(?: one| option)?$", "continue",
+     ("plan", "triage", "safety", "continue_or_ask", "rollback", "budget", "goal")),
+    # "skip the next one": the option the gate offers (alone, or after "to", it is the go-ahead above and below)
+    (r"(?<=\w )(?<!\bthe )(?<!\bto )(?:the )?next (?:one|option)$", "it", ("continue_or_ask",)),
     (r"^(?:(?:ok|okay|fine|good|safe) )?to run (#?\d+(?:(?:,| and| &) ?#?\d+)*)$", r"approve \1", ("command",)),
     # "anything unsafe gets rolled back": the decision said in the passive
     (rf"^((?:from now on|always|going forward|from here on),? )?({_PASSIVE_SUBJECT}) (?:gets?|should get|will get) "
@@ -136,12 +146,6 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
     (rf"^((?:from now on|always|going forward|from here on),? )?({_PASSIVE_SUBJECT}) (?:gets?|should get|will get) "
      r"(?:skipped|dropped)$", r"\1skip \2", None),
     (r"(?:past|over|beyond) (?:the )?budget$", "", ("budget",)),
-    # "roll it back again and check", "revert the scheduler again": the rollback gate's revert-again, of what it names
-    (r"(?:re-?revert|revert|roll ?back|rollback)( #?\d+| the [\w-]+(?: [\w-]+)?)? (?:again|once more|one more time"
-     r"|another time)(?:,? (?:and|then|&) (?:check|verify|re-?check|re-?verify)(?: it| again)?)?", r"retry\1",
-     ("rollback",)),
-    (r"roll (it|#?\d+|the [\w-]+(?: [\w-]+)?) back (?:again|once more|one more time|another time)"
-     r"(?:,? (?:and|then|&) (?:check|verify|re-?check|re-?verify)(?: it| again)?)?", r"retry \1", ("rollback",)),
     (r"(?:try|retry|redo|re-?run|repeat|do) (?:the )?(?:revert(?:ing)?|roll ?back|rollback)(?: again| one more time"
      r"| once more)?(?:,? (?:and|then) (?:check|verify)(?: it)?)?|try reverting(?: again| one more time| once more)?"
      r"|one more (?:go|try|time)(?: at (?:the )?(?:rollback|revert))?|^again\b|^once more$", "retry", ("rollback",)),
@@ -210,8 +214,8 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
     (r"^all (?:3|three|of them)$", "approve", ("command",)),
     (r"^(?:none|none of them|neither)$", "reject", ("command",)),
     (r"^as is$", "approve", ("rollback",)),
-    (r"(?:roll|back) (?:it|this|that|them|this one|that one|this change|that change|#?\d+) (?:back|out)", "roll back",
-     None),
+    (r"(?:roll|back) (?:it|this|that|them|this one|that one|this change|that change) (?:back|out)", "roll back", None),
+    (r"roll (#?\d+) back|back (#?\d+) out", r"roll back \1\2", None),  # the number kept: the gate checks it
     (r"back (?:it |this |that )?out", "roll back", None),
     (r"take (?:it|this|that) (?:back|out|off)", "roll back", None),
     (r"turn (?:it|this|that) off", "roll back", ("safety",)),

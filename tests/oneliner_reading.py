@@ -154,7 +154,9 @@ def _head(meaning: str) -> tuple[str, str]:
     """(action, targets) of a meaning or reading."""
     parts = meaning.split(" ")
     targets = parts[1] if len(parts) > 1 and "=" not in parts[1] else ""
-    return parts[0], ",".join(sorted(targets.split(","), key=lambda t: (len(t), t))) if targets else ""  # a set
+    if parts[0] == "select" or not targets:
+        return parts[0], targets  # a select's order is the order the options are tried in
+    return parts[0], ",".join(sorted(targets.split(","), key=int))  # a set
 
 
 def _slots(got: str) -> list[tuple[str, str]]:

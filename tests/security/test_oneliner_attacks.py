@@ -1,8 +1,9 @@
 """The attack reviews of the clause reader (tests/security/oneliner_attack_lines.py): 1,568 lines aimed at turning a
 one-liner into a wrong action — a remark that hides an exclusion, a negation in an odd place, emoji, look-alike
-letters, take-backs, sets, conditions, suggestions that drop what mattered — and 161 from the sixth round's attack on
-statements beside a go-ahead and on rewrites that crossed a clause. None may be read as a wrong action, crash, or be
-refused with a suggestion that would be one."""
+letters, take-backs, sets, conditions, suggestions that drop what mattered — 167 from the sixth round's attack on
+statements beside a go-ahead and on rewrites that crossed a clause (group V), and 269 from the seventh round's on
+passives, "wrong …", commands named by what they act on, report tails and hosts left out (group W). None may be read
+as a wrong action, crash, or be refused with a suggestion that would be one."""
 
 from __future__ import annotations
 

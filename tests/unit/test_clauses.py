@@ -309,6 +309,11 @@ ROUND_SEVEN = [
     ("budget", "continue beyond the budget", "continue"),
     ("goal", "stop and write this up", "stop"),
     ("budget", "send me the report", "stop"),
+    ("continue_or_ask", "the next one", "continue"),
+    ("continue_or_ask", "go on to the next one", "continue"),
+    ("command", "run py-spy dump --pid 4812", "approve 2"),
+    ("command", "approve rm -rf /tmp/sglang-cache", "approve 3"),
+    ("safety", "keep it if wedges are 2 or more", "approve if=wedges"),
 ]
 
 
@@ -324,7 +329,9 @@ def test_round_seven_phrasings_are_read_as_meant(kind: str, text: str, want: str
     ("kind", "text"),
     [("safety", "keep it, wrong host"), ("safety", "skip it, wrong option"), ("plan", "stop, wrong"),
      ("safety", "nothing gets rolled back"), ("safety", "it is skipped"), ("rollback", "revert 1 again"),
-     ("rollback", "revert the tbo again"), ("safety", "keep it, passing")],
+     ("rollback", "revert the tbo again"), ("safety", "keep it, passing"), ("safety", "roll 3 back"),
+     ("safety", "back #1 out"), ("rollback", "roll 3 back"), ("budget", "keep it please"), ("budget", "ok, keep it"),
+     ("goal", "kep it"), ("rollback", "revert again, no reboot")],
 )  # fmt: skip
 def test_what_the_seventh_round_must_not_read(kind: str, text: str) -> None:
     assert reading(DOCS, kind, text) == "refuse"
@@ -348,3 +355,9 @@ def test_a_suggestion_never_drops_a_scope_a_deferral_or_a_time(kind: str, text: 
         decide(DOCS, kind, text)
     said = refused.value.suggestion
     assert said is None or any(w in said for w in ("for now", "defer", "tomorrow")), said
+
+
+def test_a_selects_order_is_part_of_its_meaning() -> None:
+    # the scorer compares a set of targets as a set, but a select's order is the order the options are tried in
+    assert same("skip 2,1", "skip 1,2", "plan") and same("approve 2,1", "approve 1,2", "command")
+    assert not same("select 3,2", "continue", "triage") and not same("select 3,1,2", "continue", "plan")
