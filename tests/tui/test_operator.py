@@ -342,19 +342,27 @@ async def test_the_ab_plot_and_the_progress_counts_on_screen(home: Path) -> None
 # ---------------------------------------------------------------- live output, outputs by name
 
 
-def slow_setup(text: str) -> str:
-    """The demo, with a setup step that prints a line every 0.4 s for a while."""
-    return text.replace(
-        '{run: "{{simserve}} init --seed 3", on: decode, timeout: 20}',
-        '{run: "{{simserve}} init --seed 3 && for i in 1 2 3 4 5 6 7 8; do echo tick $i; sleep 0.4; done", '
-        "on: decode, timeout: 20}",
-    )
+def slow_setup(go: Path) -> Callable[[str], str]:
+    """The demo, with a setup step that prints two lines, waits until the test has seen them stream (`go` exists;
+    the step's own timeout bounds the wait), then prints six more: on a loaded machine the command is still running
+    when the pane is looked at, however slowly the app draws."""
+
+    def edit(text: str) -> str:
+        return text.replace(
+            '{run: "{{simserve}} init --seed 3", on: decode, timeout: 20}',
+            f'{{run: "{{{{simserve}}}} init --seed 3 && echo tick 1 && echo tick 2 && while ! test -e {go}; '
+            'do sleep 0.2; done && for i in 3 4 5 6 7 8; do echo tick $i; sleep 0.1; done", '
+            "on: decode, timeout: 60}",
+        )
+
+    return edit
 
 
 async def test_the_output_pane_tails_the_running_command_as_it_prints(
     home: Path, variant: Callable[..., Path], tmp_path: Path
 ) -> None:
-    path = variant(edit=slow_setup)
+    go = tmp_path / "go"
+    path = variant(edit=slow_setup(go))
     assert "tick $i" in path.read_text()
     policy = tmp_path / "sleep-allowed.yaml"  # cautious, with `sleep` among the allowed commands
     text = CAUTIOUS.read_text().replace('"echo *", "true"', '"echo *", "sleep *", "true"')
@@ -376,6 +384,8 @@ async def test_the_output_pane_tails_the_running_command_as_it_prints(
         head = plain(head_widget)
         assert "(setup)" in head and "running" in head
         assert not any("tick 8" in line.text for line in log.lines)  # it is still going
+        go.touch()  # let it finish
+        await wait_for(pilot, lambda: any("tick 8" in line.text for line in log.lines), what="the rest of its lines")
         await wait_for(pilot, lambda: app.view.status == "finished" and not app.source.busy(), what="the end")
     assert not list((d.work / "live").glob("*.log"))  # each spool went with its command
 
