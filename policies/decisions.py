@@ -552,7 +552,8 @@ def _all_but(text: str, commands: Sequence[str]) -> str:
 
 def _named_command(text: str, commands: Sequence[str], notes: list[str] | None = None) -> str:
     """ "run the py-spy one", "only approve nvidia-smi", "nvidia-smi and py-spy are fine": the listed commands named
-    by their first words (whole words: "rm -rf /" is not `rm -rf /tmp/x`)."""
+    by their first words or in full (whole words: "rm -rf /" is not `rm -rf /tmp/x`), and with a verb and "one" by a
+    word of what they act on ("run the dump one"), noted in `notes` so the reading is echoed and confirmed."""
     m = re.fullmatch(
         r"(?:(?:ok|okay|fine|good|safe) to run |(?:ok|okay|yes|sure|fine),? (?:run )?|(?:only |just )?(?:run|approve) )"
         r"(?:only |just )?(?:the )?(.+?)(?: one| command)?",
