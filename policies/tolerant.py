@@ -110,7 +110,8 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
     (r"(?:another |do |run )?(\d+) (?:more )?(?:runs|pairs)(?: first)?,? before (?:i|we) (?:decide|call it)$"
      r"|^another (\d+) (?:runs|pairs)$",
      r"retry with \1\2 runs", ("safety", "goal")),
-    (r"^(?:on|onward|onwards) to(?= #?\d| the (?!next\b|other\b|rest\b)| tbo| moe| occupancy| kernel)", "go with",
+    # "on to 3", "on to the moe one": whatever follows must name an option (the grammar checks it, by any title)
+    (r"^(?:on|onward|onwards) to(?= #?\d| (?!(?:the )?(?:next|other|others|rest|it|them|that|this)\b)[a-z])", "go with",
      ("plan", "triage", "continue_or_ask")),
     (r"^(?:on|onward|onwards) to the next(?: one)?$", "continue", ("plan", "triage", "continue_or_ask")),
     (r"(?:go ahead with|do|run|try|test) (?:all|all of them|everything|them all)(?: (?:3|three))?$"
@@ -170,7 +171,9 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
     (r"(?:ship|approve|run|go with) the plan|(?:the )?plan(?:'s| is)? (?:approved|approve)|^as (?:planned|proposed|is)$"
      r"|run it as planned", "approve", ("plan",)),
     (r"(?:kick off|start|lead|open|begin) (?:with|on)", "go with", ("plan", "triage", "continue_or_ask")),
-    (r"(?:leave out|exclude|omit|cut|scrap|forget|ditch|bin)(?= #?\d| the| tbo| moe| \w+ one)", "skip",
+    # what follows must name an option, by number or by any title's words ("forget it", "cut that out" are not skips)
+    (r"(?:leave out|exclude|omit|cut|scrap|forget|ditch|bin)"
+     r"(?= #?\d| the| (?!(?:it|this|that|them|these|those|everything|all|about|me|us|out)\b)[a-z])", "skip",
      ("plan", "triage", "continue_or_ask")),
     (r"(?:revisit|redo) (.+?) (?:at the end|later)", r"defer \1", ("safety", "plan", "triage", "continue_or_ask")),
     (r"(?:do |run )?another (\d+) (?:runs|pairs)(?: before deciding)?|(?:do|run) (\d+) more (?:pairs|runs)",

@@ -361,3 +361,21 @@ def test_a_selects_order_is_part_of_its_meaning() -> None:
     # the scorer compares a set of targets as a set, but a select's order is the order the options are tried in
     assert same("skip 2,1", "skip 1,2", "plan") and same("approve 2,1", "approve 1,2", "command")
     assert not same("select 3,2", "continue", "triage") and not same("select 3,1,2", "continue", "plan")
+
+
+def test_phrasings_name_options_by_any_campaigns_titles_not_the_demos() -> None:
+    # no rewrite may know the demo's titles: "scrap X", "on to X" work for whatever the campaign calls its options
+    from policies.decisions import parse_decision
+
+    titles = {1: "paged attention", 2: "cuda graphs", 3: "speculative decoding"}
+
+    def read(kind: str, text: str) -> tuple[str, list[int]]:
+        d = parse_decision(text, kind=kind, options=[1, 2, 3], titles=titles, gate_option=3 if kind != "plan" else None)
+        return d.action, d.targets
+
+    assert read("plan", "scrap paged attention") == ("skip", [1])
+    assert read("plan", "ditch the cuda graphs") == ("skip", [2])
+    assert read("continue_or_ask", "on to speculative decoding") == ("select", [3])
+    for text in ("forget it", "cut that out", "on to it"):
+        with pytest.raises(DecisionError):
+            read("plan", text)
