@@ -148,7 +148,8 @@ def test_resume_and_decide_in_a_terminal_open_the_gate_on_screen(tmp_path: Path,
             echo = term.wait_for("Enter to confirm", timeout=30)
             assert "STOP — stop the campaign" in echo
             term.tmux("send-keys", "-t", "smoke", "Enter")
-            term.wait_for("stopped", timeout=60)
+            # the header's state, not the word in the events: a "q" before the run is done asks whether to stop it
+            term.wait_for("done · stopped", timeout=60)
             term.tmux("send-keys", "-t", "smoke", "q")
             term.wait_for("EXIT=0", timeout=60)
             journal = home / "sessions" / session / "journal.jsonl"
