@@ -159,10 +159,9 @@ def test_mid_run_a_refused_key_is_not_asked_again(tmp_path: Path) -> None:
     )
 
 
-def test_mid_run_an_api_that_stops_answering_is_given_up_after_two_failed_calls(tmp_path: Path) -> None:
-    # The check passed, then the Messages API hangs. Before, every step paid (max_retries + 1) timeouts: ~38 minutes
-    # with the defaults over a run's steps. Now the call after a failed one gets one attempt, and two failed calls in
-    # a row give the model up for the session: the later steps fall back at once, and the journal says why.
+def hanging_api() -> tuple[Callable[[dict[str, Any]], Any], dict[str, bool]]:
+    """A Messages API that hangs past a 0.5 s timeout while the switch's "on" is set, and answers as an engineer
+    once it is cleared."""
     from tests.messages_api import Reply
 
     model = EngineerModel()
@@ -171,6 +170,14 @@ def test_mid_run_an_api_that_stops_answering_is_given_up_after_two_failed_calls(
     def script(body: dict[str, Any]) -> Reply:
         return Reply(delay_s=1.5) if hanging["on"] else model(body)
 
+    return script, hanging
+
+
+def test_mid_run_an_api_that_stops_answering_is_given_up_after_two_failed_calls(tmp_path: Path) -> None:
+    # The check passed, then the Messages API hangs. Before, every step paid (max_retries + 1) timeouts: ~38 minutes
+    # with the defaults over a run's steps. Now the call after a failed one gets one attempt, and two failed calls in
+    # a row give the model up for the session: the later steps fall back at once, and the journal says why.
+    script, hanging = hanging_api()
     journal = Journal(tmp_path / "journal.jsonl", "t")
     campaign = load_campaign(DEMO).campaign
     spec = BrainSpec(kind="claude", timeout_s=0.5, max_retries=2, backoff_s=0.01)
@@ -204,7 +211,6 @@ def test_an_api_that_answers_anything_is_not_given_up(tmp_path: Path, answer: st
     # second timeout gives nothing up (and a burst of rate limits never does).
     from tests.messages_api import Reply, error
 
-    model = EngineerModel()
     state = {"step": 0}
     answers = {
         "refusal": Reply(stop_reason="refusal", stop_details={"type": "refusal", "category": "cyber"}),
@@ -213,7 +219,7 @@ def test_an_api_that_answers_anything_is_not_given_up(tmp_path: Path, answer: st
     }
 
     def script(body: dict[str, Any]) -> Reply:
-        return answers[answer] if state["step"] == 1 else Reply(delay_s=1.5) if state["step"] != 3 else model(body)
+        return answers[answer] if state["step"] == 1 else Reply(delay_s=1.5)
 
     journal = Journal(tmp_path / "journal.jsonl", "t")
     campaign = load_campaign(DEMO).campaign
@@ -228,14 +234,7 @@ def test_an_api_that_answers_anything_is_not_given_up(tmp_path: Path, answer: st
 
 
 def test_a_call_that_answers_resets_the_count_of_failed_calls(tmp_path: Path) -> None:
-    from tests.messages_api import Reply
-
-    model = EngineerModel()
-    hanging = {"on": True}
-
-    def script(body: dict[str, Any]) -> Reply:
-        return Reply(delay_s=1.5) if hanging["on"] else model(body)
-
+    script, hanging = hanging_api()
     journal = Journal(tmp_path / "journal.jsonl", "t")
     campaign = load_campaign(DEMO).campaign
     spec = BrainSpec(kind="claude", timeout_s=0.5, max_retries=1, backoff_s=0.01)
