@@ -88,12 +88,37 @@ _CALM = frozenset(
     reverted fixed order imo tbh
     """.split()  # noqa: SIM905 - a word list reads best as words
 )
+# A remark beside a go-ahead that doubts the evidence against it, at the gates that show such evidence: at a safety
+# gate the stress test that wedged ("keep it, the stress harness is flaky"), or the risk taken ("I'll take the risk",
+# "I'll watch it"); at a rollback gate the check that failed ("accept as is, check is flaky"). It argues for the
+# decision; its subject is never the gain or the option ("keep it, the gain is noise", "it's flaky", "the benchmark
+# was a fluke" argue against the keep and stay refused).
+_DOUBTED = (
+    r"(?:'s| is| was| were| are| seems| looks| looked| seemed)?"
+    r"(?: (?:just|probably|likely|a|an|known|totally|so|super|pretty|definitely|clearly|notoriously))*"
+    r" (?:flaky|flakey|flake|fluke|noise|noisy|broken|bogus|busted|lying|known to lie|false positive|red herring"
+    r"|(?:known |test )?flake)(?: (?:af|anyway|anyways|imo|tbh|again|on this box|on this cluster))*"
+)
+_DOUBTS_EVIDENCE: dict[GateKind, re.Pattern[str]] = {
+    "safety": re.compile(
+        r"(?:(?:the|that|this|our) )?(?:stress(?: test| harness| run)?|(?:stress |test )?harness|wedge|hang"
+        rf"|stress wedge|watchdog){_DOUBTED}"
+        r"|(?:i'll|we'll|i will|we will|happy to) (?:take|own|accept|live with) (?:the |that |this )?risk"
+        r"|risk (?:is )?accepted"
+        r"|(?:i'll|we'll|i will|we will) (?:watch|monitor) (?:it|that|this|the hosts)(?: closely)?"
+        r"|(?:yes |yeah |yep )?i (?:saw|know about) (?:the |that )?(?:wedge|hang|risk)"
+    ),
+    "rollback": re.compile(
+        rf"(?:(?:the|that|this|our) )?(?:checks?|verifier|verification|verify step)(?:{_DOUBTED}"
+        r"|(?:'s| is| was)? (?:just )?(?:cosmetic|stale|wrong))"
+    ),
+}
 _HEDGED = frozenset({"probably", "guess", "hope", "believe", "feel", "think"})  # a remark with one hedges the decision
 _PREFERENCE = re.compile(r"\b(?:better|best|bigger|biggest|safer|safest|prefer|preferred|rather|winner|wins?|first)\b")
 
 _REST_IS_FINE = re.compile(
     r"(?:the )?(?:rest|others|other ones|other two)(?: is| are| look| looks| seem| seems)? (?:fine|good|ok|okay|great"
-    r"|as planned|as is)"
+    r"|as planned|as is|lgtm|ok to run)"
 )
 Kind = Literal[
     "decision", "negated", "condition", "otherwise", "scope", "runs", "take-back", "no", "no-mark", "wait", "hedge",
@@ -389,7 +414,8 @@ def _condition_first(part: str, grammar: Grammar) -> list[str]:
 
 
 _KEPT_IN_A_SUGGESTION = re.compile(
-    r"\b(?:for now|for the moment|temporarily|from now on|always|till|until|end|later|tomorrow|eventually|revisit\w*"
+    r"\b(?:for now|for the moment|temporarily|from now on|from here|always|till|until|end|later|tomorrow|tonight"
+    r"|today|eventually|revisit\w*"
     r"|or|maybe|unless|if|when|once|after|before|again|only)\b"
 )
 _FACT_WORD = re.compile(
@@ -432,10 +458,17 @@ def combine(text: str, grammar: Grammar) -> Decision:
         clauses = [c for c in clauses if c is not fine[0]]
     if not decided:
         raise NotUnderstood(f"didn't understand {text!r}: no decision in it")
-    conditioned = any(c.kind == "condition" for c in clauses)
+    conditioned = any(c.kind == "condition" or (c.decision and c.decision.condition) for c in clauses)
+    if conditioned and grammar.kind in OPTION_GATES and clauses[0].kind == "no":
+        # "no, skip 3 if it wedges": a rule here moves the gate on, which the "no" may have refused
+        raise DecisionError(f"{text!r} opens with 'no' and then gives a rule the gate goes on with; say which you mean")
     if conditioned and len(decided) > 1 and grammar.kind in OPTION_GATES:
         # "continue, and if 3 wedges roll it back": at a gate that moves on, a rule given there implies the go-ahead
-        decided = [c for c in decided if not (c.decision and _goes_on(c.decision, grammar))] or decided
+        kept = [c for c in decided if not (c.decision and _goes_on(c.decision, grammar))] or decided
+        if len(kept) < len(decided) and any(c.kind == "negated" for c in clauses):
+            # "approve except tbo, skip 3 if it wedges": the exclusion belongs to the go-ahead the rule stands for
+            raise DecisionError(f"{text!r}: say the options to leave out and the rule as two answers")
+        decided = kept
     decision = _agree(decided, grammar)
     if len(decided) > 1:
         decision.read_as.append(
@@ -459,6 +492,9 @@ def combine(text: str, grammar: Grammar) -> Decision:
                 raise DecisionError(f"{c.text!r}: a count of runs goes with one retry")
             decision.runs = c.runs
     for c in clauses:
+        if c.kind == "negated" and c.targets and c.decision is None and re.search(r"\byet$", c.text):
+            # "not 3 yet, the rest is fine": later, or never? a skip and a deferral are different answers
+            raise DecisionError(f"{text!r}: {c.text!r} — skip it, or defer it? say which")
         if c.kind == "negated":
             noted = len(decision.read_as)
             decision = _without(decision, c, grammar)
@@ -499,12 +535,12 @@ def _check_remarks(text: str, remarks: list[str], decision: Decision, grammar: G
     own = set(decision.targets) | ({grammar.gate_option} if grammar.gate_option is not None else set())
     if grammar.kind in ("plan", "triage"):
         own |= set(grammar.options) - set(grammar.open)  # "tbo was a long shot": a no-go option is not chosen
-    if decision.action in ("stop", "ask"):
+    if decision.action in ("stop", "ask", "reject"):
         own |= set(grammar.options)  # a stop or an ask is about every option: "abort, tbo was the whole point"
     for remark in remarks:
         plain = _MEASURE.sub(" ", remark)
         host_changing = decision.action in ("retry", "rollback", "skip", "defer")
-        if host_changing and _HOSTISH.search(plain) and _RESTRICTS.search(plain):
+        if (host_changing or decision.action == "stop") and _HOSTISH.search(plain) and _RESTRICTS.search(plain):
             # "revert again, not gpu-1", "roll it back, leave gpu-1 alone": the gate acts on all its hosts
             raise DecisionError(f"{text!r} names a host beside {decision.action}, which acts on every host; say which")
         if host_changing and (
@@ -516,7 +552,8 @@ def _check_remarks(text: str, remarks: list[str], decision: Decision, grammar: G
             # "skip it, wrong option": the reason, or a take-back of what was typed? only beside a stop is it harmless
             raise DecisionError(f"{text!r}: {remark!r} could take the decision back; say the one decision you mean")
         mentioned = grammar.mentions(plain)
-        if _PREFERENCE.search(remark) and mentioned:
+        chosen = decision.action == "select" and mentioned <= set(decision.targets)  # "#3 is bigger, go with 3"
+        if _PREFERENCE.search(remark) and mentioned and not chosen:
             # "#3 is better on paper, stop here": a preference between options is a decision of its own.
             raise DecisionError(f"{text!r} prefers an option beside the decision; say one decision")
         if mentioned - own:
@@ -535,13 +572,26 @@ def _check_remarks(text: str, remarks: list[str], decision: Decision, grammar: G
         if mentioned and not ahead and _POSITIVE.search(plain):
             # "skip it, 3 looks great": what is said about the option argues against the decision
             raise DecisionError(f"{text!r} speaks for #{min(mentioned)} beside {decision.action}; say one thing")
-        if decision.action in ("skip", "rollback", "stop") and _DEFERRING.search(plain):
+        if _NOT_NOW.search(plain) and decision.action not in ("stop", "skip", "defer", "ask", "reject"):
+            # "roll 3 back if it wedges, but not tonight", "revert again, not today": a time it cannot keep (beside a
+            # skip or a stop, "not today" is the reason)
+            raise DecisionError(f"{text!r}: {remark!r} says when, which a decision here cannot wait for; say it then")
+        revisit = _DEFERRING.search(plain)
+        if (
+            revisit
+            and decision.scope == "for_now"
+            and re.search(r"\b(?:never|don't|dont|do not|no need|not|no)\b", plain)
+        ):
+            # "skip it for now, never revisit": for now, or for good?
+            raise DecisionError(f"{text!r}: for now, or for good? say which")
+        if decision.action in ("skip", "rollback", "stop") and decision.scope != "for_now" and revisit:
             # "revert it, we can revisit at the end": coming back to it later is a deferral, not a skip
             raise DecisionError(f"{text!r}: {decision.action}, or defer it to revisit later? say which")
         if grammar.kind == "continue_or_ask" and _COA_REFERENCE.search(plain):
             # at a continue-or-ask gate "it" may be the option that finished or the one offered next
             raise DecisionError(f"{text!r}: which option is {remark!r} about? name it by number")
-        if ahead:
+        doubts = _DOUBTS_EVIDENCE.get(grammar.kind)
+        if ahead and not (doubts and doubts.fullmatch(remark)):
             calm = _CALM | grammar.words_of(sorted(own)) | (_NAMING if mentioned else set())
             if grammar.kind == "goal":
                 calm |= {"noise"}  # "take it, 19.8 vs 20 is noise": beside a keep elsewhere it could argue against
@@ -564,6 +614,7 @@ _HOSTISH = re.compile(r"\b(?:[a-z]+-\d+|hosts?|nodes?|machines?|boxes|box|gpus?|
 _HOST = r"(?:[a-z]+-\d+|(?:the )?(?:hosts?|nodes?|machines?|boxes|box|gpus?|servers?)(?: \d+)?)"
 _HOSTS_ONLY = re.compile(rf"(?:on |in |for )?(?:the )?{_HOST}(?:\s*(?:,|and|or|&)\s*{_HOST})*")  # "not gpu-1"
 _NAMING = frozenset({"one", "option", "change", "thing", "stuff"})  # "the moe one": how a title is said
+_NOT_NOW = re.compile(r"\bnot (?:tonight|today|now|yet|this time|this week|before \w+)\b")
 _DEFERRING = re.compile(r"\b(?:revisit|come back|at the end|later|afterwards)\b")
 _COA_REFERENCE = re.compile(
     r"\b(?:it|that one|this one|that change|this change|(?:the )?(?:last|previous|next) (?:one|option))\b"
@@ -590,13 +641,13 @@ def _agree(decided: list[Clause], grammar: Grammar) -> Decision:
             result = other.model_copy(deep=True)  # "continue, but skip 1": the go-ahead, without #1
             continue
         same = other.action == result.action or {other.action, result.action} <= GO_AHEAD
-        if result.action == other.action == "select":
+        if result.action == other.action == "select" and result.targets != other.targets:
             raise DecisionError(f"{decided[0].text!r} and {clause.text!r}: which first? say 'go with N'")
         if same and bool(other.targets) != bool(result.targets) and grammar.kind in ("command", *OPTION_GATES):
             raise DecisionError(
                 f"{decided[0].text!r} and {clause.text!r}: all of them, or only what the second names? say which"
             )
-        if same and other.condition == result.condition:
+        if same and other.condition == result.condition and other.scope == result.scope:
             result.targets = list(dict.fromkeys([*result.targets, *other.targets]))
             result.read_as.extend(other.read_as)
             result.hedged = result.hedged or other.hedged
@@ -607,11 +658,15 @@ def _agree(decided: list[Clause], grammar: Grammar) -> Decision:
             if set(dropped.targets) >= set(grammar.open):
                 result = dropped.model_copy(deep=True)  # "skip 3, we're done": nothing is left once 3 is skipped
                 continue
-        if pair in ({"skip", "select"}, {"defer", "select"}) and grammar.kind in OPTION_GATES:
-            skipped, chosen = (result, other) if result.action != "select" else (other, result)
-            if chosen.targets and set(chosen.targets) == {o for o in grammar.open if o not in skipped.targets}:
-                # "skip 1 and 2, do 3": with 3 all that is left, the select says what skipping the others does.
+        chooses = {"select", "approve", "continue"}
+        if len(pair) == 2 and pair & {"skip", "defer"} and pair & chooses and grammar.kind in OPTION_GATES:
+            skipped, chosen = (result, other) if result.action in ("skip", "defer") else (other, result)
+            rest = {o for o in grammar.open if o not in skipped.targets}
+            if chosen.targets and set(chosen.targets) == rest and chosen.condition is None and chosen.scope == "once":
+                # "skip 1 and 2, do 3", "skip 1 and 3, keep 2": with 3 (2) all that is left, the go-ahead for it
+                # says what skipping the others does.
                 result = skipped.model_copy(deep=True)
+                result.hedged = skipped.hedged or chosen.hedged  # "skip 3, maybe keep 2"
                 continue
         raise DecisionError(
             f"{decided[0].text!r} and {clause.text!r} are two different decisions "

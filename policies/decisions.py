@@ -219,7 +219,11 @@ def _symbols(text: str) -> str:
         else:
             out.append(ch)
     said = "".join(out)
+    # "skip 1 and 3, 👍 2": a yes-mark before an option after other words is a yes to it, which no word here says
+    said = re.sub(r"(?<=\w)(.*?)\x00(?=\s*#?\d)", r"\1, oddmark, ", said)
     words = said.replace("nomark", "").strip(" ,\x00")
+    if "\x00" in said and ("nomark" in said or re.fullmatch(r"(?:no|nope|nah|reject)[\s,.!]*", words)):
+        return ""  # "👍❌", "👍 no": a yes and a no, nothing to read
     if not words or ("nomark" in said and re.fullmatch(r"(?:no|nope|nah|reject)[\s,.!]*", words)):
         return "no" if "nomark" in said else ("yes" if "\x00" in said else "")  # "nope ❌" is one no
     return said.replace("\x00", " ")
@@ -238,6 +242,7 @@ def _normalise(text: str) -> str:
     text = re.sub(r"\bw/(?=\s|$)", "with", text).replace(" & ", " and ").replace(" + ", " and ")
     text = re.sub(r"([a-z])\1{2,}", r"\1", text)  # "goooo", "yesss"
     text = re.sub(r"(?<=\w)!+(?=\s+\w)", ",", text)  # "ok!! run it"
+    text = re.sub(r'(?<=\w )"([\w\' -]{1,24})"(?=[\s,.!?]|$)', r"\1, oddmark, ", text)  # scare quotes: 'is "flaky"'
     text = re.sub(r'"', "", text)
     text = re.sub(  # "1-2", "#2-3": a range of options, said as a list
         r"(?<![\w.-])#?([1-9])\s*-\s*#?([1-9])(?![\w.%-])",
@@ -704,8 +709,10 @@ class _AtGate:
             decision.targets = []  # "approve all 3": every command the gate lists
         if lead_scope is not None:
             decision.scope = lead_scope
-        if reading.negated and decision.action in ("approve", "continue", "select"):
-            raise DecisionError(f"{text!r} opens with 'no' and then goes ahead; say which you mean")
+        rule_here = decision.condition is not None and self.kind in OPTION_GATES  # the gate goes on with a rule
+        if reading.negated and (decision.action in ("approve", "continue", "select") or rule_here):
+            then = "gives a rule the gate goes on with" if rule_here else "goes ahead"
+            raise DecisionError(f"{text!r} opens with 'no' and then {then}; say which you mean")
         if otherwise_text is not None:
             other = _clause(otherwise_text, self.gate_option, self.options, self.titles)
             if other.condition:
@@ -1057,6 +1064,13 @@ def parse_decision(
         # The gate's own word for it: "go ahead" at a command gate runs the commands, "revert" at the
         # rollback gate is its "revert and verify again".
         decision.action = _AT_GATE[(kind, decision.action)]
+    elif kind == "plan" and decision.action == "reject":
+        # "reject", "no", ❌ answer "Approve the plan?": nothing of it runs. A "don't" the grammar read as the verb
+        # ("don't reject") or an exclamation ("oh no") is not that answer
+        if re.search(r"\b(?:don'?t|do not|never|not|oh|ah|uh)\b", raw.lower()):
+            raise DecisionError(f"{raw.strip()!r}: approve the plan, or stop? say which")
+        decision.action = "stop"
+        decision.read_as.append("reject at the plan gate → stop (nothing of the plan runs)")
     if decision.condition is None and decision.action not in ALLOWED[kind]:
         raise DecisionError(
             f"a {kind} gate cannot {decision.action}; it takes: {', '.join(a for a in ALLOWED[kind] if a != 'ask')}"

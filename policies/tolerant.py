@@ -76,6 +76,10 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
     # A decision verb said as it is being done or as done ("skipping 2, too risky", "dropped tbo"): the verb. Only
     # at the start of a clause, and never "reverted" or "rolled back", which at a rollback gate report a state.
     (r"^(?:skipping|skipped)\b", "skip", None),
+    # "from here on roll back anything that wedges", "always skip unsafe stuff from here": the standing scope; a
+    # trailing "from here" alone ("continue from here", "run them from here") is not one
+    (r"^from here on(?: out)?\b", "from now on", None),
+    (r"^(always\b.+?) from here(?: on(?: out)?)?$", r"\1", None),  # "from here" alone is a place or a now
     (r"^(?:dropping|dropped)\b", "drop", None),
     (r"^(?:parking|parked)\b", "park", None),
     (r"^(?:deferring|deferred)\b", "defer", None),
@@ -227,7 +231,8 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
     (r"revert and verify", "roll back", None),
     (r"accept (?:it |this |that |the rollback |the state )?as is|accept (?:it|this|that|the rollback)|accept",
      "approve", ("rollback", "goal")),
-    (r"leave (?:it|things) as is|live with it", "approve", ("rollback",)),
+    (r"leave (?:it|things) as is|live with it|(?:leave|keep|take|accept) (?:it|things|them) how (?:it is|they are)",
+     "approve", ("rollback",)),
     (r"keep (?:it|this|that) on|leave (?:it|this|that) on", "keep", ("safety",)),
     (r"measure (?:it |this |that )?again(?: with more (?:pairs|runs))?|re-?measure|benchmark (?:it )?again"
      r"|re-?benchmark|(?<!with )(?:run )?more (?:runs|pairs)", "retry", ("safety", "goal")),
@@ -402,6 +407,7 @@ def _english(word: str) -> bool:
 
 
 NEGATING_LEADS = ("no", "nope", "nah")
+_NOT_AHEAD = r"(?:stop|skip|abort|drop|defer|park|halt|reject|don't|roll|revert|back|undo|retry|ask)"  # "nah stop"
 
 
 def negated(text: str) -> bool:
@@ -418,13 +424,11 @@ def strip_filler(text: str) -> str:
         changed = False
         for tail in FILLER_TAILS:
             for sep in (" ", ", "):
-                if text.endswith(sep + tail):
+                if text.endswith(sep + tail) and not text.endswith(" from here"):  # "from here": a scope
                     text, changed = text[: -len(sep + tail)].rstrip(" ,"), True
         for lead in FILLER_LEADS:
             # "nah stop", "nope skip it": a "nah" before a decision that does not go ahead is the same no.
-            ahead = lead == "no" or not re.match(
-                rf"^{lead} (?:stop|skip|abort|drop|defer|park|halt|reject|don't)\b", text
-            )
+            ahead = lead == "no" or not re.match(rf"^{lead} {_NOT_AHEAD}\b", text)
             if lead in NEGATING_LEADS and not text.startswith(lead + ",") and ahead:
                 continue
             if text.startswith(lead + " ") or text.startswith(lead + ","):

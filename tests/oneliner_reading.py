@@ -123,12 +123,13 @@ def same(want: str, got: str, kind: str = "") -> bool:
 
 def _same_action(want: str, got: str, kind: str) -> bool:
     """The same answer at this gate: continue and approve everywhere; at a safety gate skip and roll back (both roll
-    the option back, verify and move on: agent.run.answers.meaning)."""
+    the option back, verify and move on: agent.run.answers.meaning); at the plan gate reject and stop (its no)."""
     return (
         want == got
         or {want, got} <= GO_AHEAD
         or (kind == "safety" and {want, got} <= {"skip", "rollback"})
         or (kind == "rollback" and {want, got} <= {"rollback", "retry"})  # its retry is "revert again"
+        or (kind == "plan" and {want, got} <= {"reject", "stop"})  # its no: nothing of the plan runs
     )
 
 

@@ -1922,6 +1922,279 @@ add(
     ],
 )
 
+# X: the eighth round's review (helper attack on ROUND8: 1,888 lines, 218 wrong actions, all refused or read right now)
+X = "X eighth-round attack: plan reject, doubted evidence, from here, time words, marks before an option"
+add(
+    X,
+    "plan",
+    [
+        "don't reject",
+        "don't reject it",
+        "don't reject the plan",
+        "please don't reject",
+        "❌🔥",
+        "🔥❌",
+        "don't reject, please",
+        "don't reject pls",
+        "don't reject thx",
+        "don't reject it tbh",
+        "nope, don't reject",
+        "don't no",
+        "dont reject",
+        "no, don't reject",
+        "don't reject 👍",
+        "don't reject 🔥",
+        "oh no",
+        "approve, the benchmark is broken",
+        "approve, the bench is broken",
+        "approve, the harness is broken",
+        "approve, the stress harness is broken",
+        "approve, the test is broken",
+        "approve, the tests are broken",
+        "approve, the verifier is broken",
+        "approve, the bench is the problem",
+        "approve, the wedge is the problem",
+        "approve, the checks are broken",
+        "approve, the watchdog is broken",
+        "approve, the probe is broken",
+        "approve from here",
+        "go ahead from here",
+        "lgtm from here",
+        "approve tonight",
+        "approve, run it tonight",
+        "🟢🔴",
+        "🔴🟢",
+        "🟢❌",
+        "❌🟢",
+        "🟢 no",
+        "🟢 nope",
+        "skip 1, 🟢 2 and 3",
+        "skip 1, 🔥 2 and 3",
+        "drop 1, 💚 2 and 3",
+        "skip 3; 🟢 1 and 2",
+        "skip 3 — 🟢 1 and 2",
+        "defer 1, 🟢 2, 3",
+        "not 3 yet, the rest lgtm",
+        "approve, the hang is the problem",
+    ],
+)
+add(
+    X,
+    "safety",
+    [
+        "keep it, the wedge is the problem",
+        "keep it, the hang is the problem",
+        "keep it, the stress wedge is the problem",
+        "keep it, the wedge was the problem",
+        "keep it, wedge is the problem",
+        "keep it, that wedge is the problem",
+        "keep it, the hang was the problem here",
+        "keep it, the benchmark is noise",
+        "keep it, the bench is noisy",
+        "keep it, the benchmark is noisy",
+        "keep it, the bench was a fluke",
+        "keep it, the benchmark was a fluke",
+        "keep it, the benchmark is a false positive",
+        "keep it, the benchmark is broken",
+        "keep it, the bench is bogus",
+        "keep it, benchmark is lying",
+        "keep it, the benchmark is stale",
+        "keep it, the bench is busted",
+        "keep it, the test is noise",
+        'sure, keep it, the harness is "flaky"',
+        "keep it, the harness is “flaky”",
+        "keep it, the wedge is totally the problem",
+        "keep it, the wedge is clearly the problem",
+        "keep it, the wedge is definitely the problem",
+        "roll it back from here",
+        "roll back from here",
+        "approve from here",
+        "continue from here",
+        "keep going from here",
+        "revert from here",
+        "undo from here",
+        "back it out from here",
+        "retry from here",
+        "measure again from here",
+        "nah roll back from here",
+        "keep it tonight",
+        "retry tonight",
+        "retry with 5 runs tonight",
+        "skip it for now, revisit never",
+        "skip it for now, we'll never revisit",
+        "skip it for now, no need to revisit",
+        "skip it for now, don't revisit",
+        "stop for now, revisit tomorrow, leave gpu-1 alone",
+        "keep it, the test is a fluke",
+        "keep it, the test was a fluke",
+        "keep it, the tests are noisy",
+    ],
+)
+add(
+    X,
+    "triage",
+    [
+        "continue, the bench is broken",
+        "continue, the benchmark is broken",
+        "continue, the harness is broken",
+        "continue, the test is the problem",
+        "go with 3, the benchmark was a fluke",
+        "continue from here",
+        "go ahead from here",
+        "keep going from here",
+        "approve from here",
+        "go with 3, pick 3 from now on",
+        "continue, the wedge is the problem",
+        "go with 3, the hang is the problem",
+    ],
+)
+add(
+    X,
+    "continue_or_ask",
+    [
+        "continue, the bench is broken",
+        "continue, the benchmark was a fluke",
+        "continue, the wedge is the problem",
+        "continue, the test is broken",
+        "keep going, roll 3 back if it wedges, but not tonight",
+        "no, keep going, roll 3 back if it wedges",
+        "continue from here",
+        "carry on from here",
+        "keep going from here",
+        "proceed from here",
+        "go on from here",
+        "move on from here",
+        "next from here",
+        "go ahead from here",
+        "continue, you can take this from here",
+        "continue from here please",
+        "continue from here thanks",
+        "continue from here tonight",
+        "continue from here today",
+        "continue if there's a next step from here",
+        "just continue from here",
+        "ok continue from here",
+        "yes continue from here",
+        "continue from here 🔥",
+        "continue from here, 3 looks good",
+        "nah roll 3 back if it wedges",
+        "continue, the hang is the problem",
+    ],
+)
+add(
+    X,
+    "budget",
+    [
+        "continue anyway, the bench is broken",
+        "continue anyway, the benchmark is broken",
+        "continue anyway, the wedge is the problem",
+        "continue from here",
+        "continue anyway from here",
+        "ok continue from here",
+        "yes continue anyway from here",
+        "go on from here",
+        "proceed from here",
+        "keep going from here",
+        "carry on from here",
+        "continue from here, i'll watch it",
+        "continue anyway from here, i'll take the risk",
+        "continue anyway, the hang is the problem",
+    ],
+)
+add(
+    X,
+    "goal",
+    [
+        "accept, the bench is broken",
+        "accept, the benchmark is broken",
+        "accept, the benchmark is a fluke",
+        "accept, the benchmark was a fluke",
+        "accept, the benchmark is a false positive",
+        "accept, the tests are bogus",
+        "accept it, the wedge is the problem",
+        "take it, the benchmark is lying",
+        "accept as is, the benchmark is stale",
+        "accept from here",
+        "measure again from here",
+        "accept as is from here",
+        "continue from here",
+        "retry from here",
+        "measure again tonight",
+        "accept, the hang is the problem",
+    ],
+)
+add(
+    X,
+    "rollback",
+    [
+        "accept it as is, the wedge is the problem",
+        "accept it as is, the hang is the problem",
+        "revert again from here",
+        "accept as is from here",
+        "revert from here",
+        "accept it as is from here",
+        "leave it as is from here",
+        "accept as is from here, i'll take the risk",
+        "accept as is tonight",
+    ],
+)
+add(
+    X,
+    "command",
+    [
+        "approve from here",
+        "run them from here",
+        "go ahead from here",
+        "approve from here please",
+        "yes, run them from here",
+        "ok, run them from here",
+        "sure, go ahead from here",
+        "approve them from here",
+        "approve all from here",
+        "run all from here",
+        "run these from here",
+        "run those from here",
+        "run them all from here",
+        "just run them from here",
+        "run them from here, it's fine",
+        "run them from here please",
+        "run them from here thanks",
+        "proceed from here",
+        "continue from here",
+        "run them tonight",
+        "run 1 and 2 today, 3 tonight",
+        "run them tonight 🔥",
+        "🔥 3",
+        "🔥 all",
+        "skip 3, 🟢 1 and 2",
+        "reject 3, 🟢 1 and 2",
+    ],
+)
+# read, and acceptable: a stop before anything runs, confirmed (a wink is not a take-back the reader knows)
+add(X, "plan", "reject 😉", "stop")
+add(X, "plan", "reject 🙃", "stop")
+# read right: the hedge on the go-ahead for what is left is kept (hedged, so confirmed: tests/unit/test_clauses.py)
+add(X, "triage", "skip 3, maybe keep 2", "skip 3")
+# read right since a mark before an option after other words became an odd mark: the rest is the go-ahead for #2
+add(X, "plan", "skip 1 and 3, 🟢 2", "skip 1,3")
+add(X, "plan", "skip 1 and 3, 🔥 2", "skip 1,3")
+add(X, "plan", "skip 1 and 3, 💚 2", "skip 1,3")
+add(X, "plan", "skip 1 and 3, 😎 2", "skip 1,3")
+add(X, "plan", "skip 1 and 3, 🥳 2", "skip 1,3")
+add(X, "triage", "skip 3, 🟢 2", "skip 3")
+add(X, "triage", "skip 3, 🔥 2", "skip 3")
+add(X, "triage", "skip 2, 🟢 3", "skip 2")
+add(X, "triage", "drop 3, 💚 2", "skip 3")
+add(X, "triage", "skip 3, 😎 2", "skip 3")
+add(X, "triage", "defer 3, 🟢 2", "defer 3")
+add(X, "triage", "skip 3, probably keep 2", "skip 3")
+add(X, "triage", "skip 3, perhaps keep 2", "skip 3")
+add(X, "triage", "skip 3, i think keep 2", "skip 3")
+add(X, "plan", "skip 1 and 3, maybe keep 2", "skip 1,3")
+add(X, "plan", "maybe keep 2, skip 1 and 3", "skip 1,3")
+add(X, "plan", "skip 1, maybe keep 2 and 3", "skip 1")
+
+
 GO = {"approve", "continue", "select", "retry"}
 
 # Tried lines that read right today (refusal would be fine too).
@@ -1963,6 +2236,9 @@ WANT_OVERRIDE = {
     ("safety", "keep it if gain > 5 percent"): "approve if=gain",
     ("safety", "keep it if confidence is high"): "approve if=confidence",
     ("budget", "no stop, continue"): "continue",
+    # read right since the eighth round: a go-ahead for exactly what a skip leaves open says what the skip does
+    ("plan", "drop the rest, keep 2"): "skip 1,3",
+    ("plan", "keep 2, skip the others"): "skip 1,3",
     # read right since the review: "provided" and "as long as" open a condition
     **{
         ("safety", t): "approve if=safe"

@@ -88,12 +88,6 @@ REFUSED = [
 ]
 
 
-@pytest.mark.parametrize(("kind", "text", "want"), ISSUE_LINES, ids=[f"{k}:{t}" for k, t, _ in ISSUE_LINES])
-def test_each_line_the_issue_found_is_read_as_meant(kind: str, text: str, want: str) -> None:
-    got = reading(DOCS, kind, text)
-    assert same(want, got, kind), f"{text!r} at {kind}: {got} (meant {want})"
-
-
 @pytest.mark.parametrize(("kind", "text"), REFUSED, ids=[f"{k}:{t}" for k, t in REFUSED])
 def test_lines_that_change_meaning_are_refused_in_one_line(kind: str, text: str) -> None:
     with pytest.raises(DecisionError) as refused:
@@ -269,27 +263,18 @@ ROUND_SIX = [
 ]
 
 
-@pytest.mark.parametrize(("kind", "text", "want"), ROUND_SIX, ids=[f"{k}:{t}" for k, t, _ in ROUND_SIX])
-def test_round_six_phrasings_are_read_as_meant(kind: str, text: str, want: str) -> None:
-    got = reading(DOCS, kind, text)
-    assert same(want, got, kind), f"{text!r} at {kind}: {got} (meant {want})"
-
-
 # What the sixth round must not reach: "approve rm -rf" names no listed command (which paths?); "not 2 either" keeps #2
 # out too; "the next one" at a command gate is not "run them all"; "2, 3 goes last" does not defer #2; a retry has
 # nothing to leave out; "approve, yes 3 too" is all of them or only #3; "the gain is noise" argues against a keep;
 # measuring is not the rollback gate's revert-again; "no measure again" after a decision may take it back.
-@pytest.mark.parametrize(
-    ("kind", "text"),
-    [("command", "approve rm -rf"), ("plan", "skip 3, not 2 either"), ("command", "run rm -rf /"),
-     ("command", "only the next one"), ("plan", "run 3 to the end"), ("goal", "retry without 2"),
-     ("command", "approve, yes 3 too"), ("safety", "keep it, the gain is noise"), ("rollback", "revert 1 again"),
-     ("continue_or_ask", "continue, we are done here"), ("command", "approve, my results are in the cache"),
-     ("rollback", "measure again"), ("goal", "accept it, no measure again"), ("plan", "approve, skip all"),
-     ("budget", "keep it"), ("goal", "keep it")],
-)  # fmt: skip
-def test_what_the_sixth_round_must_not_read(kind: str, text: str) -> None:
-    assert reading(DOCS, kind, text) == "refuse"
+SIXTH_MUST_NOT_READ = [
+    ("command", "approve rm -rf"), ("plan", "skip 3, not 2 either"), ("command", "run rm -rf /"),
+    ("command", "only the next one"), ("plan", "run 3 to the end"), ("goal", "retry without 2"),
+    ("command", "approve, yes 3 too"), ("safety", "keep it, the gain is noise"), ("rollback", "revert 1 again"),
+    ("continue_or_ask", "continue, we are done here"), ("command", "approve, my results are in the cache"),
+    ("rollback", "measure again"), ("goal", "accept it, no measure again"), ("plan", "approve, skip all"),
+    ("budget", "keep it"), ("goal", "keep it"),
+]  # fmt: skip
 
 
 # Phrasings of the seventh round (developed on corpus F), each said differently from the line that showed it missing.
@@ -317,24 +302,93 @@ ROUND_SEVEN = [
 ]
 
 
-@pytest.mark.parametrize(("kind", "text", "want"), ROUND_SEVEN, ids=[f"{k}:{t}" for k, t, _ in ROUND_SEVEN])
-def test_round_seven_phrasings_are_read_as_meant(kind: str, text: str, want: str) -> None:
-    got = reading(DOCS, kind, text)
-    assert same(want, got, kind), f"{text!r} at {kind}: {got} (meant {want})"
-
-
 # What the seventh round must not reach: "wrong …" beside anything but a stop may take it back; a passive that says
 # nothing is undone; a command named by a word of its arguments is confirmed; a revert of another option is refused.
+SEVENTH_MUST_NOT_READ = [
+    ("safety", "keep it, wrong host"), ("safety", "skip it, wrong option"), ("plan", "stop, wrong"),
+    ("safety", "nothing gets rolled back"), ("safety", "it is skipped"), ("rollback", "revert 1 again"),
+    ("rollback", "revert the tbo again"), ("safety", "keep it, passing"), ("safety", "roll 3 back"),
+    ("safety", "back #1 out"), ("rollback", "roll 3 back"), ("budget", "keep it please"), ("budget", "ok, keep it"),
+    ("goal", "kep it"), ("rollback", "revert again, no reboot"),
+]  # fmt: skip
+
+
+# Phrasings of the eighth round (developed on corpora F and G and the earlier ones), each said differently from the
+# line that showed it missing.
+ROUND_EIGHT = [
+    ("plan", "reject the plan", "stop"),
+    ("plan", "nope", "stop"),
+    ("plan", "skip 2 and 3, keep tbo", "skip 2,3"),
+    ("safety", "keep it, the stress test is noisy on this box", "approve"),
+    ("safety", "keep it, the wedge was a fluke", "approve"),
+    ("safety", "keep it, we'll monitor it closely", "approve"),
+    ("rollback", "accept it as is, the verifier is known to lie", "approve"),
+    ("rollback", "keep things how they are", "approve"),
+    ("safety", "from here on out skip whatever wedges", "skip scope=standing if=wedges"),
+    ("triage", "always skip unsafe ones from here on", "skip scope=standing if=unsafe"),
+    ("safety", "nope, revert it", "rollback"),
+    ("continue_or_ask", "carry on, roll 3 back if it hangs", "rollback 3 if=wedges"),
+    ("triage", "3 is the bigger win, go with 3", "select 3"),
+    ("safety", "skip it for now, revisit on monday", "skip scope=for_now"),
+    ("plan", "skip 1 and 3, 👍 2", "skip 1,3"),
+]
+
+READ_AS_MEANT = [
+    *[("issue", *line) for line in ISSUE_LINES],
+    *[("six", *line) for line in ROUND_SIX],
+    *[("seven", *line) for line in ROUND_SEVEN],
+    *[("eight", *line) for line in ROUND_EIGHT],
+]
+
+
 @pytest.mark.parametrize(
-    ("kind", "text"),
-    [("safety", "keep it, wrong host"), ("safety", "skip it, wrong option"), ("plan", "stop, wrong"),
-     ("safety", "nothing gets rolled back"), ("safety", "it is skipped"), ("rollback", "revert 1 again"),
-     ("rollback", "revert the tbo again"), ("safety", "keep it, passing"), ("safety", "roll 3 back"),
-     ("safety", "back #1 out"), ("rollback", "roll 3 back"), ("budget", "keep it please"), ("budget", "ok, keep it"),
-     ("goal", "kep it"), ("rollback", "revert again, no reboot")],
-)  # fmt: skip
-def test_what_the_seventh_round_must_not_read(kind: str, text: str) -> None:
-    assert reading(DOCS, kind, text) == "refuse"
+    ("round_", "kind", "text", "want"), READ_AS_MEANT, ids=[f"{r}:{k}:{t}" for r, k, t, _ in READ_AS_MEANT]
+)
+def test_each_rounds_phrasings_are_read_as_meant(round_: str, kind: str, text: str, want: str) -> None:
+    got = reading(DOCS, kind, text)
+    assert same(want, got, kind), f"{text!r} at {kind}: {got} (meant {want}; round {round_})"
+
+
+# What the eighth round must not reach (its review, tests/security/oneliner_attack_lines.py group X): "don't reject"
+# and "oh no" are not the plan gate's no; a trailing "from here" is not a standing rule; the benchmark or the wedge
+# as the problem argues against a keep; a doubt of the evidence is only about the evidence a gate shows; scare
+# quotes take a remark back; "tonight" is not filler; a revisit denied is not for now; a host beside a stop; a
+# "no" before a rule a gate goes on with; an exclusion beside a rule; "not 3 yet" is a skip or a deferral.
+EIGHTH_MUST_NOT_READ = [
+    ("plan", "don't reject"), ("plan", "oh no"), ("plan", "👍 no"), ("plan", "skip 1 and 3, keep 2 if it's safe"),
+    ("plan", "skip 1, keep 2"), ("plan", "the rest can go, skip 2"), ("budget", "continue anyway from here"),
+    ("command", "run them from here"), ("safety", "roll it back from here"), ("rollback", "accept as is from here"),
+    ("safety", "keep it, the wedge is the problem"), ("safety", "keep it, the benchmark was a fluke"),
+    ("goal", "accept, the benchmark was a fluke"), ("plan", "approve, the harness is broken"),
+    ("safety", 'keep it, the harness is "flaky"'), ("safety", "keep it, it's flaky"), ("command", "run them tonight"),
+    ("safety", "skip it for now, never revisit"), ("safety", "stop for now, revisit tomorrow, leave gpu-1 alone"),
+    ("safety", "skip it, revisit monday"), ("continue_or_ask", "no, keep going, roll 3 back if it wedges"),
+    ("continue_or_ask", "nah roll 3 back if it wedges"), ("plan", "approve except tbo, skip 3 if it wedges"),
+    ("plan", "not 3 yet, the rest is fine"),
+    ("continue_or_ask", "keep going, roll 3 back if it wedges, but not tonight"),
+    ("triage", "go with 3, pick 3 from now on"), ("rollback", "revert again, not today"),
+]  # fmt: skip
+MUST_NOT_READ = [
+    *[("six", *line) for line in SIXTH_MUST_NOT_READ],
+    *[("seven", *line) for line in SEVENTH_MUST_NOT_READ],
+    *[("eight", *line) for line in EIGHTH_MUST_NOT_READ],
+]
+
+
+@pytest.mark.parametrize(("round_", "kind", "text"), MUST_NOT_READ, ids=[f"{r}:{k}:{t}" for r, k, t in MUST_NOT_READ])
+def test_what_each_round_must_not_read_is_refused(round_: str, kind: str, text: str) -> None:
+    assert reading(DOCS, kind, text) == "refuse", f"round {round_}"
+
+
+def test_a_hedge_on_the_go_ahead_a_skip_stands_for_is_kept_and_confirmed() -> None:
+    # "skip 3, maybe keep 2": one skip (#2 is all that is left), hedged as said, so it is echoed for confirmation
+    d = decide(DOCS, "triage", "skip 3, maybe keep 2")
+    assert (d.action, d.targets, d.hedged, d.confirm) == ("skip", [3], True, True)
+
+
+def test_the_plan_gates_no_stops_before_anything_runs_and_is_confirmed() -> None:
+    d = decide(DOCS, "plan", "❌")
+    assert d.action == "stop" and d.confirm and any("nothing of the plan runs" in note for note in d.read_as)
 
 
 def test_a_command_named_by_a_word_of_its_arguments_is_echoed_for_confirmation() -> None:
