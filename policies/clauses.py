@@ -109,7 +109,8 @@ _DOUBTS_EVIDENCE: dict[GateKind, re.Pattern[str]] = {
         r"|(?:yes |yeah |yep )?i (?:saw|know about) (?:the |that )?(?:wedge|hang|risk)"
     ),
     "rollback": re.compile(
-        rf"(?:(?:the|that|this|our) )?(?:checks?|verifier|verification|verify step)(?:{_DOUBTED}"
+        r"(?:(?:the|that|this|our) )?(?:(?:verify |verification )?checks?|verifier|verification|verify step)"
+        rf"(?:{_DOUBTED}"
         r"|(?:'s| is| was)? (?:just )?(?:cosmetic|stale|wrong))"
     ),
 }

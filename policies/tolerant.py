@@ -99,7 +99,7 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
      r"|(?:a )?bit over is fine)$", "continue", ("budget",)),
     # A gate acts on every host its option runs on: "on both hosts" says no more than the decision does.
     (r"(?<=\S )on (?:both|all(?: the| \d+| two| three)?|the two|every|each) (?:hosts|gpus|machines|boxes|nodes|servers)"
-     r"|(?<=\S )everywhere$", "", ("safety",)),
+     r"|(?<=\S )everywhere$", "", ("safety", "rollback")),
     (r"^keeping\b", "keep", ("safety",)),
     # "roll it back again and check", "revert the scheduler again": the rollback gate's revert-again, of what it names
     (rf"(?:re-?revert{_REVERTED}|(?:try |redo |repeat )?(?:the )?(?:revert|roll ?back|rollback){_REVERTED} {_AGAIN})"
@@ -153,7 +153,8 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
     (r"(?:past|over|beyond) (?:the )?budget$", "", ("budget",)),
     (r"(?:try|retry|redo|re-?run|repeat|do) (?:the )?(?:revert(?:ing)?|roll ?back|rollback)(?: again| one more time"
      r"| once more)?(?:,? (?:and|then) (?:check|verify)(?: it)?)?|try reverting(?: again| one more time| once more)?"
-     r"|one more (?:go|try|time)(?: at (?:the )?(?:rollback|revert))?|^again\b|^once more$", "retry", ("rollback",)),
+     r"|one more (?:go|try|time)(?: at (?:the )?(?:rollback|revert))?|^one more (?:revert|rollback)$|^again\b"
+     r"|^once more$", "retry", ("rollback",)),
     (r"(?:measure|bench(?:mark)?|run|try)(?: it)? (?:once more|one more time)|^again\b|^once more$", "retry",
      ("safety", "goal")),
     (r"(?:take|leave|accept|keep|continue)(?: it| them| the hosts| things| everything)?(?: as (?:it is|is|it stands"
@@ -313,6 +314,7 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
      "continue_or_ask")),
     (r"approve (?:all(?: of them)?|everything|them all|them|these)$", "approve", ("command",)),
     (r"^(?:yes to all|yes,? all|all of them|all)$", "approve", ("command",)),
+    (r"^(?:yes )?to (#?\d+(?:(?:,| and| &) ?#?\d+)*)$", r"approve \1", ("command",)),  # "yes to 1 and 2"
 ]  # fmt: skip
 
 
@@ -433,6 +435,8 @@ def strip_filler(text: str) -> str:
                 continue
             if text.startswith(lead + " ") or text.startswith(lead + ","):
                 rest = text[len(lead) :].lstrip(" ,")
+                if lead not in NEGATING_LEADS and re.fullmatch(r"(?:no|nope|nah)[.!]*", rest):
+                    continue  # "yes no", "ok, nope": a yes and a no, not a no
                 if rest:
                     text, changed = rest, True
     return text

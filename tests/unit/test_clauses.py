@@ -331,6 +331,9 @@ ROUND_EIGHT = [
     ("triage", "3 is the bigger win, go with 3", "select 3"),
     ("safety", "skip it for now, revisit on monday", "skip scope=for_now"),
     ("plan", "skip 1 and 3, 👍 2", "skip 1,3"),
+    ("rollback", "one more rollback", "retry"),
+    ("rollback", "revert it on all hosts", "retry"),
+    ("command", "yes to 2 and 3", "approve 2,3"),
 ]
 
 READ_AS_MEANT = [
@@ -353,7 +356,8 @@ def test_each_rounds_phrasings_are_read_as_meant(round_: str, kind: str, text: s
 # and "oh no" are not the plan gate's no; a trailing "from here" is not a standing rule; the benchmark or the wedge
 # as the problem argues against a keep; a doubt of the evidence is only about the evidence a gate shows; scare
 # quotes take a remark back; "tonight" is not filler; a revisit denied is not for now; a host beside a stop; a
-# "no" before a rule a gate goes on with; an exclusion beside a rule; "not 3 yet" is a skip or a deferral.
+# "no" before a rule a gate goes on with; an exclusion beside a rule; "not 3 yet" is a skip or a deferral; a yes and
+# a no ("yes no", corpus H's one wrong reading) are not a no.
 EIGHTH_MUST_NOT_READ = [
     ("plan", "don't reject"), ("plan", "oh no"), ("plan", "👍 no"), ("plan", "skip 1 and 3, keep 2 if it's safe"),
     ("plan", "skip 1, keep 2"), ("plan", "the rest can go, skip 2"), ("budget", "continue anyway from here"),
@@ -366,7 +370,8 @@ EIGHTH_MUST_NOT_READ = [
     ("continue_or_ask", "nah roll 3 back if it wedges"), ("plan", "approve except tbo, skip 3 if it wedges"),
     ("plan", "not 3 yet, the rest is fine"),
     ("continue_or_ask", "keep going, roll 3 back if it wedges, but not tonight"),
-    ("triage", "go with 3, pick 3 from now on"), ("rollback", "revert again, not today"),
+    ("triage", "go with 3, pick 3 from now on"), ("rollback", "revert again, not today"), ("command", "yes no"),
+    ("command", "ok, nope"),
 ]  # fmt: skip
 MUST_NOT_READ = [
     *[("six", *line) for line in SIXTH_MUST_NOT_READ],

@@ -23,6 +23,11 @@ never is — and at least a floor of the clear lines read right. A reading is wh
   order ("run 2 and 1"), 3 labels of "refuse" relabelled with the reason ("continue" at the rollback and goal gates,
   which list it; "3 looks juicy but stop"), 3 wrong actions fixed ("approve, skip all"; "keep it" at the budget and
   goal gates). Its floor is that honest reach: 84 %, short of the issue's 90 %.
+- tests/oneliner_docs_h.py, written the same way at the start of the eighth round, sealed until the reader was frozen
+  after it and scored once: 199 of 215 clear lines read right (92.6 %), none read as another decision; of the 129
+  lines written "refuse", 2 were read: "maybe skip 1" (a hedged skip, confirmed, as documented: relabelled) and
+  "yes no" at the command gate (read as reject: nothing runs, but the line says both; fixed, now refused). Then
+  developed on: 94 %.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ CORPORA: dict[str, tuple[str, str, Demo, float]] = {
     "docs-e": ("tests.oneliner_docs_e", "DOCS_E", DOCS, 0.87),
     "docs-f": ("tests.oneliner_docs_f", "DOCS_F", DOCS, 0.94),
     "docs-g": ("tests.oneliner_docs_g", "DOCS_G", DOCS, 0.84),
+    "docs-h": ("tests.oneliner_docs_h", "DOCS_H", DOCS, 0.94),
 }
 
 
