@@ -435,7 +435,9 @@ def strip_filler(text: str) -> str:
                 continue
             if text.startswith(lead + " ") or text.startswith(lead + ","):
                 rest = text[len(lead) :].lstrip(" ,")
-                if lead not in NEGATING_LEADS and re.fullmatch(r"(?:no|nope|nah)[.!]*", rest):
+                if lead not in NEGATING_LEADS and re.fullmatch(
+                    r"(?:(?:and|but|or|then)\s+)?(?:no|nope|nah)[.!]*", rest
+                ):
                     continue  # "yes no", "ok, nope": a yes and a no, not a no
                 if rest:
                     text, changed = rest, True

@@ -371,7 +371,7 @@ EIGHTH_MUST_NOT_READ = [
     ("plan", "not 3 yet, the rest is fine"),
     ("continue_or_ask", "keep going, roll 3 back if it wedges, but not tonight"),
     ("triage", "go with 3, pick 3 from now on"), ("rollback", "revert again, not today"), ("command", "yes no"),
-    ("command", "ok, nope"),
+    ("command", "ok, nope"), ("plan", "yes and no"),
 ]  # fmt: skip
 MUST_NOT_READ = [
     *[("six", *line) for line in SIXTH_MUST_NOT_READ],

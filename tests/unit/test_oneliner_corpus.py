@@ -28,6 +28,11 @@ never is — and at least a floor of the clear lines read right. A reading is wh
   lines written "refuse", 2 were read: "maybe skip 1" (a hedged skip, confirmed, as documented: relabelled) and
   "yes no" at the command gate (read as reject: nothing runs, but the line says both; fixed, now refused). Then
   developed on: 94 %.
+- tests/oneliner_docs_i.py, written the same way and at the same time as H by another helper, sealed until the reader
+  was frozen after H's fixes and scored once: 187 of 205 clear lines read right (91.2 %), none read as another
+  decision; of the 135 lines written "refuse", 2 were read: "maybe just nvidia-smi" (a hedged approve of command 1,
+  confirmed, as documented: relabelled) and "yes and no" at the plan gate (read as the plan gate's no, a stop,
+  confirmed; fixed, now refused: a yes and a no). Its floor is that blind reach: 91 %.
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ CORPORA: dict[str, tuple[str, str, Demo, float]] = {
     "docs-f": ("tests.oneliner_docs_f", "DOCS_F", DOCS, 0.94),
     "docs-g": ("tests.oneliner_docs_g", "DOCS_G", DOCS, 0.84),
     "docs-h": ("tests.oneliner_docs_h", "DOCS_H", DOCS, 0.94),
+    "docs-i": ("tests.oneliner_docs_i", "DOCS_I", DOCS, 0.91),
 }
 
 
