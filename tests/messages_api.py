@@ -203,7 +203,13 @@ class MessagesServer:
 
 def _invalid_request(body: dict[str, Any]) -> str | None:
     """Why the API would refuse this request with a 400 (None: it would take it): an assistant turn with no content
-    anywhere but last, and extended thinking together with a forced tool."""
+    anywhere but last, extended thinking together with a forced tool, and a strict tool whose schema uses what
+    strict tools cannot (an object open to other properties, lengths, ranges)."""
+    for i, tool in enumerate(body.get("tools") or []):
+        if tool.get("strict"):
+            problem = strict_schema_problem(tool.get("input_schema") or {}, "input_schema")
+            if problem:
+                return f"tools.{i}.custom.{problem}"
     messages = body.get("messages") or []
     for i, message in enumerate(messages):
         empty = message.get("content") in ("", [], None)
@@ -218,6 +224,38 @@ def _invalid_request(body: dict[str, Any]) -> str | None:
         "any",
     ):
         return "Thinking may not be enabled when tool_choice forces tool use."
+    return None
+
+
+# What a strict tool's schema may not hold (the API's structured-outputs limits).
+_NOT_IN_STRICT = {
+    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength", "maxLength",
+    "maxItems", "uniqueItems", "minProperties", "maxProperties", "patternProperties",
+}  # fmt: skip
+
+
+def strict_schema_problem(node: Any, where: str) -> str | None:
+    if isinstance(node, list):
+        return next((p for i, v in enumerate(node) if (p := strict_schema_problem(v, f"{where}.{i}"))), None)
+    if not isinstance(node, dict):
+        return None
+    used = sorted(_NOT_IN_STRICT & node.keys())
+    if used:
+        return f"{where}: '{used[0]}' is not supported for strict tools"
+    if node.get("minItems", 0) not in (0, 1):
+        return f"{where}: minItems values other than 0 or 1 are not supported for strict tools"
+    if node.get("type") == "object" and node.get("additionalProperties") is not False:
+        return f"{where}: For 'strict' tools, 'additionalProperties' must be explicitly set to false"
+    for key, value in node.items():
+        if key in ("properties", "$defs", "definitions") and isinstance(value, dict):
+            for name, sub in value.items():
+                problem = strict_schema_problem(sub, f"{where}.{key}.{name}")
+                if problem:
+                    return problem
+        elif key in ("items", "anyOf", "allOf", "oneOf", "not"):
+            problem = strict_schema_problem(value, f"{where}.{key}")
+            if problem:
+                return problem
     return None
 
 

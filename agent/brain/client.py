@@ -16,6 +16,7 @@ from typing import Any
 
 from langgraph.func import task
 
+from agent.brain.schemas import strict
 from agent.errors import LLMError
 from agent.journal import events as ev
 from agent.models import BrainSpec, Price
@@ -192,6 +193,7 @@ class LLMClient:
         if self.given_up is not None:
             raise LLMError(f"{purpose}: not calling the model: {self.given_up}")
         client = self._sdk()
+        offered = [strict(tool) for tool in tools]  # every tool the model is offered, the read-only ones too
         retries = 0 if self.failed_in_a_row else self.spec.max_retries  # after a call that failed: one attempt
         attempts = retries + 2  # and one for a reply cut off at max_tokens
         max_tokens = self.spec.max_tokens
@@ -205,7 +207,7 @@ class LLMClient:
                     max_tokens=max_tokens,
                     system=system,
                     messages=messages,
-                    tools=tools,
+                    tools=offered,
                     tool_choice=tool_choice,
                 )
             except anthropic.APIStatusError as exc:

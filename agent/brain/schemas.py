@@ -91,6 +91,15 @@ def tool_spec(name: str, description: str, model: type[BaseModel]) -> dict[str, 
     return {"name": name, "description": description, "input_schema": _inline(schema, defs)}
 
 
+def strict(tool: dict[str, Any]) -> dict[str, Any]:
+    """The tool as a strict tool: the API then holds the model's call to the schema's shape (no field missing, none
+    added). What a strict schema cannot say — lengths, ranges — the SDK's `transform_schema` writes into the field's
+    description, and `model_validate` still checks on our side. The SDK loads only here, when a model is called."""
+    from anthropic import transform_schema
+
+    return {**tool, "input_schema": transform_schema(tool["input_schema"]), "strict": True}
+
+
 def _inline(node: Any, defs: dict[str, Any]) -> Any:
     if isinstance(node, dict):
         if "$ref" in node:

@@ -18,7 +18,7 @@ from agent.journal.chain import Journal
 from agent.models import BrainSpec
 from tests.conftest import DEMO, journal_events
 from tests.engineer_model import EngineerModel
-from tests.messages_api import MessagesServer, Reply, tool_use
+from tests.messages_api import MessagesServer, Reply, strict_schema_problem, tool_use
 
 KEY = "sk-ant-api03-TESTKEY-stops-9e8d"
 CAMPAIGN = load_campaign(DEMO).campaign
@@ -140,6 +140,30 @@ def test_an_empty_reply_is_repaired_without_sending_an_empty_assistant_turn(tmp_
             },
             "Thinking may not be enabled",
         ),
+        (
+            {
+                "messages": [],
+                "tools": [{"name": "t", "strict": True, "input_schema": {"type": "object", "properties": {}}}],
+            },
+            "'additionalProperties' must be explicitly set to false",
+        ),
+        (
+            {
+                "messages": [],
+                "tools": [
+                    {
+                        "name": "t",
+                        "strict": True,
+                        "input_schema": {
+                            "type": "object",
+                            "properties": {"s": {"type": "string", "minLength": 1}},
+                            "additionalProperties": False,
+                        },
+                    }
+                ],
+            },
+            "'minLength' is not supported for strict tools",
+        ),
     ],
 )
 def test_the_scripted_server_refuses_what_the_api_refuses(body: dict[str, Any], refused: str) -> None:
@@ -195,3 +219,18 @@ def test_probe_findings_quoted_to_a_subagent_are_capped() -> None:
 
     long = "exit 3: " + "x" * 100_000
     assert [len(c) for c in _capped([long, "short"])] == [300, 5] and _capped([long])[0].endswith("…")
+
+
+def test_every_tool_the_model_is_offered_is_strict_and_its_schema_is_one_strict_tools_take(tmp_path: Path) -> None:
+    # Strict tools hold the model's call to the schema's shape (the API refuses a strict schema it cannot enforce,
+    # and so does the scripted server); pydantic still checks lengths and ranges on our side.
+    from agent.brain.prompts import DECISION_TOOL, FINDING_TOOL, PLAN_TOOL, RATIONALE_TOOL
+    from agent.brain.schemas import strict
+    from agent.brain.toolbox import TOOL_SPECS
+
+    order, server, _ = planned(tmp_path, [])
+    assert order == MODEL_PLAN
+    sent = [tool for body in server.requests for tool in body.get("tools") or []]
+    assert sent and all(tool.get("strict") is True for tool in sent)
+    for tool in map(strict, [*TOOL_SPECS, PLAN_TOOL, FINDING_TOOL, RATIONALE_TOOL, DECISION_TOOL]):
+        assert strict_schema_problem(tool["input_schema"], "input_schema") is None, tool["name"]
