@@ -39,7 +39,7 @@ def _route(state: State) -> str:
 def _after_rollback(state: State) -> str:
     v = state.get("verification") or {}
     if not v.get("verified"):
-        return "rollback_gate"
+        return "rollback" if state.get("revert_again") else "rollback_gate"
     if abandon.abandoning(state):
         return "abandon"
     return "confirm" if state.get("stopping") else "continue_gate"
@@ -125,7 +125,9 @@ def build() -> StateGraph[State, RunContext, Any, Any]:
         {"keep": "keep", "rollback": "rollback", "retry": "benchmark", "reask": "safety_gate"},
     )
     g.add_conditional_edges("keep", _after_keep, ["continue_gate", "confirm", "rollback_gate"])
-    g.add_conditional_edges("rollback", _after_rollback, ["rollback_gate", "continue_gate", "confirm", "abandon"])
+    g.add_conditional_edges(
+        "rollback", _after_rollback, ["rollback", "rollback_gate", "continue_gate", "confirm", "abandon"]
+    )
     g.add_conditional_edges(
         "rollback_gate", _after_rollback_gate, ["rollback", "continue_gate", "confirm", "rollback_gate", "abandon"]
     )

@@ -59,6 +59,10 @@ class State(TypedDict, total=False):
     approved: Annotated[list[str], appended()]  # commands a command gate approved
     route: str | None  # where the last gate sends the run
     retry_pairs: int | None
+    # the rollback gate's "revert again, up to 3 times": attempts left after this one, and whether the last failed
+    # attempt goes round again (agent/nodes/rollback.py)
+    reverts_left: int
+    revert_again: bool
     verification: dict[str, Any] | None
     stopping: bool
     command_scope: str | None  # "campaign" or an option id awaiting command approval

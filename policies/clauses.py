@@ -594,8 +594,10 @@ def _check_remarks(text: str, remarks: list[str], decision: Decision, grammar: G
         doubts = _DOUBTS_EVIDENCE.get(grammar.kind)
         if ahead and not (doubts and doubts.fullmatch(remark)):
             calm = _CALM | grammar.words_of(sorted(own)) | (_NAMING if mentioned else set())
-            if grammar.kind == "goal":
-                calm |= {"noise"}  # "take it, 19.8 vs 20 is noise": beside a keep elsewhere it could argue against
+            if grammar.kind == "goal" and re.search(r"\b(?:vs|versus)\b|\d\s*%?(?: is)? within (?:the )?noise", remark):
+                # "take it, 19.8 vs 20 is noise", "19.8 is within noise": the miss is noise. "accept it, the gain is
+                # noise" says the gain itself is not real, which argues against accepting it as the goal
+                calm |= {"noise"}
             words = [re.sub(r"'s$", "", w.rstrip(".!'")) for w in plain.split()]  # "gain's good"
             odd = [w for w in words if w not in calm and not re.fullmatch(r"[+-]?\d+", w)]
             if odd or re.search(r"[^a-z0-9\s.'%+]", plain.rstrip(".! ")):

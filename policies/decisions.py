@@ -520,6 +520,7 @@ _REPEATED = re.compile(r"\b(\w+)(?:[ ,]+\1\b){2,}")
 _NUMBER_WORDS = {"one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "the two", "these two"}
 _TARGETED = ("select", "skip", "defer")  # the actions whose targets a gate acts on
 
+MAX_REVERTS = 5  # "revert again 3 times": more attempts in a row than this is a person's job, not a loop's
 _AT_GATE: dict[tuple[GateKind, Action], Action] = {
     ("command", "continue"): "approve",
     ("rollback", "rollback"): "retry",
@@ -1078,8 +1079,8 @@ def parse_decision(
     if decision.action == "select" and len(decision.targets) > 1 and set(decision.targets) != set(grammar.open):
         # "do 1 and 2" with #3 open too: only those, or those first? a guess either way
         raise DecisionError(f"{raw.strip()!r}: try only those, or those first? say 'go with N' or 'skip …'")
-    if kind == "rollback" and decision.runs is not None:
-        raise DecisionError("the rollback gate reverts and verifies again; it takes no count of runs")
+    if kind == "rollback" and decision.runs is not None and not 2 <= decision.runs <= MAX_REVERTS:
+        raise DecisionError(f"the rollback gate reverts and verifies again up to {MAX_REVERTS} times in a row")
     if decision.action == "retry" and decision.runs is not None and not 2 <= decision.runs <= 50:
         raise DecisionError("retry takes between 2 and 50 runs")
     if excepted:

@@ -373,8 +373,8 @@ def rollback_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     decision, update = resolve(state, runtime, gate, critical=True)
     if decision is None:
         return update
-    if decision.action == "retry":
-        return {**update, "route": "rollback"}
+    if decision.action == "retry":  # "revert again 3 times": up to 3 attempts, until one verifies
+        return {**update, "route": "rollback", "reverts_left": (decision.runs or 1) - 1}
     if decision.action == "stop":
         return {**update, "route": "report", "stopping": True}
     return {**update, "route": "continue"}

@@ -196,6 +196,15 @@ def _revert_on(state: State, runtime: Runtime[RunContext], hosts: list[str]) -> 
 
 
 def rollback(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    """Revert the current option and verify it; a revert the rollback gate asked for "up to N times" goes round
+    again while it does not verify and attempts are left."""
+    update = _revert_and_verify(state, runtime)
+    left = state.get("reverts_left") or 0
+    again = left > 0 and not (update.get("verification") or {}).get("verified")
+    return {**update, "reverts_left": left - 1 if again else 0, "revert_again": again}
+
+
+def _revert_and_verify(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
     key = str(current(state))
     mine = state.get("options", {}).get(key, {})

@@ -85,7 +85,9 @@ def meaning(gate: Gate, decision: Decision) -> str:
         if action in ("approve", "continue"):
             return "accept the hosts as they are, unverified, and go on"
         if action == "retry":
-            return f"revert #{option} again and verify it"
+            return f"revert #{option} again and verify it" + (
+                f", up to {decision.runs} times until it verifies" if decision.runs else ""
+            )
     if gate.kind in PROGRESSION:
         if action == "select":
             return f"try {named} next"

@@ -93,6 +93,16 @@ def test_a_broken_revert_opens_a_critical_rollback_gate_that_no_rule_can_pass(cl
     assert gate["recommendation"]["action"] == "ask" and "a person must decide" in gate["recommendation"]["rationale"]
     rollback = next(e for e in journal_events(r.json()["journal"]) if e["kind"] == "rollback")
     assert rollback["verified"] is False and rollback["delta_pct"] > 10
+    # "Revert again, up to 3 times": three more attempts while none verifies (this revert never can), then the
+    # gate asks again — never a fourth attempt on its own.
+    session = r.json()["session"]
+    again = cli("decide", session, "retry the revert 3 times", "--yes", "--json")
+    assert again.code == 3, again.stderr
+    assert again.json()["pending_gate"]["kind"] == "rollback"
+    attempts = [e for e in journal_events(again.json()["journal"]) if e["kind"] == "rollback"]
+    assert len(attempts) == 4 and not any(e["verified"] for e in attempts)
+    decided = [e for e in journal_events(again.json()["journal"]) if e["kind"] == "decision" and e.get("raw")][-1]
+    assert decided["decision"]["runs"] == 3 and "up to 3 times until it verifies" in decided["echo"]
 
 
 CALIBRATED = """\

@@ -334,6 +334,7 @@ ROUND_EIGHT = [
     ("rollback", "one more rollback", "retry"),
     ("rollback", "revert it on all hosts", "retry"),
     ("command", "yes to 2 and 3", "approve 2,3"),
+    ("rollback", "revert it again, 4 attempts", "retry runs=4"),
 ]
 
 READ_AS_MEANT = [
@@ -371,6 +372,7 @@ EIGHTH_MUST_NOT_READ = [
     ("plan", "not 3 yet, the rest is fine"),
     ("continue_or_ask", "keep going, roll 3 back if it wedges, but not tonight"),
     ("triage", "go with 3, pick 3 from now on"), ("rollback", "revert again, not today"), ("command", "yes no"),
+    ("rollback", "revert again 6 times"), ("goal", "accept it, the gain is noise"),
     ("command", "ok, nope"), ("plan", "yes and no"),
 ]  # fmt: skip
 MUST_NOT_READ = [

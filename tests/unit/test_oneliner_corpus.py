@@ -33,6 +33,12 @@ never is — and at least a floor of the clear lines read right. A reading is wh
   decision; of the 135 lines written "refuse", 2 were read: "maybe just nvidia-smi" (a hedged approve of command 1,
   confirmed, as documented: relabelled) and "yes and no" at the plan gate (read as the plan gate's no, a stop,
   confirmed; fixed, now refused: a yes and a no). Its floor is that blind reach: 91 %.
+- tests/oneliner_docs_j.py, written the same way after I was scored (from the docs as the eighth round left them),
+  sealed until the reader was frozen and scored once: 182 of 208 clear lines read right (87.5 %); of the lines
+  written "refuse", 3 were read: "do 2" at triage and "continue" at the rollback gate (relabelled, as the same lines
+  in corpora F and G), and "accept it, the gain is noise" at the goal gate, read as accepting (a wrong action: the
+  goal gate's "noise" word, round six's, was calm whatever was called noise; now only a miss "vs" the target is).
+  Then the rollback gate's "revert again 3 times", three writers' line: 89 %.
 """
 
 from __future__ import annotations
@@ -57,6 +63,7 @@ CORPORA: dict[str, tuple[str, str, Demo, float]] = {
     "docs-g": ("tests.oneliner_docs_g", "DOCS_G", DOCS, 0.84),
     "docs-h": ("tests.oneliner_docs_h", "DOCS_H", DOCS, 0.94),
     "docs-i": ("tests.oneliner_docs_i", "DOCS_I", DOCS, 0.91),
+    "docs-j": ("tests.oneliner_docs_j", "DOCS_J", DOCS, 0.88),
 }
 
 
