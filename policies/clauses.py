@@ -85,7 +85,7 @@ _CALM = frozenset(
     yep yeah ya thanks thank thx ty cheers pls please team boss lol haha ship shipit almost basically another hour
     hours day days that's they're there's reasonable sensible fair long shot anyway anyways interesting config dir
     soft budget budget's matter quick fast cheap simple small tiny minor fun i'll take lot ci covers cosmetic
-    reverted fixed order imo tbh
+    reverted fixed order imo tbh biggest lever expected promising
     """.split()  # noqa: SIM905 - a word list reads best as words
 )
 # A remark beside a go-ahead that doubts the evidence against it, at the gates that show such evidence: at a safety
@@ -100,9 +100,20 @@ _DOUBTED = (
     r"|(?:known |test )?flake)(?: (?:af|anyway|anyways|imo|tbh|again|on this box|on this cluster))*"
 )
 _DOUBTS_EVIDENCE: dict[GateKind, re.Pattern[str]] = {
+    # at a budget gate, what pays for going over: "we have the cluster till 6", "finance ok'd the extra hours"
+    "budget": re.compile(
+        r"we (?:have|got|still have) (?:the )?(?:cluster|hosts|gpus|boxes|machines|time|hours)(?: booked| reserved)?"
+        r"(?: (?:till|until) (?:\d{1,2}(?::\d\d)?(?: ?(?:am|pm))?|noon|midnight|tonight|tomorrow|monday|tuesday"
+        r"|wednesday|thursday|friday|saturday|sunday|the weekend|eod|end of (?:the )?(?:day|week)|next week))?"
+        r"|(?:i'll|i will|we'll|we will) (?:sign off|cover|approve|pay for|eat) (?:the )?(?:overage|extra (?:hours|cost"
+        r"|spend)|cost)|(?:finance|my boss|the boss|mgmt|management) (?:ok'd|okayed|approved|signed off)(?: on)?"
+        r" (?:the )?(?:extra (?:hours|spend|cost)|overage|it)"
+    ),
     "safety": re.compile(
         r"(?:(?:the|that|this|our) )?(?:stress(?: test| harness| run)?|(?:stress |test )?harness|wedge|hang"
         rf"|stress wedge|watchdog){_DOUBTED}"
+        r"|(?:(?:the|that|this|our) )?(?:stress(?: test| harness)?|harness)(?: also)? (?:hangs|wedges|fails|flakes|does"
+        r" that|does the same) on (?:main|master|the baseline|baseline)(?: too| as well)?"
         r"|(?:i'll|we'll|i will|we will|happy to) (?:take|own|accept|live with) (?:the |that |this )?risk"
         r"|risk (?:is )?accepted"
         r"|(?:i'll|we'll|i will|we will) (?:watch|monitor) (?:it|that|this|the hosts)(?: closely)?"
@@ -372,6 +383,9 @@ def _remark(text: str, grammar: Grammar) -> bool:
     """A reason or comment: no verb, exclusion, condition, scope, reference or correction in it (what it names, and
     whether its words may stand beside a go-ahead, is checked once the decision is known: `_check_remarks`)."""
     plain = re.sub(r"\b\w+ing\b", lambda m: _GERUNDS.get(m.group(0), m.group(0)), text)  # "rolling back"
+    doubts = _DOUBTS_EVIDENCE.get(grammar.kind)
+    if doubts and doubts.fullmatch(text):
+        return True  # "we have the hosts until friday" at a budget gate: its "until" is the reason's, not a time
     return not (_NOT_A_REMARK.search(text) or grammar.has_verb(text) or grammar.has_verb(plain))
 
 
@@ -592,9 +606,27 @@ def _check_remarks(text: str, remarks: list[str], decision: Decision, grammar: G
             # at a continue-or-ask gate "it" may be the option that finished or the one offered next
             raise DecisionError(f"{text!r}: which option is {remark!r} about? name it by number")
         doubts = _DOUBTS_EVIDENCE.get(grammar.kind)
+        if doubts and doubts.fullmatch(remark) and (len(remarks) > 1 or decision.scope != "once"):
+            # "we have the cluster till 6, it's 6 now", "always …, we have the cluster till 6": a reason that holds
+            # only with the rest of what is said, or for longer than it lasts
+            raise DecisionError(
+                f"{text!r}: {remark!r} is a reason for this answer alone; say it with the decision only"
+            )
+        if decision.action == "retry" and re.search(r"\b(?:wait|pause|between|sleep|apart|gap)\b", remark):
+            # "revert again 3 times, wait 5 min between": the attempts run back to back
+            raise DecisionError(f"{text!r}: {remark!r} asks for what a retry here cannot do; say the retry alone")
+        if re.match(r"(?:are |r )?(?:you|u)\b|really$", remark):
+            # "keep it, you sure", "approve, u ready": a question back, said without its "?"
+            raise DecisionError(f"{text!r}: {remark!r} asks something; answer the gate once it is settled")
+        if mentioned and (re.search(r"\b(?:too|also|as well)$", remark) or remark.startswith("with ")):
+            # "go on with the plan, 1 too", "continue, with tbo": it adds an option to the go-ahead
+            raise DecisionError(f"{text!r}: {remark!r} adds #{min(mentioned)}; name every option you decide on")
+        if doubts and doubts.fullmatch(remark) and not ahead:
+            # "skip it, I'll take the risk": a reason to go ahead, beside a decision that does not
+            raise DecisionError(f"{text!r}: {remark!r} argues for going ahead, not for {decision.action}; say which")
         if ahead and not (doubts and doubts.fullmatch(remark)):
             calm = _CALM | grammar.words_of(sorted(own)) | (_NAMING if mentioned else set())
-            if grammar.kind == "goal" and re.search(r"\b(?:vs|versus)\b|\d\s*%?(?: is)? within (?:the )?noise", remark):
+            if grammar.kind == "goal" and _miss_is_noise(remark):
                 # "take it, 19.8 vs 20 is noise", "19.8 is within noise": the miss is noise. "accept it, the gain is
                 # noise" says the gain itself is not real, which argues against accepting it as the goal
                 calm |= {"noise"}
@@ -617,6 +649,24 @@ _HOSTISH = re.compile(r"\b(?:[a-z]+-\d+|hosts?|nodes?|machines?|boxes|box|gpus?|
 _HOST = r"(?:[a-z]+-\d+|(?:the )?(?:hosts?|nodes?|machines?|boxes|box|gpus?|servers?)(?: \d+)?)"
 _HOSTS_ONLY = re.compile(rf"(?:on |in |for )?(?:the )?{_HOST}(?:\s*(?:,|and|or|&)\s*{_HOST})*")  # "not gpu-1"
 _NAMING = frozenset({"one", "option", "change", "thing", "stuff"})  # "the moe one": how a title is said
+_NOISE = re.compile(
+    r"[+]?(\d+(?:\.\d+)?)\s*%?\s*(?:vs\.?|versus)\s*[+]?(\d+(?:\.\d+)?)\s*%?(?: is)?(?: just| only| all)? noise"
+    r"|[+]?(\d+(?:\.\d+)?)\s*%?(?: is)?(?: just| only)? within (?:the )?noise(?: of [+]?(\d+(?:\.\d+)?)\s*%?)?"
+)
+
+
+def _miss_is_noise(remark: str) -> bool:
+    """ "19.8 vs 20 is noise", "19.8 is within noise (of 20)": a miss of the target too small to tell, said of two
+    close numbers, not of the gain ("19.8 vs 0 is noise" says the gain is not real)."""
+    m = _NOISE.fullmatch(remark)
+    if m is None:
+        return False
+    said, target = float(m.group(1) or m.group(3)), m.group(2) or m.group(4)
+    if said <= 0:
+        return False
+    return target is None or abs(said - float(target)) <= 0.25 * max(said, float(target))
+
+
 _NOT_NOW = re.compile(r"\bnot (?:tonight|today|now|yet|this time|this week|before \w+)\b")
 _DEFERRING = re.compile(r"\b(?:revisit|come back|at the end|later|afterwards)\b")
 _COA_REFERENCE = re.compile(
@@ -650,6 +700,9 @@ def _agree(decided: list[Clause], grammar: Grammar) -> Decision:
             raise DecisionError(
                 f"{decided[0].text!r} and {clause.text!r}: all of them, or only what the second names? say which"
             )
+        if same and other.runs != result.runs:
+            # "revert again 3 times, revert again 2 times", "revert again 3 times. then revert again"
+            raise DecisionError(f"{decided[0].text!r} and {clause.text!r} say different counts; say one")
         if same and other.condition == result.condition and other.scope == result.scope:
             result.targets = list(dict.fromkeys([*result.targets, *other.targets]))
             result.read_as.extend(other.read_as)
@@ -775,6 +828,9 @@ def _without(decision: Decision, clause: Clause, grammar: Grammar) -> Decision:
                 raise DecisionError("that leaves no command to approve; to run none, reject")
             decision.targets = keep
         elif grammar.kind in OPTION_GATES:
+            if set(removed) >= set(grammar.open):
+                # "go on with the plan, but not 3" with #3 all that is left: a go-ahead with nothing to go ahead with
+                raise DecisionError(f"{clause.text!r} leaves nothing to go ahead with; to end the run, stop")
             decision = decision.model_copy(update={"action": "skip", "targets": sorted(removed)})
         else:
             raise DecisionError(f"{clause.text!r} names options this gate does not decide on")

@@ -240,6 +240,8 @@ def _normalise(text: str) -> str:
     )  # "-> 3", "skip 2 - it's flaky", "a; b"
     text = re.sub(r"\bas-is\b", "as is", text)
     text = re.sub(r"\bw/(?=\s|$)", "with", text).replace(" & ", " and ").replace(" + ", " and ")
+    text = re.sub(r"(?<=\d)\+(?=#?\d)", " and ", text)  # "1+2 ok"
+    text = re.sub(r"\bu\b", "you", text)  # "if u have a next step"
     text = re.sub(r"([a-z])\1{2,}", r"\1", text)  # "goooo", "yesss"
     text = re.sub(r"(?<=\w)!+(?=\s+\w)", ",", text)  # "ok!! run it"
     text = re.sub(r'(?<=\w )"([\w\' -]{1,24})"(?=[\s,.!?]|$)', r"\1, oddmark, ", text)  # scare quotes: 'is "flaky"'
@@ -427,9 +429,10 @@ def _read_clause(text: str, gate_option: int | None, known: Sequence[int]) -> De
     vm, action = found
     rest = text[vm.end() :].strip()
     runs = None
-    rm = re.search(
-        r"\b(?:with )?(\d+) (?:runs|pairs|seeds|attempts|samples)\b|\b(\d+) times\b|\b(\d+)x\b|\bx(\d+)\b", rest
-    )
+    counts = r"\b(?:with )?(\d+) (?:runs|pairs|seeds|attempts|samples)\b|\b(\d+) times\b|\b(\d+)x\b|\bx(\d+)\b"
+    if len(re.findall(counts, rest)) > 1:  # "revert again 3 times, revert again 2 times"
+        raise DecisionError(f"{text!r} says more than one count; say one")
+    rm = re.search(counts, rest)
     if rm:  # before targets: in "try again 3 times" the 3 is a count, not option #3
         runs = int(next(g for g in rm.groups() if g))
         rest = (rest[: rm.start()] + rest[rm.end() :]).strip()
@@ -1025,6 +1028,10 @@ def parse_decision(
         raise DecisionError(f"a count of runs goes with retry, not {decision.action}")
     programs = "|".join(sorted({re.escape(w) for c in commands if c.strip() for w in _command_words(c)}))
     named = re.sub(rf"\bthe (?:{programs}) one\b", "", typed) if programs else typed  # "not the rm one" names one
+    named = re.sub(r"\b(?:the )?first (?:two|2)\b", "", named)  # "just the first two": 1 and 2
+    first_two = r"\bfirst (?:two|2)\b"
+    if kind == "command" and re.search(first_two, typed) and re.search(r"\d", re.sub(first_two, "", typed)):
+        raise DecisionError("which commands? 'the first two' and a number: say the numbers, e.g. 'approve 1 and 2'")
     if kind == "command" and decision.action == "approve" and re.search(r"\b(?:first|this|that|one|both)\b", named):
         raise DecisionError(f"which command? the commands are numbered 1-{len(commands)}: 'approve 1', 'approve'")
     own = [gate_option] if gate_option is not None else []
@@ -1079,11 +1086,25 @@ def parse_decision(
     if decision.action == "select" and len(decision.targets) > 1 and set(decision.targets) != set(grammar.open):
         # "do 1 and 2" with #3 open too: only those, or those first? a guess either way
         raise DecisionError(f"{raw.strip()!r}: try only those, or those first? say 'go with N' or 'skip …'")
+    if (
+        decision.action == "retry"
+        and decision.runs is None
+        and re.search(r"\b\d+ (?:times|runs|pairs|attempts)\b", text)
+    ):
+        # "revert again 3 times. then revert again": the count said apart from the retry that was read
+        raise DecisionError(f"{raw.strip()!r}: how many times? say one retry with its count")
+    if kind == "rollback" and decision.runs is not None and re.search(r"\b(?:pairs?|runs?)\b", text):
+        raise DecisionError("the rollback gate counts reverts, not benchmark runs: say 'revert again 3 times'")
+    if decision.action == "retry" and decision.scope == "standing" and decision.condition is None:
+        raise DecisionError("a standing retry with no condition would measure again at every such gate; say when")
     if kind == "rollback" and decision.runs is not None and not 2 <= decision.runs <= MAX_REVERTS:
         raise DecisionError(f"the rollback gate reverts and verifies again up to {MAX_REVERTS} times in a row")
     if decision.action == "retry" and decision.runs is not None and not 2 <= decision.runs <= 50:
         raise DecisionError("retry takes between 2 and 50 runs")
     if excepted:
+        if decision.rationale:
+            # "keep it, the harness is flaky, but not on gpu-2": is gpu-2 left out, or is the reason about it?
+            raise DecisionError("'except HOST' goes with a keep alone, without a reason beside it: say the hosts only")
         if decision.action not in ("approve", "continue") or decision.condition or decision.otherwise:
             raise DecisionError(
                 "'except HOST' goes with a plain keep: 'approve on all except gpu-7' keeps the option on the "

@@ -75,6 +75,15 @@ FILLER_TAILS = (
 SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
     # A decision verb said as it is being done or as done ("skipping 2, too risky", "dropped tbo"): the verb. Only
     # at the start of a clause, and never "reverted" or "rolled back", which at a rollback gate report a state.
+    # Said before any other rewrite takes their words: "the first two", "8 more pairs, then we decide"
+    # "just the first two": only where no other number is said ("first 2, then 3" is an order)
+    (r"^((?:(?!\d).)*?)\b(?:the )?first (?:two|2)(?: ones| commands)?(?!.*\d)", r"\g<1>1 and 2", ("command",)),
+    (r"^cont\.?$", "continue", ("plan", "triage", "continue_or_ask", "budget")),
+    (r"(?:go on|carry on|proceed|continue|move on|go ahead) with the plan", "continue",
+     ("triage", "continue_or_ask")),
+    (r"^(?:do |run )?(\d+) more (?:pairs|runs),? then (?:we )?decide$", r"retry with \1 runs", ("safety", "goal")),
+    (r"^(?:one more|another) (?:measurement|benchmark|bench) round"
+     r"(?: before (?:we )?(?:call(?:ing)? it|decid(?:e|ing)))?$", "retry", ("safety", "goal")),
     (r"^(?:skipping|skipped)\b", "skip", None),
     # "from here on roll back anything that wedges", "always skip unsafe stuff from here": the standing scope; a
     # trailing "from here" alone ("continue from here", "run them from here") is not one

@@ -221,7 +221,15 @@ def test_a_statement_outside_the_calm_words_beside_a_go_ahead_is_refused(
     go: tuple[str, str], statement: str, sep: str
 ) -> None:
     kind, text = go
+    if (kind, statement) in READ_AT_ITS_GATE:
+        assert reading(DOCS, kind, text + sep + statement) == "continue"
+        return
     assert reading(DOCS, kind, text + sep + statement) == "refuse", f"{text + sep + statement!r} at {kind}"
+
+
+# The one statement above the eighth round reads at one gate by design: at a budget gate what pays for going over
+# (docs/decisions.md); beside a keep, an accept or an approve it stays refused.
+READ_AT_ITS_GATE = {("budget", "we have the hosts till friday")}
 
 
 def test_a_suggestion_never_drops_a_judgement() -> None:
@@ -335,6 +343,13 @@ ROUND_EIGHT = [
     ("rollback", "revert it on all hosts", "retry"),
     ("command", "yes to 2 and 3", "approve 2,3"),
     ("rollback", "revert it again, 4 attempts", "retry runs=4"),
+    ("command", "first 2 only", "approve 1,2"),
+    ("command", "2+3 ok", "approve 2,3"),
+    ("budget", "continue anyway, we have the hosts booked until friday", "continue"),
+    ("safety", "keep it, the stress harness wedges on main too", "approve"),
+    ("goal", "another benchmark round", "retry"),
+    ("goal", "12 more pairs, then decide", "retry runs=12"),
+    ("continue_or_ask", "keep going if u have a next step, otherwise ask me", "continue if=next_step else=ask"),
 ]
 
 READ_AS_MEANT = [
@@ -373,6 +388,16 @@ EIGHTH_MUST_NOT_READ = [
     ("continue_or_ask", "keep going, roll 3 back if it wedges, but not tonight"),
     ("triage", "go with 3, pick 3 from now on"), ("rollback", "revert again, not today"), ("command", "yes no"),
     ("rollback", "revert again 6 times"), ("goal", "accept it, the gain is noise"),
+    ("command", "approve the first one"), ("budget", "continue, we have the cluster till 6 but not the gpus"),
+    ("command", "first 2, then 3"), ("budget", "continue, we have the cluster till now"),
+    ("budget", "continue always, we have the cluster till 6"), ("safety", "keep it, you sure"),
+    ("safety", "keep it, the stress test hangs on main too, but not on gpu-2"),
+    ("goal", "accept it, 19.8 vs 0 is noise"),
+    ("continue_or_ask", "go on with the plan, but not 3"), ("triage", "go on with the plan, 1 too"),
+    ("goal", "one more measurement round, always"), ("rollback", "revert again, 3 pairs"),
+    ("rollback", "revert again 3 times, revert again 2 times"),
+    ("rollback", "revert again 3 times, wait a minute between"),
+    ("safety", "skip it, I'll take the risk"), ("rollback", "cont"),
     ("command", "ok, nope"), ("plan", "yes and no"),
 ]  # fmt: skip
 MUST_NOT_READ = [
