@@ -123,6 +123,7 @@ _DOUBTS_EVIDENCE: dict[GateKind, re.Pattern[str]] = {
         r"(?:(?:the|that|this|our) )?(?:(?:verify |verification )?checks?|verifier|verification|verify step)"
         rf"(?:{_DOUBTED}"
         r"|(?:'s| is| was)? (?:just )?(?:cosmetic|stale|wrong))"
+        r"|i (?:verified|checked)(?: it| them| the hosts)? (?:by hand|manually|myself)"
     ),
 }
 _HEDGED = frozenset({"probably", "guess", "hope", "believe", "feel", "think"})  # a remark with one hedges the decision
@@ -606,7 +607,11 @@ def _check_remarks(text: str, remarks: list[str], decision: Decision, grammar: G
             # at a continue-or-ask gate "it" may be the option that finished or the one offered next
             raise DecisionError(f"{text!r}: which option is {remark!r} about? name it by number")
         doubts = _DOUBTS_EVIDENCE.get(grammar.kind)
-        if doubts and doubts.fullmatch(remark) and (len(remarks) > 1 or decision.scope != "once"):
+        if (
+            doubts
+            and doubts.fullmatch(remark)
+            and (any(not doubts.fullmatch(r) for r in remarks) or decision.scope != "once")
+        ):
             # "we have the cluster till 6, it's 6 now", "always …, we have the cluster till 6": a reason that holds
             # only with the rest of what is said, or for longer than it lasts
             raise DecisionError(

@@ -242,6 +242,9 @@ def _normalise(text: str) -> str:
     text = re.sub(r"\bw/(?=\s|$)", "with", text).replace(" & ", " and ").replace(" + ", " and ")
     text = re.sub(r"(?<=\d)\+(?=#?\d)", " and ", text)  # "1+2 ok"
     text = re.sub(r"\bu\b", "you", text)  # "if u have a next step"
+    text = re.sub(r"(?<=\d) n (?=#?\d)", " and ", text)  # "skip 1 n 3"
+    text = re.sub(r"\bw (?=#?\d|the\b)", "with ", text)  # "go w 3 first"
+    text = re.sub(r"\b(stp|skp|agn)\b", lambda m: {"stp": "stop", "skp": "skip", "agn": "again"}[m.group(1)], text)
     text = re.sub(r"([a-z])\1{2,}", r"\1", text)  # "goooo", "yesss"
     text = re.sub(r"(?<=\w)!+(?=\s+\w)", ",", text)  # "ok!! run it"
     text = re.sub(r'(?<=\w )"([\w\' -]{1,24})"(?=[\s,.!?]|$)', r"\1, oddmark, ", text)  # scare quotes: 'is "flaky"'
@@ -429,7 +432,10 @@ def _read_clause(text: str, gate_option: int | None, known: Sequence[int]) -> De
     vm, action = found
     rest = text[vm.end() :].strip()
     runs = None
-    counts = r"\b(?:with )?(\d+) (?:runs|pairs|seeds|attempts|samples)\b|\b(\d+) times\b|\b(\d+)x\b|\bx(\d+)\b"
+    counts = (
+        r"\b(?:with |up to )?(\d+) (?:more )?(?:runs|pairs|seeds|attempts|samples|tries)\b"
+        r"|\b(?:up to )?(\d+) (?:more )?times\b|\b(\d+)x\b|\bx(\d+)\b"
+    )
     if len(re.findall(counts, rest)) > 1:  # "revert again 3 times, revert again 2 times"
         raise DecisionError(f"{text!r} says more than one count; say one")
     rm = re.search(counts, rest)
@@ -1032,6 +1038,15 @@ def parse_decision(
     first_two = r"\bfirst (?:two|2)\b"
     if kind == "command" and re.search(first_two, typed) and re.search(r"\d", re.sub(first_two, "", typed)):
         raise DecisionError("which commands? 'the first two' and a number: say the numbers, e.g. 'approve 1 and 2'")
+    if (
+        kind == "command"
+        and decision.action == "approve"
+        and not decision.targets
+        and len(commands) > 1
+        and re.search(r"\b(?:run|approve|do|execute|ok|okay|with)\s+it\b(?!')", named)
+    ):
+        # "run it" with three commands listed: which one?
+        raise DecisionError(f"which command? the commands are numbered 1-{len(commands)}: 'approve 1', 'approve'")
     if kind == "command" and decision.action == "approve" and re.search(r"\b(?:first|this|that|one|both)\b", named):
         raise DecisionError(f"which command? the commands are numbered 1-{len(commands)}: 'approve 1', 'approve'")
     own = [gate_option] if gate_option is not None else []
@@ -1089,7 +1104,7 @@ def parse_decision(
     if (
         decision.action == "retry"
         and decision.runs is None
-        and re.search(r"\b\d+ (?:times|runs|pairs|attempts)\b", text)
+        and re.search(r"\b\d+ (?:more )?(?:times|runs|pairs|attempts|tries)\b", text)
     ):
         # "revert again 3 times. then revert again": the count said apart from the retry that was read
         raise DecisionError(f"{raw.strip()!r}: how many times? say one retry with its count")

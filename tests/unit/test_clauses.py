@@ -350,6 +350,10 @@ ROUND_EIGHT = [
     ("goal", "another benchmark round", "retry"),
     ("goal", "12 more pairs, then decide", "retry runs=12"),
     ("continue_or_ask", "keep going if u have a next step, otherwise ask me", "continue if=next_step else=ask"),
+    ("rollback", "revert again, up to 4 tries", "retry runs=4"),
+    ("plan", "drop 2 n 3", "skip 2,3"),
+    ("goal", "stp", "stop"),
+    ("rollback", "accept as is, the check is stale, i checked the hosts by hand", "approve"),
 ]
 
 READ_AS_MEANT = [
@@ -397,7 +401,7 @@ EIGHTH_MUST_NOT_READ = [
     ("goal", "one more measurement round, always"), ("rollback", "revert again, 3 pairs"),
     ("rollback", "revert again 3 times, revert again 2 times"),
     ("rollback", "revert again 3 times, wait a minute between"),
-    ("safety", "skip it, I'll take the risk"), ("rollback", "cont"),
+    ("safety", "skip it, I'll take the risk"), ("rollback", "cont"), ("command", "run it"), ("command", "approve it"),
     ("command", "ok, nope"), ("plan", "yes and no"),
 ]  # fmt: skip
 MUST_NOT_READ = [

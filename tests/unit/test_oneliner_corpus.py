@@ -39,6 +39,15 @@ never is — and at least a floor of the clear lines read right. A reading is wh
   in corpora F and G), and "accept it, the gain is noise" at the goal gate, read as accepting (a wrong action: the
   goal gate's "noise" word, round six's, was calm whatever was called noise; now only a miss "vs" the target is).
   Then the rollback gate's "revert again 3 times", three writers' line: 89 %.
+- tests/oneliner_docs_k.py, written the same way after J was scored but in five voices (a terse on-call SRE, a chatty
+  lead who explains at length, a cautious reviewer, someone on a phone, a non-native speaker), sealed until the
+  reader was frozen after the round's second review and scored once: 138 of 221 clear lines read right (62.4 %).
+  The reader reads terse chat; long explanations ("I'd rather start with the kernel occupancy work because that's
+  where the profile says the time goes"), non-native constructions ("make revert on the both hosts", "we make first
+  the MoE kernel") and phone shorthand are mostly refused. Of the lines written "refuse", 4 were read: "measure again"
+  at the safety gate and "continue" at the rollback gate (relabelled: both gates list them), "run it" at the command
+  gate with three commands listed (read as all three, a wrong action: now refused) and "revert again, up to 5 tries"
+  read as one revert (the count dropped: now read). Its floor is that reach, with the shorthand read since: 65 %.
 """
 
 from __future__ import annotations
@@ -64,6 +73,7 @@ CORPORA: dict[str, tuple[str, str, Demo, float]] = {
     "docs-h": ("tests.oneliner_docs_h", "DOCS_H", DOCS, 0.94),
     "docs-i": ("tests.oneliner_docs_i", "DOCS_I", DOCS, 0.91),
     "docs-j": ("tests.oneliner_docs_j", "DOCS_J", DOCS, 0.88),
+    "docs-k": ("tests.oneliner_docs_k", "DOCS_K", DOCS, 0.65),
 }
 
 
