@@ -508,6 +508,11 @@ class BrainSpec(_Strict):
     again."""
     backoff_s: float = Field(default=1.0, ge=0, le=60)
     """The first retry's wait in seconds; it doubles, with jitter."""
+    thinking_tokens: StrictInt | None = Field(default=None, ge=1024, le=32_000)
+    """Extended thinking: the model reasons with up to this many tokens before each answer (billed as output, on top
+    of max_tokens). Off by default. With it on, answers are asked for with tool choice `auto` (the API refuses
+    thinking with a forced tool) and the schema still enforced (strict tools, then pydantic); a model whose
+    capabilities say it cannot think is refused at preflight."""
     price: Price | None = None
     """Prices for the spend budget (default: the built-in table for known models)."""
 

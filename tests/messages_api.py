@@ -75,6 +75,7 @@ class MessagesServer:
         self.headers: list[dict[str, str]] = []
         self._lock = threading.Lock()
         self._cached: set[str] = set()  # prompt-cache prefixes seen, as the API's 5-minute cache would
+        self.signatures: set[str] = set()  # the thinking blocks' signatures this server gave out
         self.in_flight = 0
         self.max_in_flight = 0
         server = self
@@ -119,7 +120,7 @@ class MessagesServer:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 if self._refused():
                     return
-                invalid = _invalid_request(body)
+                invalid = _invalid_request(body) or server._unsigned(body)
                 if invalid is not None:  # what the real API refuses before any model sees it
                     self._send(400, {"type": "error", "error": {"type": "invalid_request_error", "message": invalid}})
                     return
@@ -143,6 +144,17 @@ class MessagesServer:
                     self._send(reply.status, {"type": "error", "error": {"type": reply.error_type, "message": message}})
                     return
                 usage = {"input_tokens": 300, "output_tokens": 120, **cache, **reply.usage}
+                content = reply.content
+                thinks = (body.get("thinking") or {}).get("type") == "enabled"
+                if thinks and not (content and content[0].get("type") in ("thinking", "redacted_thinking")):
+                    # a thinking model's reply opens with its thinking, signed; it must come back as it was sent
+                    with server._lock:
+                        signature = f"sig-{next(_ids):06d}"
+                        server.signatures.add(signature)
+                    content = [
+                        {"type": "thinking", "thinking": "(scripted reasoning)", "signature": signature},
+                        *content,
+                    ]
                 self._send(
                     200,
                     {
@@ -150,7 +162,7 @@ class MessagesServer:
                         "type": "message",
                         "role": "assistant",
                         "model": body.get("model", "scripted"),
-                        "content": reply.content,
+                        "content": content,
                         "stop_reason": reply.stop_reason,
                         "stop_details": reply.stop_details,
                         "stop_sequence": None,
@@ -175,6 +187,15 @@ class MessagesServer:
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def _unsigned(self, body: dict[str, Any]) -> str | None:
+        """A thinking block sent back that this server did not sign (changed, or made up): the API refuses it."""
+        for i, message in enumerate(body.get("messages") or []):
+            content = message.get("content")
+            for block in content if isinstance(content, list) else []:
+                if block.get("type") == "thinking" and block.get("signature") not in self.signatures:
+                    return f"messages.{i}: Invalid `signature` in `thinking` block"
+        return None
 
     def _cache_usage(self, body: dict[str, Any]) -> dict[str, int]:
         """The prefix up to the last `cache_control` mark is written once, then read."""
@@ -224,6 +245,20 @@ def _invalid_request(body: dict[str, Any]) -> str | None:
         "any",
     ):
         return "Thinking may not be enabled when tool_choice forces tool use."
+    if thinking.get("type") == "enabled":
+        budget = thinking.get("budget_tokens") or 0
+        if budget < 1024:
+            return "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
+        if budget >= (body.get("max_tokens") or 0):
+            return "`max_tokens` must be greater than `thinking.budget_tokens`."
+        assistant = [m for m in messages if m.get("role") == "assistant"]
+        last = assistant[-1]["content"] if assistant else []
+        uses_tools = isinstance(last, list) and any(b.get("type") == "tool_use" for b in last)
+        if uses_tools and last[0].get("type") not in ("thinking", "redacted_thinking"):
+            return (
+                "messages: Expected `thinking` or `redacted_thinking`, but found `tool_use`. When `thinking` is "
+                "enabled, a final `assistant` message must start with a thinking block."
+            )
     return None
 
 
@@ -263,8 +298,13 @@ def strict_schema_problem(node: Any, where: str) -> str | None:
 
 
 def forced_tool(body: dict[str, Any]) -> str | None:
+    """The tool the request makes the model call: the one named, or with thinking (tool choice `auto`) the only
+    one offered, which a model asked to answer with it calls."""
     choice = body.get("tool_choice") or {}
-    return choice.get("name") if choice.get("type") == "tool" else None
+    if choice.get("type") == "tool":
+        return choice.get("name")
+    tools = body.get("tools") or []
+    return tools[0]["name"] if choice.get("type") == "auto" and len(tools) == 1 else None
 
 
 def all_text(body: dict[str, Any]) -> str:

@@ -120,6 +120,8 @@ class LLMClient:
         # The most output tokens one call may ask for: the model's limit as the check before the session read it
         # (agent/brain/preflight.py), else the most a campaign may set.
         self.max_output = max(spec.max_tokens, max_output or 64_000)
+        # What a call first asks for: the answer's tokens, and the thinking budget before it when thinking is on
+        self.first_max_tokens = min(spec.max_tokens + (spec.thinking_tokens or 0), self.max_output)
         self.journal = journal
         self.on_cost = on_cost
         self.sleep = sleep
@@ -194,9 +196,15 @@ class LLMClient:
             raise LLMError(f"{purpose}: not calling the model: {self.given_up}")
         client = self._sdk()
         offered = [strict(tool) for tool in tools]  # every tool the model is offered, the read-only ones too
+        thinking: dict[str, Any] = {}
+        if self.spec.thinking_tokens:
+            # The API refuses thinking with a forced tool: the model is asked with `auto`, and what it must call is
+            # still the only way its answer is read (the caller repairs a reply that calls nothing)
+            thinking = {"thinking": {"type": "enabled", "budget_tokens": self.spec.thinking_tokens}}
+            tool_choice = {"type": "auto"}
         retries = 0 if self.failed_in_a_row else self.spec.max_retries  # after a call that failed: one attempt
         attempts = retries + 2  # and one for a reply cut off at max_tokens
-        max_tokens = self.spec.max_tokens
+        max_tokens = self.first_max_tokens
         carried: dict[str, int] = {}  # the tokens of a cut-off reply: paid for, so counted with the answer
         answered = False  # did the API answer any attempt of this call (a cut-off reply, a 4xx)?
         for attempt in range(1, attempts + 1):
@@ -209,6 +217,7 @@ class LLMClient:
                     messages=messages,
                     tools=offered,
                     tool_choice=tool_choice,
+                    **thinking,
                 )
             except anthropic.APIStatusError as exc:
                 failure, status, retry_after = _status_failure(exc)
@@ -233,7 +242,7 @@ class LLMClient:
             if status in REFUSED:
                 self._give_up(f"the API refused this session's {REFUSED[status]} ({failure})")
             # The retries of failures are `retries`, one more once a cut-off reply took an attempt of them.
-            if not retryable or attempt >= retries + 1 + (max_tokens != self.spec.max_tokens):
+            if not retryable or attempt >= retries + 1 + (max_tokens != self.first_max_tokens):
                 if answered:
                     self._answered()  # the API is there, whatever it said: a 400 or a 429 is no outage
                 else:
@@ -260,7 +269,7 @@ class LLMClient:
         run). Raises LLMError, journaled, for one cut off again, a refusal (with the category and explanation the
         API gave) and a conversation past the model's context window: that step falls back to the rule brain."""
         reason = message.stop_reason
-        if reason == "max_tokens" and max_tokens == self.spec.max_tokens and max_tokens < self.max_output:
+        if reason == "max_tokens" and max_tokens == self.first_max_tokens and max_tokens < self.max_output:
             larger = min(max_tokens * 2, self.max_output)
             self.journal.append(
                 ev.LlmRetry(

@@ -29,6 +29,10 @@ def blocks_of(message: Any) -> list[dict[str, Any]]:
             out.append({"type": "text", "text": b.text})
         elif b.type == "tool_use":
             out.append({"type": "tool_use", "id": b.id, "name": b.name, "input": b.input})
+        elif b.type == "thinking":  # sent back as it came, signature and all: the API checks it
+            out.append({"type": "thinking", "thinking": b.thinking, "signature": b.signature})
+        elif b.type == "redacted_thinking":
+            out.append({"type": "redacted_thinking", "data": b.data})
     return out
 
 

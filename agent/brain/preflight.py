@@ -100,6 +100,17 @@ def check_model(spec: BrainSpec, credentials: Credentials, *, timeout_s: float =
         raise BrainRefused(
             f"brain.max_tokens is {spec.max_tokens}, more than {spec.model!r} allows ({check.max_tokens}); lower it"
         )
+    if spec.thinking_tokens and check.thinking is False:
+        raise BrainRefused(
+            f"the model {spec.model!r} cannot think (its capabilities say so); drop brain.thinking_tokens or name "
+            "another model"
+        )
+    asked = spec.max_tokens + (spec.thinking_tokens or 0)
+    if spec.thinking_tokens and check.max_tokens is not None and asked > check.max_tokens:
+        raise BrainRefused(
+            f"brain.max_tokens + brain.thinking_tokens is {asked}, more than {spec.model!r} allows "
+            f"({check.max_tokens}); lower one"
+        )
     return check
 
 

@@ -234,3 +234,52 @@ def test_every_tool_the_model_is_offered_is_strict_and_its_schema_is_one_strict_
     assert sent and all(tool.get("strict") is True for tool in sent)
     for tool in map(strict, [*TOOL_SPECS, PLAN_TOOL, FINDING_TOOL, RATIONALE_TOOL, DECISION_TOOL]):
         assert strict_schema_problem(tool["input_schema"], "input_schema") is None, tool["name"]
+
+
+def test_with_thinking_on_every_call_thinks_under_auto_and_hands_its_signed_thinking_back(
+    tmp_path: Path, variant: Any
+) -> None:
+    # brain.thinking_tokens: each call thinks first (tool choice `auto`, which the API requires with thinking; the
+    # strict schema still holds the answer), asks for the thinking budget on top of max_tokens, and a subagent's
+    # next turn sends the thinking back as it came — the scripted server, like the API, refuses a turn whose
+    # thinking is missing or re-signed. A whole demo run with the model, no fallback.
+    import json
+    import subprocess
+
+    from tests.conftest import ROOT, SIGNOFF
+
+    camp = variant(edit=lambda text: text + "\nbrain: {thinking_tokens: 2048}\n")
+    with MessagesServer(EngineerModel()) as server:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+        env.update(SIGNOFF_HOME=str(tmp_path), ANTHROPIC_API_KEY=KEY, ANTHROPIC_BASE_URL=server.url, USER="tester")
+        p = subprocess.run(
+            [*SIGNOFF, "run", str(camp), "--brain", "claude", "--json"],
+            capture_output=True, text=True, timeout=180, env=env, cwd=ROOT, check=False,
+        )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    calls = server.requests
+    assert calls and all(b["thinking"] == {"type": "enabled", "budget_tokens": 2048} for b in calls)
+    assert all(b["tool_choice"] == {"type": "auto"} and b["max_tokens"] == 2048 + 2048 for b in calls)
+    handed_back = [
+        m["content"][0]
+        for b in calls
+        for m in b["messages"]
+        if m["role"] == "assistant" and isinstance(m["content"], list)
+    ]
+    assert handed_back and all(block["type"] == "thinking" for block in handed_back)
+    events = journal_events(json.loads(p.stdout)["journal"])
+    assert not [e for e in events if e["kind"] in ("llm.failed", "brain.fallback")]
+    assert {e["purpose"] for e in events if e["kind"] == "llm.call"} >= {"plan", "investigate"}
+
+
+def test_a_thinking_budget_on_a_model_that_cannot_think_is_refused_before_anything_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from agent.brain.preflight import BrainRefused, Credentials, check_model
+
+    info = {"capabilities": {"thinking": {"supported": False}}}
+    with MessagesServer(EngineerModel(), models={"claude-sonnet-5-5": info}) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        with pytest.raises(BrainRefused, match="cannot think"):
+            check_model(BrainSpec(kind="claude", thinking_tokens=2048), Credentials(api_key=KEY))
+        check_model(BrainSpec(kind="claude"), Credentials(api_key=KEY))  # without thinking it serves
