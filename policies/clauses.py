@@ -47,7 +47,7 @@ _NEGATOR = re.compile(
 _TAKE_BACK = re.compile(
     r"(?:never ?mind|scratch that|forget (?:it|that)|just kidding|jk|or not|not|not really|"
     r"wait|no wait|wait no|actually no|hmm+|hm|maybe not|on second thought|ignore that|cancel that|undo that|"
-    r"or maybe not|not yet|hold on|hang on)"
+    r"or maybe not|not yet|hold on|hang on|yeah,? right|oh,? sure|yeah,? yeah|sure,? sure|as if)"
 )
 _NO = re.compile(r"(?:no|nah|nope|no no)")
 _CONDITION = re.compile(r"^(?:only if|if|unless|when|in case|as long as|provided|every time|whenever|each time)\b")
@@ -82,24 +82,25 @@ _CALM = frozenset(
     manually hand myself reviewed read saw seen plan plan's we i i'm i've you me us our my your need want have has
     had got get think agree agreed makes make sense probably guess hope believe feel to for of on in at by with and
     so really pretty very quite too also still well now here there time bit little more ready happy sure yes
-    yep yeah ya thanks thank thx ty cheers pls please team boss lol haha ship shipit almost basically another hour
+    yep yeah ya thanks thank thx ty cheers pls please team boss ship shipit almost basically another hour
     hours day days that's they're there's reasonable sensible fair long shot anyway anyways interesting config dir
     soft budget budget's matter quick fast cheap simple small tiny minor fun i'll take lot ci covers cosmetic
     reverted fixed order imo tbh biggest lever expected promising
     """.split()  # noqa: SIM905 - a word list reads best as words
 )
-# A remark beside a go-ahead that doubts the evidence against it, at the gates that show such evidence: at a safety
-# gate the stress test that wedged ("keep it, the stress harness is flaky"), or the risk taken ("I'll take the risk",
-# "I'll watch it"); at a rollback gate the check that failed ("accept as is, check is flaky"). It argues for the
-# decision; its subject is never the gain or the option ("keep it, the gain is noise", "it's flaky", "the benchmark
-# was a fluke" argue against the keep and stay refused).
+# Reasons a gate reads beside its go-ahead, beyond the calm words, because they argue for it: at a safety gate a
+# doubt of the stress test that wedged ("keep it, the stress harness is flaky") or the risk taken ("I'll take the
+# risk", "I'll watch it"); at a rollback gate a doubt of the check that failed ("accept as is, check is flaky"); at a
+# budget gate what pays for going over. Their subject is never the gain or the option ("keep it, the gain is noise",
+# "it's flaky", "the benchmark was a fluke" argue against the keep and stay refused), and beside a decision that
+# does not go ahead they are refused (they argue against it).
 _DOUBTED = (
     r"(?:'s| is| was| were| are| seems| looks| looked| seemed)?"
     r"(?: (?:just|probably|likely|a|an|known|totally|so|super|pretty|definitely|clearly|notoriously))*"
     r" (?:flaky|flakey|flake|fluke|noise|noisy|broken|bogus|busted|lying|known to lie|false positive|red herring"
     r"|(?:known |test )?flake)(?: (?:af|anyway|anyways|imo|tbh|again|on this box|on this cluster))*"
 )
-_DOUBTS_EVIDENCE: dict[GateKind, re.Pattern[str]] = {
+_GATE_REASONS: dict[GateKind, re.Pattern[str]] = {
     # at a budget gate, what pays for going over: "we have the cluster till 6", "finance ok'd the extra hours"
     "budget": re.compile(
         r"we (?:have|got|still have) (?:the )?(?:cluster|hosts|gpus|boxes|machines|time|hours)(?: booked| reserved)?"
@@ -384,8 +385,8 @@ def _remark(text: str, grammar: Grammar) -> bool:
     """A reason or comment: no verb, exclusion, condition, scope, reference or correction in it (what it names, and
     whether its words may stand beside a go-ahead, is checked once the decision is known: `_check_remarks`)."""
     plain = re.sub(r"\b\w+ing\b", lambda m: _GERUNDS.get(m.group(0), m.group(0)), text)  # "rolling back"
-    doubts = _DOUBTS_EVIDENCE.get(grammar.kind)
-    if doubts and doubts.fullmatch(text):
+    reasons = _GATE_REASONS.get(grammar.kind)
+    if reasons and reasons.fullmatch(text):
         return True  # "we have the hosts until friday" at a budget gate: its "until" is the reason's, not a time
     return not (_NOT_A_REMARK.search(text) or grammar.has_verb(text) or grammar.has_verb(plain))
 
@@ -431,7 +432,7 @@ def _condition_first(part: str, grammar: Grammar) -> list[str]:
 
 _KEPT_IN_A_SUGGESTION = re.compile(
     r"\b(?:for now|for the moment|temporarily|from now on|from here|always|till|until|end|later|tomorrow|tonight"
-    r"|today|eventually|revisit\w*"
+    r"|today|eventually|revisit\w*|first|next|last"
     r"|or|maybe|unless|if|when|once|after|before|again|only)\b"
 )
 _FACT_WORD = re.compile(
@@ -459,6 +460,9 @@ def aside(text: str, rest: str, decision: Decision, grammar: Grammar) -> bool:
 
 def combine(text: str, grammar: Grammar) -> Decision:
     """The one decision a line of several clauses makes (DecisionError, naming the clauses that disagree)."""
+    sarcasm = re.match(r"(?:yeah,? right|oh,? sure|yeah,? yeah|sure,? sure|as if)\b", text)
+    if sarcasm:  # "yeah, yeah, 3 should go first": said with a roll of the eyes
+        raise DecisionError(f"{text!r} opens with {sarcasm.group(0)!r}, which may mean the opposite; say it plainly")
     parts = _the_rest([p for part in split(text) for p in _condition_first(part, grammar)], grammar)
     if len(parts) > 1 and grammar.asks_which and _AGREED.fullmatch(_CONNECTOR.sub("", parts[0])):
         parts = parts[1:]  # "sure, a bit more", "yes, keep it": at a gate that asks which, the yes only leads in
@@ -606,11 +610,11 @@ def _check_remarks(text: str, remarks: list[str], decision: Decision, grammar: G
         if grammar.kind == "continue_or_ask" and _COA_REFERENCE.search(plain):
             # at a continue-or-ask gate "it" may be the option that finished or the one offered next
             raise DecisionError(f"{text!r}: which option is {remark!r} about? name it by number")
-        doubts = _DOUBTS_EVIDENCE.get(grammar.kind)
+        reasons = _GATE_REASONS.get(grammar.kind)
         if (
-            doubts
-            and doubts.fullmatch(remark)
-            and (any(not doubts.fullmatch(r) for r in remarks) or decision.scope != "once")
+            reasons
+            and reasons.fullmatch(remark)
+            and (any(not reasons.fullmatch(r) for r in remarks) or decision.scope != "once")
         ):
             # "we have the cluster till 6, it's 6 now", "always …, we have the cluster till 6": a reason that holds
             # only with the rest of what is said, or for longer than it lasts
@@ -620,16 +624,19 @@ def _check_remarks(text: str, remarks: list[str], decision: Decision, grammar: G
         if decision.action == "retry" and re.search(r"\b(?:wait|pause|between|sleep|apart|gap)\b", remark):
             # "revert again 3 times, wait 5 min between": the attempts run back to back
             raise DecisionError(f"{text!r}: {remark!r} asks for what a retry here cannot do; say the retry alone")
-        if re.match(r"(?:are |r )?(?:you|u)\b|really$", remark):
+        if re.match(r"(?:i mean|i meant|meant|correction|err|erm)\b", remark):
+            # "skip anything unsafe — i mean safe": a correction of what was said
+            raise DecisionError(f"{text!r}: {remark!r} corrects the line; say it again as you mean it")
+        if re.match(r"(?:are |r )?(?:you|u)\b|really$|(?:thoughts|wdyt|agree|right|yeah right|lol|haha|lmao)$", remark):
             # "keep it, you sure", "approve, u ready": a question back, said without its "?"
             raise DecisionError(f"{text!r}: {remark!r} asks something; answer the gate once it is settled")
         if mentioned and (re.search(r"\b(?:too|also|as well)$", remark) or remark.startswith("with ")):
             # "go on with the plan, 1 too", "continue, with tbo": it adds an option to the go-ahead
             raise DecisionError(f"{text!r}: {remark!r} adds #{min(mentioned)}; name every option you decide on")
-        if doubts and doubts.fullmatch(remark) and not ahead:
+        if reasons and reasons.fullmatch(remark) and not ahead:
             # "skip it, I'll take the risk": a reason to go ahead, beside a decision that does not
             raise DecisionError(f"{text!r}: {remark!r} argues for going ahead, not for {decision.action}; say which")
-        if ahead and not (doubts and doubts.fullmatch(remark)):
+        if ahead and not (reasons and reasons.fullmatch(remark)):
             calm = _CALM | grammar.words_of(sorted(own)) | (_NAMING if mentioned else set())
             if grammar.kind == "goal" and _miss_is_noise(remark):
                 # "take it, 19.8 vs 20 is noise", "19.8 is within noise": the miss is noise. "accept it, the gain is

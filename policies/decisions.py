@@ -88,7 +88,18 @@ _HEDGES = (
     "seems like",
     "i'd rather",
     "i would rather",
+    "i suppose",
+    "i'd lean towards",
+    "i'd lean toward",
+    "i lean towards",
+    "leaning towards",
+    "lean towards",
+    "lean toward",
 )
+_GERUND_VERBS = {
+    "skipping": "skip", "keeping": "keep", "stopping": "stop", "continuing": "continue", "reverting": "revert",
+    "deferring": "defer", "accepting": "accept", "approving": "approve",
+}  # fmt: skip
 _LEADS = (
     "let's", "lets", "please", "ok so", "okay so", "so", "then", "and", "we should", "you should",
     "we can", "you can", "i'd", "i would", "we'll", "i'll", "we will", "i will", "we",
@@ -656,6 +667,9 @@ def _leads(text: str) -> tuple[str, bool, Scope | None]:
                     scope = "standing"
                 text = text[len(lead) :].lstrip(" ,")
                 changed = True
+    if hedged:  # "i'd lean towards skipping it": the verb the hedge leads to
+        text = re.sub(r"^rolling (?:it |this |that )?back\b", "roll back", text)
+        text = re.sub(r"^(\w+ing)\b", lambda m: _GERUND_VERBS.get(m.group(1), m.group(1)), text)
     return text, hedged, scope
 
 
@@ -685,6 +699,9 @@ class _AtGate:
             raise DecisionError(f"{text!r} does not say which: this gate asks {_EITHER_OR[self.kind]}")
         said = self._sets(reading.text, reading.notes)
         said, hedged, lead_scope = _leads(said)
+        if self.kind in _EITHER_OR and _BARE_YES.fullmatch(said):
+            # "i suppose yes", "leaning towards ok": a hedge before the same bare yes
+            raise DecisionError(f"{text!r} does not say which: this gate asks {_EITHER_OR[self.kind]}")
         if self.kind in ("budget", "goal") and re.fullmatch(
             r"keep(?: it| this| that| them| this one| that one)?", said
         ):

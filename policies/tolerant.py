@@ -76,6 +76,18 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
     # A decision verb said as it is being done or as done ("skipping 2, too risky", "dropped tbo"): the verb. Only
     # at the start of a clause, and never "reverted" or "rolled back", which at a rollback gate report a state.
     # Said before any other rewrite takes their words: "the first two", "8 more pairs, then we decide"
+    # non-native "make": "make revert on the both hosts", "make the measure again", "please make the revert once more"
+    (r"\bmake (?:the |a )?(revert|rollback|roll ?back|measure(?:ment)?)\b", r"\1", None),
+    (r"\bthe both\b", "both", None),
+    (r"\bdo the (?:rollback|revert) of (?:it|this(?: change| one)?|that(?: change| one)?)", "roll back",
+     ("safety",)),
+    (r"^jump (?:it|this one|this|that one)$", "skip it", ("safety", "continue_or_ask")),
+    # "the scheduler should go first": one option named ("everything but 3 can go first" is an order, not a set)
+    (r"^((?:i think|i guess|maybe|probably|i'd say) )?"
+     r"((?!.*\b(?:but|except|only|just|all|everything|rest|others|and|not|no|right|yeah)\b)[^,]+?)"
+     r" (?:should|can|could) go (?:first|next)$", r"\1go with \2", ("plan", "triage", "continue_or_ask")),
+    (r"(?:the|that) way (?:it is|they are)$", "as it is", ("rollback",)),
+    (r"(?<=again )before (?:calling it|we call it|deciding|we decide)$", "", ("safety", "goal")),  # "measure again …"
     # "just the first two": only where no other number is said ("first 2, then 3" is an order)
     (r"^((?:(?!\d).)*?)\b(?:the )?first (?:two|2)(?: ones| commands)?(?!.*\d)", r"\g<1>1 and 2", ("command",)),
     (r"^cont\.?$", "continue", ("plan", "triage", "continue_or_ask", "budget")),
@@ -292,7 +304,8 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
     (r"^(?:skip|drop) ([^,]+?) (?:till|until|to) the end$", r"defer \1", ("plan", "triage", "continue_or_ask")),
     (r"(?:till|until) the end$", "", ("plan", "triage", "continue_or_ask")),
     (r"(?:anything|whatever|everything|any option|options?|ones?|stuff|changes?)(?: that)?(?: is| are| comes? back"
-     r"| turns? out| looks?)? (unsafe|inconclusive|regressed)(?: stuff| ones| options| changes)?"
+     r"| turns? out| looks?| the stress(?: test)? (?:calls|marks|flags|finds))? (unsafe|inconclusive|regressed)"
+     r"(?: stuff| ones| options| changes)?"
      r"|(?:an? |the |any |all (?:the )?)?(unsafe|inconclusive|regressed) (?:stuff|ones?|options?|changes?)",
      r"if it's \1\2", None),
     (r"(?:anything|whatever|everything|stuff|options?|ones?|changes?)(?: that| which)? (?:wedges|wedged|hangs|hung)",
@@ -430,6 +443,8 @@ def strip_filler(text: str) -> str:
     """Drop the filler around a decision; a lone "ok", "yes" or "no" is an answer and stays. A "no" is
     dropped only before a comma: "no rollback" means no rollback, not "rollback"."""
     text = text.strip(" ,")
+    if re.match(r"(?:yeah,? right|oh,? sure|yeah,? yeah|sure,? sure|as if)\b", text):
+        return text  # "yeah right, …": sarcasm, not a yes (the clause reader takes it for a take-back)
     changed = True
     while changed:
         changed = False

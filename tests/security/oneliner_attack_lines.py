@@ -2421,6 +2421,111 @@ add(
 )
 
 
+# Z: the eighth round's third review (helper attack on hedges, "should go first", non-native "make": 1,232 lines,
+# 51 wrong actions, refused now but one)
+Z = "Z eighth-round third attack: hedges before a bare yes, X should go first, sarcasm, corrections, jokes"
+add(
+    Z,
+    "plan",
+    [
+        "everything but 3 can go first",
+        "all but tbo could go first",
+        "yeah right, 3 should go first",
+        "3 should go first, right",
+        "only 3 should go first",
+        "just 3 could go first",
+        "everything except tbo can go first",
+        "3 should go first, lol",
+        "3 could go first, haha",
+        "all but 3 should go first",
+        "everything apart from tbo can go first",
+        "everything besides tbo can go first",
+        "all except the moe one should go first",
+        "just tbo should go first",
+        "only the scheduler should go first",
+        "only tbo and 3 should go first",
+        "oh sure, 3 should go first",
+        "yeah, yeah, 3 should go first",
+    ],
+)
+add(
+    Z,
+    "continue_or_ask",
+    [
+        "yeah right, it should go next",
+    ],
+)
+add(
+    Z,
+    "safety",
+    [
+        "i suppose yes",
+        "i'd lean towards yes",
+        "lean towards ok",
+        "leaning towards skipping it, thoughts",
+        "leaning towards skipping it, wdyt",
+        "i suppose keeping it, lol",
+        "keep anything the stress test calls unsafe, lol",
+        "skip anything the stress test calls unsafe — i mean safe",
+        "i suppose ok",
+        "leaning towards yes",
+        "i lean towards yes",
+        "lean towards yes",
+        "lean toward ok",
+        "leaning towards ok",
+        "leaning towards keeping it, agree",
+    ],
+)
+add(
+    Z,
+    "budget",
+    [
+        "i suppose yes",
+        "lean towards yes",
+        "leaning towards ok",
+        "i suppose ok",
+    ],
+)
+add(
+    Z,
+    "goal",
+    [
+        "i suppose yes",
+        "lean towards yes",
+        "i suppose ok",
+    ],
+)
+add(
+    Z,
+    "triage",
+    [
+        "everything except 2 should go next",
+        "only the scheduler can go next",
+        "just 3 can go next",
+        "all except 3 can go next",
+        "everything but 2 should go first",
+        "only 2 should go first",
+        "everything apart from the scheduler can go next",
+    ],
+)
+add(
+    Z,
+    "command",
+    [
+        "i suppose approving all, lol",
+    ],
+)
+add(
+    Z,
+    "rollback",
+    [
+        "leave it the way it is, lol",
+    ],
+)
+# read, and kept: a stop when an option is unsafe is a rule that only ever stops (confirmed)
+add(Z, "safety", "stop anything the stress test calls unsafe", "stop if=unsafe")
+
+
 GO = {"approve", "continue", "select", "retry"}
 
 # Tried lines that read right today (refusal would be fine too).

@@ -354,6 +354,14 @@ ROUND_EIGHT = [
     ("plan", "drop 2 n 3", "skip 2,3"),
     ("goal", "stp", "stop"),
     ("rollback", "accept as is, the check is stale, i checked the hosts by hand", "approve"),
+    ("safety", "please make the rollback", "rollback"),
+    ("rollback", "make revert on the both hosts", "retry"),
+    ("continue_or_ask", "jump this one", "skip 3"),
+    ("triage", "maybe the moe kernel should go first", "select 3"),
+    ("rollback", "leave it the way it is", "approve"),
+    ("goal", "measure again before we decide", "retry"),
+    ("safety", "i'd lean towards rolling it back", "rollback"),
+    ("triage", "from now on skip anything the stress test flags unsafe", "skip scope=standing if=unsafe"),
 ]
 
 READ_AS_MEANT = [
@@ -402,6 +410,9 @@ EIGHTH_MUST_NOT_READ = [
     ("rollback", "revert again 3 times, revert again 2 times"),
     ("rollback", "revert again 3 times, wait a minute between"),
     ("safety", "skip it, I'll take the risk"), ("rollback", "cont"), ("command", "run it"), ("command", "approve it"),
+    ("plan", "everything but 3 can go first"), ("safety", "i suppose yes"), ("plan", "yeah right, 3 should go first"),
+    ("plan", "yeah, yeah, 3 should go first"), ("safety", "i suppose keeping it, lol"),
+    ("safety", "skip anything the stress test calls unsafe, i mean safe"), ("plan", "3 should go first, right"),
     ("command", "ok, nope"), ("plan", "yes and no"),
 ]  # fmt: skip
 MUST_NOT_READ = [
