@@ -31,6 +31,7 @@ from typing import Literal, Protocol
 
 from policies.gates import Action, Decision, GateKind, Scope
 from policies.refusals import DecisionError, NotUnderstood
+from policies.tolerant import SARCASM
 
 GO_AHEAD: frozenset[Action] = frozenset({"approve", "continue"})
 # Gates whose options a decision names ("skip 2", "go with 3"): a go-ahead "but not 2" there drops #2.
@@ -47,7 +48,7 @@ _NEGATOR = re.compile(
 _TAKE_BACK = re.compile(
     r"(?:never ?mind|scratch that|forget (?:it|that)|just kidding|jk|or not|not|not really|"
     r"wait|no wait|wait no|actually no|hmm+|hm|maybe not|on second thought|ignore that|cancel that|undo that|"
-    r"or maybe not|not yet|hold on|hang on|yeah,? right|oh,? sure|yeah,? yeah|sure,? sure|as if)"
+    rf"or maybe not|not yet|hold on|hang on|{SARCASM})"
 )
 _NO = re.compile(r"(?:no|nah|nope|no no)")
 _CONDITION = re.compile(r"^(?:only if|if|unless|when|in case|as long as|provided|every time|whenever|each time)\b")
@@ -251,6 +252,9 @@ def classify(text: str, grammar: Grammar, first: bool) -> Clause:
         return Clause(text, "no" if first else "take-back")
     if first and _WAIT.fullmatch(text):
         return Clause(text, "wait")
+    if not first and re.match(r"actually\b", text):
+        # "approve all but rm, actually all": a correction of what the line said before
+        raise DecisionError(f"{text!r} corrects what came before it; say the one decision you mean")
     agreed = re.match(r"(?:yes|yeah|yep|ok|okay|sure)\b,?\s*(.*)$", text)
     rest = agreed.group(1) if agreed else ""
     if not first and (_AGREED.fullmatch(text) or (rest and _remark(rest, grammar) and not grammar.mentions(rest))):
@@ -460,7 +464,7 @@ def aside(text: str, rest: str, decision: Decision, grammar: Grammar) -> bool:
 
 def combine(text: str, grammar: Grammar) -> Decision:
     """The one decision a line of several clauses makes (DecisionError, naming the clauses that disagree)."""
-    sarcasm = re.match(r"(?:yeah,? right|oh,? sure|yeah,? yeah|sure,? sure|as if)\b", text)
+    sarcasm = re.match(rf"{SARCASM}\b", text)
     if sarcasm:  # "yeah, yeah, 3 should go first": said with a roll of the eyes
         raise DecisionError(f"{text!r} opens with {sarcasm.group(0)!r}, which may mean the opposite; say it plainly")
     parts = _the_rest([p for part in split(text) for p in _condition_first(part, grammar)], grammar)

@@ -573,7 +573,8 @@ def _all_but(text: str, commands: Sequence[str]) -> str:
     keep = [i for i in range(1, len(commands) + 1) if i not in numbers]
     if not keep:
         raise DecisionError("that leaves no command to approve; to run none, reject")
-    return text[: m.start()] + " and ".join(str(i) for i in keep)
+    # what follows is read too: "approve all but 3, kidding" takes it back (it was dropped unread)
+    return text[: m.start()] + " and ".join(str(i) for i in keep) + text[m.end() :]
 
 
 def _named_command(text: str, commands: Sequence[str], notes: list[str] | None = None) -> str:
@@ -1051,8 +1052,8 @@ def parse_decision(
         raise DecisionError(f"a count of runs goes with retry, not {decision.action}")
     programs = "|".join(sorted({re.escape(w) for c in commands if c.strip() for w in _command_words(c)}))
     named = re.sub(rf"\bthe (?:{programs}) one\b", "", typed) if programs else typed  # "not the rm one" names one
-    named = re.sub(r"\b(?:the )?first (?:two|2)\b", "", named)  # "just the first two": 1 and 2
-    first_two = r"\bfirst (?:two|2)\b"
+    first_two = r"\b(?:the )?first (?:two|2)\b"  # "just the first two": 1 and 2, said without their numbers
+    named = re.sub(first_two, "", named)
     if kind == "command" and re.search(first_two, typed) and re.search(r"\d", re.sub(first_two, "", typed)):
         raise DecisionError("which commands? 'the first two' and a number: say the numbers, e.g. 'approve 1 and 2'")
     if (

@@ -260,7 +260,9 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
      r"|re-?benchmark|(?<!with )(?:run )?more (?:runs|pairs)", "retry", ("safety", "goal")),
     (r"(?:do|try|run|test) (#?\d+) next", r"go with \1", None),
     (r"(#?\d+) next", r"go with \1", None),
-    (r"go for it|do it|go on|let's go|lets go|make it so|send it", "continue", None),
+    # "do it" goes ahead; "do that one first" names an order, and at a gate about no option "that one" is nothing
+    (r"go for it|do it(?! (?:first|next|last|after|before|then)\b)|go on|let's go|lets go|make it so|send it",
+     "continue", None),
     (r"(?:go|going) for|start with|begin with", "go with", None),
     (r"^go$", "continue", None),
     (r"^(?:(?:go |move |carry )?on )?to the next(?: one)?$|^(?:the )?next one$", "continue",
@@ -431,6 +433,8 @@ def _english(word: str) -> bool:
 
 
 NEGATING_LEADS = ("no", "nope", "nah")
+# "yeah right, …", "oh sure", "yeah, yeah": said with a roll of the eyes, a yes that may mean no
+SARCASM = r"(?:yeah,? right|oh,? sure|yeah,? yeah|sure,? sure|as if)"
 _NOT_AHEAD = r"(?:stop|skip|abort|drop|defer|park|halt|reject|don't|roll|revert|back|undo|retry|ask)"  # "nah stop"
 
 
@@ -443,7 +447,7 @@ def strip_filler(text: str) -> str:
     """Drop the filler around a decision; a lone "ok", "yes" or "no" is an answer and stays. A "no" is
     dropped only before a comma: "no rollback" means no rollback, not "rollback"."""
     text = text.strip(" ,")
-    if re.match(r"(?:yeah,? right|oh,? sure|yeah,? yeah|sure,? sure|as if)\b", text):
+    if re.match(rf"{SARCASM}\b", text):
         return text  # "yeah right, …": sarcasm, not a yes (the clause reader takes it for a take-back)
     changed = True
     while changed:

@@ -413,6 +413,8 @@ EIGHTH_MUST_NOT_READ = [
     ("plan", "everything but 3 can go first"), ("safety", "i suppose yes"), ("plan", "yeah right, 3 should go first"),
     ("plan", "yeah, yeah, 3 should go first"), ("safety", "i suppose keeping it, lol"),
     ("safety", "skip anything the stress test calls unsafe, i mean safe"), ("plan", "3 should go first, right"),
+    ("plan", "do that one first"), ("command", "approve all but rm, actually all"),
+    ("command", "approve all but 3, kidding"),
     ("command", "ok, nope"), ("plan", "yes and no"),
 ]  # fmt: skip
 MUST_NOT_READ = [

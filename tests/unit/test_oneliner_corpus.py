@@ -49,6 +49,12 @@ never is — and at least a floor of the clear lines read right. A reading is wh
   gate with three commands listed (read as all three, a wrong action: now refused) and "revert again, up to 5 tries"
   read as one revert (the count dropped: now read). Then developed on (shorthand, hedges before a gerund, "X should
   go first", non-native "make revert", "the way it is"; its review is group Z of the attack lines): 156 of 223, 69.96 %.
+- tests/oneliner_docs_l.py, written like K after the reader was developed on K, sealed and scored once: 137 of 218
+  clear lines read right (62.8 %), as K: what K taught did not carry to new explanations and constructions. Of the
+  lines written "refuse", 2 were read, both fixed: "do that one first" at the plan gate as continue (no option is
+  "that one" there) and "approve all but rm, actually all" as commands 1 and 2 (text after "all but X" was dropped
+  unread; it is read now, and "actually …" corrects the line). One label relabelled ("everything except the MoE
+  one" skips #3). Its floor is that blind reach: 62 %.
 """
 
 from __future__ import annotations
@@ -75,6 +81,7 @@ CORPORA: dict[str, tuple[str, str, Demo, float]] = {
     "docs-i": ("tests.oneliner_docs_i", "DOCS_I", DOCS, 0.91),
     "docs-j": ("tests.oneliner_docs_j", "DOCS_J", DOCS, 0.88),
     "docs-k": ("tests.oneliner_docs_k", "DOCS_K", DOCS, 0.69),
+    "docs-l": ("tests.oneliner_docs_l", "DOCS_L", DOCS, 0.62),
 }
 
 
