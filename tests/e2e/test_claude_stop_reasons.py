@@ -6,7 +6,9 @@ The real `anthropic` client against the scripted server, which refuses what the 
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +18,7 @@ from agent.brain.claude import ClaudeBrain
 from agent.campaign import load_campaign
 from agent.journal.chain import Journal
 from agent.models import BrainSpec
-from tests.conftest import DEMO, journal_events
+from tests.conftest import DEMO, ROOT, SIGNOFF, journal_events
 from tests.engineer_model import EngineerModel
 from tests.messages_api import MessagesServer, Reply, strict_schema_problem, tool_use
 
@@ -45,6 +47,16 @@ def planned(tmp_path: Path, first: list[Reply], **spec: Any) -> tuple[list[int],
         plan = brain.plan(CAMPAIGN, [])
     journal.close()
     return plan.order, server, journal_events(journal.path)
+
+
+def run_with_claude(home: Path, campaign: Path, server: MessagesServer) -> subprocess.CompletedProcess[str]:
+    """`signoff run CAMPAIGN --brain claude --json` against the scripted API, with no ANTHROPIC_* of the caller's."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    env.update(SIGNOFF_HOME=str(home), ANTHROPIC_API_KEY=KEY, ANTHROPIC_BASE_URL=server.url, USER="tester")
+    return subprocess.run(
+        [*SIGNOFF, "run", str(campaign), "--brain", "claude", "--json"],
+        capture_output=True, text=True, timeout=180, env=env, cwd=ROOT, check=False,
+    )  # fmt: skip
 
 
 def cut_plan() -> Reply:
@@ -167,7 +179,6 @@ def test_an_empty_reply_is_repaired_without_sending_an_empty_assistant_turn(tmp_
     ],
 )
 def test_the_scripted_server_refuses_what_the_api_refuses(body: dict[str, Any], refused: str) -> None:
-    import json
     import urllib.error
     import urllib.request
 
@@ -186,21 +197,10 @@ def test_a_subagents_token_budget_counts_the_cache_writes_it_is_billed_for(
     # With a 1,000-token budget, every subagent's first turn (300 in, 120 out, and 2,400 cached: written by the first
     # subagent to ask, read by the others) spends it, so its second turn must be the forced submit_finding. The
     # one that wrote the cache used to count 420 tokens and go on for more turns.
-    import subprocess
-
-    from tests.conftest import ROOT, SIGNOFF
-
     camp = variant(edit=lambda text: text + "\nbrain: {subagent_tokens: 1000}\n")
     with MessagesServer(EngineerModel()) as server:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
-        env.update(SIGNOFF_HOME=str(tmp_path), ANTHROPIC_API_KEY=KEY, ANTHROPIC_BASE_URL=server.url, USER="tester")
-        p = subprocess.run(
-            [*SIGNOFF, "run", str(camp), "--brain", "claude", "--json"],
-            capture_output=True, text=True, timeout=180, env=env, cwd=ROOT, check=False,
-        )  # fmt: skip
+        p = run_with_claude(tmp_path, camp, server)
     assert p.returncode == 0, p.stderr
-    import json
-
     events = journal_events(json.loads(p.stdout)["journal"])
     writes = [
         e for e in events if e["kind"] == "llm.call" and e["purpose"] == "investigate" and e["cache_write_tokens"]
@@ -243,19 +243,9 @@ def test_with_thinking_on_every_call_thinks_under_auto_and_hands_its_signed_thin
     # strict schema still holds the answer), asks for the thinking budget on top of max_tokens, and a subagent's
     # next turn sends the thinking back as it came — the scripted server, like the API, refuses a turn whose
     # thinking is missing or re-signed. A whole demo run with the model, no fallback.
-    import json
-    import subprocess
-
-    from tests.conftest import ROOT, SIGNOFF
-
     camp = variant(edit=lambda text: text + "\nbrain: {thinking_tokens: 2048}\n")
     with MessagesServer(EngineerModel()) as server:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
-        env.update(SIGNOFF_HOME=str(tmp_path), ANTHROPIC_API_KEY=KEY, ANTHROPIC_BASE_URL=server.url, USER="tester")
-        p = subprocess.run(
-            [*SIGNOFF, "run", str(camp), "--brain", "claude", "--json"],
-            capture_output=True, text=True, timeout=180, env=env, cwd=ROOT, check=False,
-        )  # fmt: skip
+        p = run_with_claude(tmp_path, camp, server)
     assert p.returncode == 0, p.stderr
     calls = server.requests
     assert calls and all(b["thinking"] == {"type": "enabled", "budget_tokens": 2048} for b in calls)
