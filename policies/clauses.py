@@ -128,6 +128,14 @@ _GATE_REASONS: dict[GateKind, re.Pattern[str]] = {
         r"|i (?:verified|checked)(?: it| them| the hosts)? (?:by hand|manually|myself)"
     ),
 }
+
+
+def _gate_reason(text: str, kind: GateKind) -> bool:
+    """Is `text` one of the reasons this kind of gate reads beside its go-ahead?"""
+    reasons = _GATE_REASONS.get(kind)
+    return reasons is not None and reasons.fullmatch(text) is not None
+
+
 _HEDGED = frozenset({"probably", "guess", "hope", "believe", "feel", "think"})  # a remark with one hedges the decision
 _PREFERENCE = re.compile(r"\b(?:better|best|bigger|biggest|safer|safest|prefer|preferred|rather|winner|wins?|first)\b")
 
@@ -389,8 +397,7 @@ def _remark(text: str, grammar: Grammar) -> bool:
     """A reason or comment: no verb, exclusion, condition, scope, reference or correction in it (what it names, and
     whether its words may stand beside a go-ahead, is checked once the decision is known: `_check_remarks`)."""
     plain = re.sub(r"\b\w+ing\b", lambda m: _GERUNDS.get(m.group(0), m.group(0)), text)  # "rolling back"
-    reasons = _GATE_REASONS.get(grammar.kind)
-    if reasons and reasons.fullmatch(text):
+    if _gate_reason(text, grammar.kind):
         return True  # "we have the hosts until friday" at a budget gate: its "until" is the reason's, not a time
     return not (_NOT_A_REMARK.search(text) or grammar.has_verb(text) or grammar.has_verb(plain))
 
@@ -614,12 +621,8 @@ def _check_remarks(text: str, remarks: list[str], decision: Decision, grammar: G
         if grammar.kind == "continue_or_ask" and _COA_REFERENCE.search(plain):
             # at a continue-or-ask gate "it" may be the option that finished or the one offered next
             raise DecisionError(f"{text!r}: which option is {remark!r} about? name it by number")
-        reasons = _GATE_REASONS.get(grammar.kind)
-        if (
-            reasons
-            and reasons.fullmatch(remark)
-            and (any(not reasons.fullmatch(r) for r in remarks) or decision.scope != "once")
-        ):
+        gate_reason = _gate_reason(remark, grammar.kind)
+        if gate_reason and (any(not _gate_reason(r, grammar.kind) for r in remarks) or decision.scope != "once"):
             # "we have the cluster till 6, it's 6 now", "always …, we have the cluster till 6": a reason that holds
             # only with the rest of what is said, or for longer than it lasts
             raise DecisionError(
@@ -637,10 +640,10 @@ def _check_remarks(text: str, remarks: list[str], decision: Decision, grammar: G
         if mentioned and (re.search(r"\b(?:too|also|as well)$", remark) or remark.startswith("with ")):
             # "go on with the plan, 1 too", "continue, with tbo": it adds an option to the go-ahead
             raise DecisionError(f"{text!r}: {remark!r} adds #{min(mentioned)}; name every option you decide on")
-        if reasons and reasons.fullmatch(remark) and not ahead:
+        if gate_reason and not ahead:
             # "skip it, I'll take the risk": a reason to go ahead, beside a decision that does not
             raise DecisionError(f"{text!r}: {remark!r} argues for going ahead, not for {decision.action}; say which")
-        if ahead and not (reasons and reasons.fullmatch(remark)):
+        if ahead and not gate_reason:
             calm = _CALM | grammar.words_of(sorted(own)) | (_NAMING if mentioned else set())
             if grammar.kind == "goal" and _miss_is_noise(remark):
                 # "take it, 19.8 vs 20 is noise", "19.8 is within noise": the miss is noise. "accept it, the gain is
