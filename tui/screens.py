@@ -269,10 +269,10 @@ class GateScreen(ModalScreen[str | None]):
     def _fit_now(self, tries: int = 0) -> None:
         """Give the body what the pinned parts leave of the dialog's height, so that the question, the keys,
         the line and its echo are always on screen, and say when the body holds more than it shows."""
-        if not self.is_attached:
+        parts = self._laid_out()
+        if parts is None:
             return
-        box = self.query_one(Vertical)
-        body = self.query_one("#gate-body", VerticalScroll)
+        box, body, _more = parts
         # Margins counted whole (the layout may overlap two that meet): the body is at worst a line short.
         pinned = sum(w.outer_size.height + w.styles.margin.height for w in box.children if w is not body and w.display)
         room = int(self.size.height * 0.96) - box.styles.gutter.height - pinned - body.styles.margin.height
@@ -285,21 +285,33 @@ class GateScreen(ModalScreen[str | None]):
     def _check_fit(self, tries: int) -> None:
         """Measured again once laid out: a part measured before its new text was laid out (an echo that had
         just wrapped) would leave the echo below the dialog's edge, with nothing to fit it again."""
-        if not self.is_attached or tries >= 5:
+        parts = self._laid_out()
+        if parts is None or tries >= 5:
             return
-        edge = self.query_one(Vertical).content_region.bottom
+        edge = parts[0].content_region.bottom
         if any(w.display and w.region.bottom > edge for w in self.query("#gate-input, #gate-echo")):
             self._fit_now(tries + 1)
 
+    def _laid_out(self) -> tuple[Vertical, VerticalScroll, Static] | None:
+        """The dialog's box, its scrolling body and the line under it; None once the screen is being taken
+        down. A dismissed screen loses its children before it is detached, and a scroll, resize or refresh
+        callback queued before that still runs: it must find nothing to do, not raise into the app."""
+        if self.closing or not self.is_attached:
+            return None
+        box = next(iter(self.query(Vertical).results(Vertical)), None)
+        body = next(iter(self.query("#gate-body").results(VerticalScroll)), None)
+        more = next(iter(self.query("#gate-more").results(Static)), None)
+        return None if box is None or body is None or more is None else (box, body, more)
+
     def _more(self) -> None:
-        if not self.is_attached:
+        parts = self._laid_out()
+        if parts is None:
             return
-        body = self.query_one("#gate-body", VerticalScroll)
+        _box, body, widget = parts
         hidden = body.max_scroll_y - round(body.scroll_y)
         more = f"↓ {hidden} more line{'s' if hidden != 1 else ''} — PgDn" if hidden > 0 else ""
         if round(body.scroll_y) > 0:
             more = ("↑ PgUp  " + more) if more else "↑ PgUp"
-        widget = self.query_one("#gate-more", Static)
         if str(widget.render()) != more:
             widget.update(more)
 
@@ -362,7 +374,7 @@ class GateScreen(ModalScreen[str | None]):
 
     def _tick(self) -> None:
         left = seconds_left(self.pending, datetime.now(UTC))
-        if left is None:
+        if left is None or self.closing:  # a tick queued before the dialog was dismissed
             return
         on = self.pending.on_deadline or "the policy's answer"
         self.query_one("#gate-countdown", Static).update(f"⏱ {int(left) // 60:d}:{int(left) % 60:02d} until {on}")

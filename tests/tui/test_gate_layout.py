@@ -126,6 +126,27 @@ async def test_a_long_body_says_there_is_more_and_page_keys_scroll_it() -> None:
         await wait_for(pilot, lambda: "↓" in str(more.render()), timeout=20, what="the hint again")
 
 
+async def test_a_layout_callback_queued_before_the_dialog_is_taken_down_does_nothing() -> None:
+    # CI caught it: a scroll callback ran after the dismissed dialog had lost its body and printed a
+    # traceback over the terminal instead of the run. Here the teardown's state is made on purpose: the
+    # screen still attached, its children removed, then every queued callback runs.
+    e = next(g for g in GATES if g["gate_kind"] == "safety" and len(g["question"]) > 2000)
+    app = dialog_app(e)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: gate_open(app), what="the dialog")
+        screen = app.screen
+        assert isinstance(screen, GateScreen)
+        more = screen.query_one("#gate-more", Static)
+        await wait_for(pilot, lambda: "PgDn" in str(more.render()), timeout=20, what="the dialog laid out")
+        await screen.query_one("Vertical").remove()
+        assert screen.is_attached
+        screen._more()  # pyright: ignore[reportPrivateUsage]
+        screen._fit_now()  # pyright: ignore[reportPrivateUsage]
+        screen._check_fit(0)  # pyright: ignore[reportPrivateUsage]
+        await pilot.pause()
+        assert app.return_code is None and app.is_running
+
+
 async def test_facts_come_last_folded_and_f_shows_only_those_that_apply_rounded() -> None:
     e = next(g for g in GATES if name(g) == "demo-g3-safety")
     assert e["facts"]["sweep_levels"] == 0 and isinstance(e["facts"]["gain_pct"], float)
