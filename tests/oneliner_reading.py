@@ -8,6 +8,7 @@ then the gate's own check of the options named (`agent.run.answers.check_targets
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from agent.run.answers import check_targets
@@ -27,10 +28,11 @@ FACT_WORDS = {
     "wedges": "wedges",
     "confidence": "confidence",
     "next_step": "has_next_step",
+    "has_next_step": "has_next_step",
     "verified": "verified",
     "health": "health_ok",
 }
-GO_AHEAD = {"approve", "continue"}
+GO_AHEAD = {"approve", "continue", "accept"}  # "accept": corpus M's word for the rollback and goal gates' go-ahead
 
 
 @dataclass(frozen=True)
@@ -111,7 +113,12 @@ def same(want: str, got: str, kind: str = "") -> bool:
     have = dict(_slots(got))
     for name, value in _slots(want):
         if name == "if":
-            if FACT_WORDS[value] not in have.get("cond", ""):
+            # `if=unsafe`, `if=not_unsafe`, or a comparison `if=gain<5`: its fact, negation and number in the CEL
+            slot = re.match(r"(not_)?([a-z_]+?)\s*(?:[<>]=?|==)?\s*([\d.]*)$", value)
+            assert slot is not None, f"a meaning's condition {value!r} is not FACT, not_FACT or FACT<N"
+            negated, fact, number = slot.groups()
+            cond = have.get("cond", "")
+            if FACT_WORDS[fact] not in cond or (number and number not in cond) or (negated and "!" not in cond):
                 return False
         elif name == "else":
             if not _same_action(value, have.get("else", ""), kind):

@@ -55,6 +55,12 @@ never is — and at least a floor of the clear lines read right. A reading is wh
   "that one" there) and "approve all but rm, actually all" as commands 1 and 2 (text after "all but X" was dropped
   unread; it is read now, and "actually …" corrects the line). One label relabelled ("everything except the MoE
   one" skips #3). Its floor is that blind reach: 62 %.
+- tests/oneliner_docs_m.py, written like H–J (one voice) after L was scored, sealed until the reader was frozen and
+  scored once: 186 of 212 clear lines read right (87.7 %), none read as another decision or acted on wrongly. Of the
+  129 lines written "refuse", 3 were read, all relabelled with the reason: "continue" at the rollback gate (the gate
+  lists it, as in F, G, J and K), "let me check with finance" at the budget gate (read as ask: the gate waits for a
+  person) and "keep it unless it's unsafe" at the unsafe option's safety gate (a rule, false there: the gate stays
+  open and says so). Its floor is that blind reach: 87.7 %.
 """
 
 from __future__ import annotations
@@ -82,6 +88,7 @@ CORPORA: dict[str, tuple[str, str, Demo, float]] = {
     "docs-j": ("tests.oneliner_docs_j", "DOCS_J", DOCS, 0.88),
     "docs-k": ("tests.oneliner_docs_k", "DOCS_K", DOCS, 0.69),
     "docs-l": ("tests.oneliner_docs_l", "DOCS_L", DOCS, 0.62),
+    "docs-m": ("tests.oneliner_docs_m", "DOCS_M", DOCS, 0.877),
 }
 
 
