@@ -2,7 +2,7 @@
 
 preflight → [command gate] → setup → plan → plan gate → investigate × N (Send, a subgraph each)
   → review → [command gate for what a subagent asked to run → investigate again] → triage gate
-  → pick next → [budget gate] → [command gate] → apply → benchmark → stress → assess → safety gate
+  → pick next → [budget gate | brain gate] → [command gate] → apply → benchmark → stress → assess → safety gate
   → keep | rollback → [rollback gate] → continue-or-ask gate → pick next … → confirm → [goal gate] → report
 (an apply or revert a crash left in doubt → rollback gate)
 `signoff abandon`, from any step: abandon → rollback → [rollback gate] → abandon … → confirm (skipped) → report
@@ -68,6 +68,7 @@ def build() -> StateGraph[State, RunContext, Any, Any]:
     g.add_node("review", investigate.review)
     g.add_node("plan_gate", gates.plan_gate)
     g.add_node("budget_gate", gates.budget_gate)
+    g.add_node("brain_gate", gates.brain_gate)
     g.add_node("triage_gate", gates.triage_gate)
     g.add_node("pick_next", pick.pick_next)
     g.add_node("command_gate", gates.command_gate)
@@ -102,9 +103,11 @@ def build() -> StateGraph[State, RunContext, Any, Any]:
             "skip": "continue_gate",
             "report": "confirm",
             "budget": "budget_gate",
+            "brain": "brain_gate",
         },
     )
     g.add_conditional_edges("budget_gate", _route, {"next": "pick_next", "report": "confirm", "reask": "budget_gate"})
+    g.add_conditional_edges("brain_gate", _route, {"next": "pick_next", "report": "confirm", "reask": "brain_gate"})
     g.add_conditional_edges(
         "command_gate",
         _command_route,

@@ -502,7 +502,8 @@ class BrainSpec(_Strict):
     """Retries on 429, 5xx, overloaded and connection errors."""
     unavailable_after: StrictInt = Field(default=2, ge=1, le=10)
     """Model calls in a row that go unanswered (every attempt timed out, lost its connection or got a 5xx) before the
-    model is given up for the session: the rule brain decides the remaining steps, each journaled as a fallback.
+    model is given up: the steps after fall back to the rule brain, each journaled, and before the next option the
+    `brain_unavailable` gate asks whether to go on with the rule brain, retry the model, or stop.
     After one such call the next gets a single attempt, so a hanging API costs max_retries + unavailable_after
     timeouts in all, not max_retries + 1 per step. Any answer (even a refusal, a 400 or a 429) starts the count
     again."""

@@ -75,6 +75,9 @@ class State(TypedDict, total=False):
     tried: Annotated[list[int], appended()]  # options that reached apply (budget: options tried)
     budget: dict[str, Any] | None  # the facts of the last budget check
     budget_approved: list[str]  # limits a person or rule agreed to go past
+    # The model given up (agent.brain.GivenUp, with the spend then): the brain_unavailable gate asks about it next
+    brain_down: dict[str, Any] | None
+    brain_rules: str | None  # why the rule brain decides the rest of the session (that gate's "continue")
     confirmation: dict[str, Any] | None  # the end-of-campaign A/B of the final configuration (agent/nodes/confirm.py)
     # `signoff abandon`: who, the options to roll back (agent/nodes/abandon.py) and those already handed to rollback
     abandon: dict[str, Any] | None

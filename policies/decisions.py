@@ -635,6 +635,7 @@ _EITHER_OR: dict[GateKind, str] = {
     "rollback": "'revert again', 'accept it as is' or 'stop'",
     "budget": "'continue' or 'stop'",
     "goal": "'accept', 'measure again' or 'stop'",
+    "brain_unavailable": "'continue with rules', 'retry' or 'stop'",
 }
 _BARE_YES = re.compile(r"(?:(?:yes|yeah|yep|yup|ya|yea|ok|okay|sure|k|kk|y|alright|fine|right)[ ,.]*)+")
 _ACCEPTS = re.compile(
@@ -1050,6 +1051,8 @@ def parse_decision(
         raise
     if decision.runs is not None and decision.action != "retry":
         raise DecisionError(f"a count of runs goes with retry, not {decision.action}")
+    if decision.runs is not None and kind == "brain_unavailable":
+        raise DecisionError("'retry' here calls the model again from the next step; it takes no count")
     programs = "|".join(sorted({re.escape(w) for c in commands if c.strip() for w in _command_words(c)}))
     named = re.sub(rf"\bthe (?:{programs}) one\b", "", typed) if programs else typed  # "not the rm one" names one
     first_two = r"\b(?:the )?first (?:two|2)\b"  # "just the first two": 1 and 2, said without their numbers

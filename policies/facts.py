@@ -165,6 +165,19 @@ class BudgetFacts(GateFacts):
     options_tried: int = Field(description="options applied so far")
 
 
+BrainCause = Literal["unanswered", "refused"]
+
+
+class BrainUnavailableFacts(GateFacts):
+    cause: BrainCause = Field(
+        description='why the model was given up: "unanswered" (calls in a row timed out, lost the connection or '
+        'got a 5xx) or "refused" (the API refused the key or the model: 401, 403, 404)'
+    )
+    failed_calls: int = Field(description="model calls in a row that went unanswered (0 after a refusal)")
+    options_left: int = Field(description="options still to try")
+    spent_usd: float = Field(description="LLM spend so far")
+
+
 GoalMet = Literal["met", "not met", "unclear", "no target"]
 
 
@@ -198,6 +211,7 @@ FACT_MODELS: dict[str, type[GateFacts]] = {
     "command": CommandFacts,
     "budget": BudgetFacts,
     "goal": GoalFacts,
+    "brain_unavailable": BrainUnavailableFacts,
 }
 
 _CEL_TYPES: dict[type, FactKind] = {bool: "bool", int: "int", float: "double", str: "string"}

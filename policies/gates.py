@@ -13,7 +13,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from policies.expr import FactSpec
 from policies.facts import FACTS
 
-GateKind = Literal["plan", "triage", "safety", "continue_or_ask", "rollback", "command", "budget", "goal"]
+GateKind = Literal[
+    "plan", "triage", "safety", "continue_or_ask", "rollback", "command", "budget", "goal", "brain_unavailable"
+]
 Action = Literal["continue", "approve", "select", "skip", "defer", "retry", "rollback", "ask", "stop", "reject"]
 Scope = Literal["once", "for_now", "standing"]
 
@@ -26,6 +28,7 @@ GATE_KINDS: tuple[GateKind, ...] = (
     "command",
     "budget",
     "goal",
+    "brain_unavailable",
 )
 ACTIONS: tuple[Action, ...] = (
     "continue", "approve", "select", "skip", "defer", "retry", "rollback", "ask", "stop", "reject"
@@ -40,13 +43,19 @@ ALLOWED: dict[GateKind, tuple[Action, ...]] = {
     "command": ("approve", "reject", "skip", "stop", "ask"),
     "budget": ("continue", "stop", "ask"),
     "goal": ("continue", "retry", "stop", "ask"),
+    "brain_unavailable": ("continue", "retry", "stop", "ask"),
 }
 
 # Gate kinds added after policies were first written, and what one that names no rule for the kind answers: a goal
 # gate's answer changes no host (the hosts are on the final configuration either way), so a policy from before it
 # keeps running headless as it did, and the report says the goal as measured.
+# The same for a brain given up: a policy from before this gate went on with the rule brain, and still does.
 UNNAMED: dict[GateKind, tuple[Action, str]] = {
     "goal": ("continue", "the policy has no goal rules: the goal is reported as measured"),
+    "brain_unavailable": (
+        "continue",
+        "the policy has no brain_unavailable rules: the rule brain decides the rest of the session",
+    ),
 }
 
 # What "go ahead" means at each gate, for the one-key answers and the echo.
@@ -67,6 +76,11 @@ MEANING: dict[GateKind, dict[str, str]] = {
         "stop": "finish on the final configuration without accepting the result",
     },
     "command": {"approve": "run it", "reject": "do not run it; the option is not tried"},
+    "brain_unavailable": {
+        "continue": "go on with the rule brain for the rest of the session",
+        "retry": "call the model again from the next step",
+        "stop": "end the run with its report",
+    },
 }
 
 
@@ -85,6 +99,7 @@ def suggested_answer(kind: GateKind, facts: dict[str, Any]) -> str:
         "command": "approve",
         "budget": "continue",
         "goal": "continue",
+        "brain_unavailable": "continue",
     }[kind]
 
 

@@ -116,6 +116,7 @@ FAIL_CLOSED: dict[str, tuple[str, ...]] = {
     "command": ("ask", "stop", "reject"),
     "budget": ("ask", "stop"),
     "goal": ("ask", "stop"),
+    "brain_unavailable": ("ask", "stop"),
 }
 # At these gates skip/defer/select need option ids, which a policy rule cannot name.
 NEEDS_TARGETS = {"plan", "triage", "continue_or_ask"}
@@ -294,7 +295,8 @@ class PolicyFile(_Strict):
     commands: CommandRules = Field(default_factory=CommandRules)
     """The command policy: what runs, what asks, what is refused."""
     gates: dict[GateKind, GatePolicy] = Field(default_factory=dict)
-    """Per gate kind (plan, triage, safety, continue_or_ask, rollback, command, budget): its rules and settings."""
+    """Per gate kind (plan, triage, safety, continue_or_ask, rollback, command, budget, goal, brain_unavailable): its
+    rules and settings."""
     budgets: Budgets = Field(default_factory=Budgets)
     """Limits that open the budget gate before the next option."""
     brain: Literal["rules", "claude"] | None = None

@@ -339,6 +339,17 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
     (r"approve (?:all(?: of them)?|everything|them all|them|these)$", "approve", ("command",)),
     (r"^(?:yes to all|yes,? all|all of them|all)$", "approve", ("command",)),
     (r"^(?:yes )?to (#?\d+(?:(?:,| and| &) ?#?\d+)*)$", r"approve \1", ("command",)),  # "yes to 1 and 2"
+    # "Claude unavailable: continue with rules, retry, or stop?" The rule brain named is the go-ahead; the model named
+    # beside "again" or "retry" is what is retried. Said after "go on" became "continue", as a whole line.
+    (r"^(?:continue|keep going|proceed|carry on|go ahead|move on)(?: with| using| on)? (?:the )?rules?(?:[- ]based)?"
+     r"(?: brain| engine)?(?: only)?(?: from here(?: on)?| from now on| for the rest)?$"
+     r"|^continue without (?:claude|the model|the llm|the api|ai)$"
+     r"|^(?:use|switch to|fall ?back (?:to|on)|go with|stay (?:on|with)) (?:the )?rules?(?:[- ]based)?"
+     r"(?: brain| engine)?(?: only)?(?: from here(?: on)?| from now on| for the rest)?$|^rules?(?: brain)?(?: only)?$",
+     "continue", ("brain_unavailable",)),
+    (r"^(?:retry|try) (?:claude|the model|the llm|the api)(?: again| once more)?$"
+     r"|^(?:give )?(?:claude|the model|the llm|the api) (?:another (?:go|try|shot)|one more (?:go|try|shot))$",
+     "retry", ("brain_unavailable",)),
 ]  # fmt: skip
 
 

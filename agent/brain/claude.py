@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from agent.brain import GivenUp
 from agent.brain.checks import NUMBER, merge_finding, numbers_in, prompt_pct, quoted, slim_evidence
 from agent.brain.client import LLMClient
 from agent.brain.messages import blocks_of, cache_marked, one_line, said_in, tool_result, why
@@ -85,6 +86,17 @@ class ClaudeBrain:
             {"type": "text", "text": campaign_brief(campaign), "cache_control": {"type": "ephemeral"}},
         ]
 
+    def unavailable(self) -> GivenUp | None:
+        why = self.llm.given_up
+        if why is None:
+            return None
+        refused = self.llm.refused
+        failed = 0 if refused else self.llm.failed_in_a_row
+        return GivenUp(why=why, cause="refused" if refused else "unanswered", failed_calls=failed)
+
+    def use_model(self, why_not: str | None) -> None:
+        self.llm.use_model(why_not)
+
     # ------------------------------------------------------------------ the four answers
 
     def plan(self, campaign: Campaign, findings: Sequence[Finding]) -> Plan:
@@ -118,6 +130,8 @@ class ClaudeBrain:
         try:
             return self.fallback.interpret(text, gate)
         except NotUnderstood as grammar:
+            if gate.kind == "brain_unavailable":
+                raise  # the gate asking whether the model answers does not wait on the model to read its answer
             try:
                 return self._interpret(text, gate, grammar)
             except NotUnderstood:

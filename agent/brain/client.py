@@ -113,6 +113,7 @@ class LLMClient:
         # 404) or stopped answering (`_failed_again`): every later call fails at once with that reason instead of
         # paying its retries and timeouts again.
         self.given_up: str | None = None
+        self.refused = False  # given up because the API refused the key or the model (else: it stopped answering)
         # Calls in a row whose every attempt went unanswered (timed out, connection lost, 5xx). After one, the next
         # call gets one attempt; at spec.unavailable_after the model is given up. Any answer starts the count again.
         # Parallel subagents share the count: calls that overlap in time count as in a row.
@@ -148,23 +149,31 @@ class LLMClient:
     def _give_up(self, why: str) -> None:
         with self._lock:
             if self.given_up is None:  # the first reason stands: a refusal is not overwritten by what came after
-                self.given_up = why
+                self.given_up, self.refused = why, True
+
+    def use_model(self, why_not: str | None) -> None:
+        """None: call the model again, the count of calls in a row that failed started over. A reason: call it no
+        more this session (a person or the policy chose the rule brain for the rest)."""
+        with self._lock:
+            if why_not is None:
+                self.given_up, self.refused, self.failed_in_a_row = None, False, 0
+            elif self.given_up is None:
+                self.given_up = why_not
 
     def _answered(self) -> None:
         with self._lock:
             self.failed_in_a_row = 0
 
     def _failed_again(self, failure: str) -> str:
-        """Count a call whose every attempt went unanswered; at `unavailable_after` in a row, give the model up for
-        the session (every later call fails at once, as after a refusal). The failure, saying so when it gave up."""
+        """Count a call whose every attempt went unanswered; at `unavailable_after` in a row, give the model up
+        (every later call fails at once, as after a refusal, until `use_model(None)`: the brain_unavailable gate's
+        retry). The failure, saying so when it gave up."""
         with self._lock:
             self.failed_in_a_row += 1
             if self.failed_in_a_row < self.spec.unavailable_after or self.given_up is not None:
                 return failure
-            self.given_up = (
-                f"Claude unavailable: {self.failed_in_a_row} calls in a row went unanswered; "
-                "the rule brain decides the rest of this session"
-            )
+            n = self.failed_in_a_row
+            self.given_up = f"Claude unavailable: {f'{n} calls in a row' if n > 1 else 'a call'} went unanswered"
             return f"{failure}; {self.given_up}"
 
     def call(self, **request: Any) -> tuple[Any, dict[str, Any]]:

@@ -18,6 +18,7 @@ from tools.sweep import SweepSummary
 from tools.transport import CommandResult
 
 if TYPE_CHECKING:
+    from agent.brain import GivenUp
     from agent.brain.toolbox import Toolbox
 
 
@@ -45,6 +46,12 @@ def probe_failure(probe: Probe, result: CommandResult) -> str | None:
 
 class RuleBrain:
     name = "rules/v1"
+
+    def unavailable(self) -> GivenUp | None:
+        return None  # no model to give up
+
+    def use_model(self, why_not: str | None) -> None:
+        return None
 
     def plan(self, campaign: Campaign, findings: Sequence[Finding]) -> Plan:
         # The engineer's numbering is the priority: expected gains are hypotheses, not evidence,

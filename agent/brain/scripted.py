@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
-from agent.brain import Brain
+from agent.brain import Brain, GivenUp
 from agent.brain.rules import RuleBrain
 from agent.models import Assessment, Campaign, Finding, Option, Plan
 from policies.gates import Decision, Gate
@@ -93,6 +93,12 @@ class ScriptedBrain:
         if decision.raw is None:
             decision = decision.model_copy(update={"raw": text})
         return self._record("interpret", (text, gate), decision, scripted)
+
+    def unavailable(self) -> GivenUp | None:
+        return self.fallback.unavailable()
+
+    def use_model(self, why_not: str | None) -> None:
+        self.fallback.use_model(why_not)
 
     def calls_to(self, method: Method) -> list[BrainCall]:
         with self._lock:

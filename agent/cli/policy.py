@@ -21,7 +21,8 @@ def decision_parse(
     gate: Annotated[
         str,
         typer.Option(
-            "--gate", help="Gate kind: plan, triage, safety, continue_or_ask, rollback, command, budget, goal."
+            "--gate",
+            help="Gate kind: plan, triage, safety, continue_or_ask, rollback, command, budget, goal, brain_unavailable",
         ),
     ],
     options: Annotated[str, typer.Option("--options", help="Option ids nameable here, e.g. 1,2,3.")] = "",

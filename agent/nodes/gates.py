@@ -14,6 +14,7 @@ from agent.context import RunContext
 from agent.nodes.gating import as_run, host_lines, make_gate, option_hosts, requeue, resolve, undo_plan
 from agent.state import State, current
 from policies.facts import (
+    BrainUnavailableFacts,
     BudgetFacts,
     CommandClass,
     CommandFacts,
@@ -93,6 +94,40 @@ def budget_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         return update
     if decision.action in ("continue", "approve"):
         return {**update, "route": "next", "budget_approved": list(b.get("limits", []))}
+    return {**update, "route": "report", "stopping": True}
+
+
+# ---------------------------------------------------------------- brain unavailable
+
+
+def brain_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    ctx = runtime.context
+    down = state.get("brain_down") or {}
+    facts = BrainUnavailableFacts(
+        cause=down["cause"],
+        failed_calls=int(down["failed_calls"]),
+        options_left=len(state.get("queue", [])),
+        spent_usd=float(down.get("spent_usd", 0.0)),
+    )
+    why = str(down["why"])
+    headline = why if why.startswith("Claude unavailable") else f"Claude unavailable: {why}"
+    gate = make_gate(
+        state,
+        "brain_unavailable",
+        f"{headline} ({ctx.brain.name}).\n{facts.options_left} option(s) left. Continue with the rule brain, retry "
+        "the model, or stop with the report?",
+        facts,
+    )
+    decision, update = resolve(state, runtime, gate)
+    if decision is None:
+        return update
+    if decision.action == "retry":
+        # The client's state lives in this process: set again when the node runs again after a crash (idempotent),
+        # and a resumed session's client calls the model anyway.
+        ctx.brain.use_model(None)
+        return {**update, "route": "next", "brain_down": None}
+    if decision.action in ("continue", "approve"):
+        return {**update, "route": "next", "brain_down": None, "brain_rules": down["why"]}
     return {**update, "route": "report", "stopping": True}
 
 

@@ -115,6 +115,13 @@ def pick_next(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     queue = list(state.get("queue", []))
     if state.get("stopping") or not queue:
         return {"route": "report", "current": state.get("current")}
+    rules = state.get("brain_rules")
+    if rules:
+        ctx.brain.use_model(rules)  # chosen at a brain_unavailable gate; a resumed session's brain starts afresh
+    else:
+        down = ctx.brain.unavailable()
+        if down is not None:  # the model was given up: continue with rules, retry it, or stop?
+            return {"route": "brain", "brain_down": {**down.model_dump(), "spent_usd": round(ctx.spent_usd, 4)}}
     ctx.budget_approved = set(state.get("budget_approved") or [])
     budget = check_budget(state, ctx)
     if set(budget["limits"]) - ctx.budget_approved:

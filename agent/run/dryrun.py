@@ -24,10 +24,11 @@ from pydantic import BaseModel, Field
 from agent.campaign import LoadedCampaign, expanded, load_campaign, refuse_literal_secrets, render
 from agent.context import RunContext
 from agent.models import Campaign, CommandSpec
+from agent.run.create import choose_brain
 from agent.run.expected import Duration, Expected, Measured, expected, previous
 from agent.run.planning import command_class, plan, upload_class, upload_command
 from policies.engine import PolicyEngine
-from policies.gates import GATE_KINDS
+from policies.gates import GATE_KINDS, UNNAMED
 from policies.load import load_policy
 from policies.schema import Policy, SourceError
 from tools.commands import allowed_words
@@ -390,10 +391,15 @@ def _gates(policy: Policy, c: Campaign, report: CheckReport) -> list[GateStop]:
     if d.action == "ask":
         stops.append(GateStop(gate="plan", rule=d.rule, when="the campaign's own plan", why=d.rationale or "asks"))
     budgets = policy.model.budgets
+    brain = choose_brain(c.brain, policy, None, None)["kind"]  # as `run` chooses it without --brain
     for kind in GATE_KINDS:
         if kind in ("plan", "command") or (kind == "budget" and budgets == type(budgets)()):
             continue  # no budget set: the budget gate never opens
         rules = policy.rules.get(kind, [])
+        if kind in UNNAMED and not rules:
+            continue  # a kind added after the policy was written: its UNNAMED answer decides, nothing asks
+        if kind == "brain_unavailable" and brain != "claude":
+            continue  # only a model can be given up
         gate = policy.gate(kind)
         headless = (
             f"; a headless run answers {gate.headless_default} (headless_default) unless the gate is critical"

@@ -543,6 +543,34 @@ def test_the_model_cannot_smuggle_an_uncompilable_condition(brain_for: Callable[
     assert by_kind(events, "brain.fallback")[0]["data"]["step"] == "interpret"
 
 
+def test_the_gate_asking_whether_the_model_answers_never_waits_on_the_model(brain_for: Callable[..., Any]) -> None:
+    # Elsewhere a line the grammar cannot read goes to the model; at the brain_unavailable gate the model is what
+    # just stopped answering (a hanging API would hold the person's answer for its timeouts): refused at once.
+    from policies.decisions import NotUnderstood
+    from policies.gates import ALLOWED, Gate
+
+    model = EngineerModel()
+    model.decisions["whichever keeps the run alive"] = {"understood": True, "action": "continue"}
+    gate = Gate(
+        id="g4",
+        kind="brain_unavailable",
+        question="Claude unavailable: a call went unanswered. Continue with the rule brain, retry the model, or stop?",
+        facts={},
+        allowed=list(ALLOWED["brain_unavailable"]),
+    )
+    with MessagesServer(model) as server:
+        brain, _ = brain_for(server)
+        with pytest.raises(NotUnderstood):
+            brain.interpret("whichever keeps the run alive", gate)
+        assert brain.interpret("continue with rules", gate).action == "continue"
+        assert not server.requests
+    gate = gate.model_copy(update={"kind": "budget", "allowed": list(ALLOWED["budget"])})
+    with MessagesServer(model) as server:
+        brain, _ = brain_for(server)
+        assert brain.interpret("whichever keeps the run alive", gate).action == "continue"  # elsewhere: asked
+        assert server.requests
+
+
 # ---------------------------------------------------------------- the planner's own ideas
 
 

@@ -151,6 +151,8 @@ def test_mid_run_a_refused_key_is_not_asked_again(tmp_path: Path) -> None:
         second = brain.plan(campaign, [])
         assert time.monotonic() - started < 1 and len(server.requests) + len(server.model_requests) == asked
     assert first.order == second.order == [1, 2, 3]  # the rules' plan, said to be a fallback
+    given_up = brain.unavailable()  # what the brain_unavailable gate asks about
+    assert given_up is not None and given_up.cause == "refused" and given_up.failed_calls == 0
     journal.close()
     fallbacks = [e for e in journal_events(journal.path) if e["kind"] == "brain.fallback"]
     assert (
@@ -191,6 +193,12 @@ def test_mid_run_an_api_that_stops_answering_is_given_up_after_two_failed_calls(
         started = time.monotonic()
         third = brain.plan(campaign, [])
         assert time.monotonic() - started < 0.5 and len(server.requests) == 4
+        given_up = brain.unavailable()
+        assert given_up is not None and (given_up.cause, given_up.failed_calls) == ("unanswered", 2)
+        brain.use_model(None)  # the brain_unavailable gate's retry: the model answers (no fourth fallback below)
+        assert brain.unavailable() is None
+        brain.plan(campaign, [])
+        assert len(server.requests) == 5
     assert third.order == [1, 2, 3]  # the rules' plan
     journal.close()
     events = journal_events(journal.path)

@@ -106,7 +106,9 @@ def test_what_an_attack_review_found_is_refused_or_read_right(kind: str, text: s
 def test_the_corpus_is_big_and_covers_every_gate_kind(name: str) -> None:
     corpus = lines(name)
     assert len(corpus) >= (300 if name.startswith("docs") else 150)
-    assert {k for k, _, _ in corpus} == set(ALLOWED)
+    # every kind there was when they were written: the brain_unavailable gate came after them
+    # (tests/unit/test_brain_gate_answers.py reads its answers)
+    assert {k for k, _, _ in corpus} == set(ALLOWED) - {"brain_unavailable"}
     assert sum(1 for *_, want in corpus if want == "refuse") >= 35
 
 
