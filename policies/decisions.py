@@ -9,6 +9,7 @@ Unknown text is refused with "didn't understand …; try: …" — the grammar n
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
@@ -986,6 +987,24 @@ def check_states(kind: GateKind, decision: Decision, status: Mapping[int, str]) 
             raise DecisionError(f"#{t} cannot be selected: {why}")
 
 
+@functools.cache
+def _try_here(kind: GateKind) -> str:
+    """What a refusal offers instead at a `kind` gate: the words that choose where it asks which, else the examples
+    this gate takes (no "roll back" or "retry with 8 runs" where neither is an answer)."""
+    if kind in _EITHER_OR:
+        return f"this gate asks {_EITHER_OR[kind]}"
+    if kind == "command":  # its numbers are the listed commands'
+        return "try: approve, approve 1, approve all but 3, reject, stop"
+    fits = []
+    for line in EXAMPLES:
+        try:
+            parse_decision(line, kind=kind, options=(1, 2, 3), suggest=False)
+        except DecisionError:
+            continue
+        fits.append(line)
+    return f"try: {', '.join(fits or EXAMPLES)}"
+
+
 def parse_decision(
     text: str,
     *,
@@ -1048,6 +1067,8 @@ def parse_decision(
             exc.suggestion = _closest(text, grammar, lambda line: parse_decision(line, **gate, suggest=False))
         if exc.suggestion is not None:
             exc.args = (re.sub(r"; try: .*$", "", str(exc.args[0])) + f"; did you mean: {exc.suggestion}?",)
+        else:
+            exc.args = (re.sub(r"; try: .*$", f"; {_try_here(kind)}", str(exc.args[0])),)
         raise
     if decision.runs is not None and decision.action != "retry":
         raise DecisionError(f"a count of runs goes with retry, not {decision.action}")
