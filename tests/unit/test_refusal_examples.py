@@ -19,15 +19,13 @@ def test_what_a_refusal_offers_is_what_that_gate_takes(kind: GateKind) -> None:
     said = str(refused.value)
     offered = re.search(r"; (?:try: (.*)|this gate asks (.*))$", said)
     assert offered is not None, said
-    if offered.group(2) is not None:
-        lines = re.findall(r"'([^']+)'", offered.group(2))
-    else:
-        lines = offered.group(1).split(", ")
+    listed, words = offered.groups()
+    lines = re.findall(r"'([^']+)'", words) if words is not None else listed.split(", ")
     assert lines
     for line in lines:
         parse_decision(line, kind=kind, options=(1, 2, 3), commands=("a", "b", "c"))  # each is read there
 
 
 def test_the_brain_gate_refuses_with_its_own_three_answers() -> None:
-    with pytest.raises(DecisionError, match="this gate asks 'continue with rules', 'retry' or 'stop'$"):
+    with pytest.raises(DecisionError, match=r"this gate asks 'continue with rules', 'retry' or 'stop'$"):
         parse_decision("whichever keeps the run alive", kind="brain_unavailable")
