@@ -399,7 +399,7 @@ def _gates(policy: Policy, c: Campaign, report: CheckReport) -> list[GateStop]:
         if kind in UNNAMED and not rules:
             continue  # a kind added after the policy was written: its UNNAMED answer decides, nothing asks
         if kind == "brain_unavailable" and brain != "claude":
-            continue  # only a model can be given up
+            continue  # only a model can be given up (`run --brain claude` can still open it: the check cannot know)
         gate = policy.gate(kind)
         headless = (
             f"; a headless run answers {gate.headless_default} (headless_default) unless the gate is critical"
@@ -642,7 +642,8 @@ def render_text(report: CheckReport) -> list[str]:
         )
     for g in report.gates:
         if g.gate != "command":
-            lines.append(f"  {g.gate}: {g.rule or '(no rule)'} when {g.when} — {g.why}")
+            when = "always" if g.when == "always" else f"when {g.when}"
+            lines.append(f"  {g.gate}: {g.rule or '(no rule)'} {when} — {g.why}")
     e = report.estimate
     lines += _expected_lines(e)
     lines.append(

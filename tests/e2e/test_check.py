@@ -5,6 +5,7 @@ the pattern or rule that decided — and nothing touches a host."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -171,6 +172,27 @@ def test_the_text_report_lists_hosts_commands_gates_and_the_estimate(cli):
     assert "gates a person decides:" in out and "estimate: " in out and out.rstrip().splitlines()[-1].startswith("OK: ")
     assert "calibrate_pairs is 0" in out.splitlines()[0]
     assert json.loads(cli("check", "examples/decode-campaign/campaign.yaml", "--json").stdout)["ok"] is True
+
+
+def test_the_brain_unavailable_gate_is_listed_only_where_a_model_can_be_given_up(cli, tmp_path):
+    # A campaign on the rule brain never opens it; one on Claude under cautious asks there; a policy written before
+    # the gate names no rule for it and goes on with the rule brain, so nothing is listed.
+    claude = campaign_file(
+        tmp_path, "decode-campaign", lambda t: t.replace("\ngoal:", "\nbrain:\n  kind: claude\ngoal:", 1)
+    )
+    older = tmp_path / "older.yaml"
+    cautious = (ROOT / "policies" / "presets" / "cautious.yaml").read_text()
+    older.write_text(re.sub(r"  # The Claude brain gave its model up.*?decide: ask\n", "", cautious, flags=re.S))
+    said = {
+        "rules": cli("check", "examples/decode-campaign/campaign.yaml", "--json"),
+        "claude": cli("check", str(claude), "--json"),
+        "claude, older policy": cli("check", str(claude), "--policy", str(older), "--json"),
+    }
+    listed = {k: [g for g in r.json()["gates"] if g["gate"] == "brain_unavailable"] for k, r in said.items()}
+    assert listed["rules"] == [] and listed["claude, older policy"] == []
+    assert [(g["rule"], g["when"]) for g in listed["claude"]] == [("ask-when-the-model-is-gone", "always")]
+    text = cli("check", str(claude)).stdout
+    assert "  brain_unavailable: ask-when-the-model-is-gone always — the rule asks" in text
 
 
 def test_a_campaign_notify_command_the_policy_does_not_allow_is_named_as_not_run(cli, tmp_path):
