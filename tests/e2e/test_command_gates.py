@@ -31,6 +31,7 @@ OFFERED = {
     "command": ["Run them", "decline", "approve 1 and 3", "approve all but 2"],
     "budget": ["Continue anyway", "stop with the report"],
     "goal": ["Accept it", "measure again with more pairs", "stop"],
+    "brain_unavailable": ["Continue with the rule brain", "retry the model", "stop with the report"],
 }
 
 
