@@ -97,25 +97,28 @@ _CALM = frozenset(
 # does not go ahead they are refused (they argue against it).
 _DOUBTED = (
     r"(?:'s| is| was| were| are| seems| looks| looked| seemed)?"
-    r"(?: (?:just|probably|likely|a|an|known|totally|so|super|pretty|definitely|clearly|notoriously))*"
+    r"(?: (?:just|probably|likely|a|an|known|totally|so|super|pretty|definitely|clearly|notoriously))*(?: to be)?"
     r" (?:flaky|flakey|flake|fluke|noise|noisy|broken|bogus|busted|lying|known to lie|false positive|red herring"
     r"|(?:known |test )?flake)(?: (?:af|anyway|anyways|imo|tbh|again|on this box|on this cluster))*"
 )
 _GATE_REASONS: dict[GateKind, re.Pattern[str]] = {
     # at a budget gate, what pays for going over: "we have the cluster till 6", "finance ok'd the extra hours"
     "budget": re.compile(
-        r"we (?:have|got|still have) (?:the )?(?:cluster|hosts|gpus|boxes|machines|time|hours)(?: booked| reserved)?"
+        r"(?:we (?:have|got|still have)|we've got|we've still got) (?:the )?(?:cluster|hosts|gpus|boxes|machines|time"
+        r"|hours)(?: booked| reserved)?"
         r"(?: (?:till|until) (?:\d{1,2}(?::\d\d)?(?: ?(?:am|pm))?|noon|midnight|tonight|tomorrow|monday|tuesday"
         r"|wednesday|thursday|friday|saturday|sunday|the weekend|eod|end of (?:the )?(?:day|week)|next week))?"
-        r"|(?:i'll|i will|we'll|we will) (?:sign off|cover|approve|pay for|eat) (?:the )?(?:overage|extra (?:hours|cost"
-        r"|spend)|cost)|(?:finance|my boss|the boss|mgmt|management) (?:ok'd|okayed|approved|signed off)(?: on)?"
-        r" (?:the )?(?:extra (?:hours|spend|cost)|overage|it)"
+        r"|(?:i'll|i will|we'll|we will) (?:sign off|cover|approve|pay for|eat)(?: on| for)? (?:the )?(?:overage|extra"
+        r" (?:hours|cost|spend)|cost)|(?:finance|my boss|the boss|mgmt|management) (?:ok'd|okayed|approved|signed off)"
+        r"(?: on)? (?:the )?(?:extra (?:hours|spend|cost)|overage|it)"
+        r"|(?:the )?(?:overage|extra (?:hours|spend|cost)) (?:is|was|'s|has been|got) (?:approved|ok'd|okayed"
+        r"|signed off|covered)"
     ),
     "safety": re.compile(
         r"(?:(?:the|that|this|our) )?(?:stress(?: test| harness| run)?|(?:stress |test )?harness|wedge|hang"
         rf"|stress wedge|watchdog){_DOUBTED}"
-        r"|(?:(?:the|that|this|our) )?(?:stress(?: test| harness)?|harness)(?: also)? (?:hangs|wedges|fails|flakes|does"
-        r" that|does the same) on (?:main|master|the baseline|baseline)(?: too| as well)?"
+        r"|(?:(?:the|that|this|our) )?(?:[\w-]+ )?(?:stress(?: test| harness)?|harness|test)(?: also)? (?:hangs|wedges"
+        r"|fails|flakes|does that|does the same) on (?:main|master|the baseline|baseline)(?: too| as well)?"
         r"|(?:i'll|we'll|i will|we will|happy to) (?:take|own|accept|live with) (?:the |that |this )?risk"
         r"|risk (?:is )?accepted"
         r"|(?:i'll|we'll|i will|we will) (?:watch|monitor) (?:it|that|this|the hosts)(?: closely)?"
@@ -126,6 +129,8 @@ _GATE_REASONS: dict[GateKind, re.Pattern[str]] = {
         rf"(?:{_DOUBTED}"
         r"|(?:'s| is| was)? (?:just )?(?:cosmetic|stale|wrong))"
         r"|i (?:verified|checked)(?: it| them| the hosts)? (?:by hand|manually|myself)"
+        r"|(?:the )?(?:health(?: ?checks?)?|smoke tests?|(?:both |the )?hosts?) (?:pass(?:es|ed)?|(?:is|are|look|looks)"
+        r" (?:ok|okay|fine|green|healthy))"
     ),
 }
 

@@ -79,13 +79,16 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
     # non-native "make": "make revert on the both hosts", "make the measure again", "please make the revert once more"
     (r"\bmake (?:the |a )?(revert|rollback|roll ?back|measure(?:ment)?)\b", r"\1", None),
     (r"\bthe both\b", "both", None),
+    (r"\btwice\b", "2 times", ("rollback", "safety", "goal")),  # "retry the revert twice", "measure twice more"
+    (r"\b(\d+) (?:times|tries|attempts) (?:max|tops|at most)$", r"up to \1 times", ("rollback",)),
+    (r"\bdo (?:the|a) (revert|rollback)\b", r"\1", ("rollback",)),  # "do the revert again"
     (r"\bdo the (?:rollback|revert) of (?:it|this(?: change| one)?|that(?: change| one)?)", "roll back",
      ("safety",)),
     (r"^jump (?:it|this one|this|that one)$", "skip it", ("safety", "continue_or_ask")),
     # "the scheduler should go first": one option named ("everything but 3 can go first" is an order, not a set)
     (r"^((?:i think|i guess|maybe|probably|i'd say) )?"
      r"((?!.*\b(?:but|except|only|just|all|everything|rest|others|and|not|no|right|yeah)\b)[^,]+?)"
-     r" (?:should|can|could) go (?:first|next)$", r"\1go with \2", ("plan", "triage", "continue_or_ask")),
+     r" (?:(?:should|can|could) go|goes) (?:first|next)$", r"\1go with \2", ("plan", "triage", "continue_or_ask")),
     (r"(?:the|that) way (?:it is|they are)$", "as it is", ("rollback",)),
     (r"(?<=again )before (?:calling it|we call it|deciding|we decide)$", "", ("safety", "goal")),  # "measure again …"
     # "just the first two": only where no other number is said ("first 2, then 3" is an order)
@@ -127,7 +130,8 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
      rf"{_AND_VERIFY}", r"retry\1\2", ("rollback",)),
     (rf"roll (it|#?\d+|the [\w-]+(?: [\w-]+)?) back {_AGAIN}{_AND_VERIFY}", r"retry \1", ("rollback",)),
     (r"accept (?:the |its |their )?(?:current |present )?state(?: as (?:it is|is|it stands))?"
-     r"|(?:leave|keep) (?:the hosts|it|them|things|everything) (?:the way (?:they are|it is)|as (?:they are|it is))",
+     r"|(?:leave|keep) (?:(?:the|both) hosts|it|them|things|everything) (?:the way (?:they are|it is)"
+     r"|as (?:they are|it is))",
      "approve", ("rollback",)),
     (r"(?:try|run|redo|repeat|do|rerun|re-run)(?: the| another| a)? (?:benchmark|bench|comparison|measurement|a/?b"
      r"(?: test)?|round of (?:measurements|benchmarks|runs))(?: again| once more| one more time)?", "retry",
@@ -339,6 +343,7 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
     (r"approve (?:all(?: of them)?|everything|them all|them|these)$", "approve", ("command",)),
     (r"^(?:yes to all|yes,? all|all of them|all)$", "approve", ("command",)),
     (r"^(?:yes )?to (#?\d+(?:(?:,| and| &) ?#?\d+)*)$", r"approve \1", ("command",)),  # "yes to 1 and 2"
+    (r"^(?:all (?:three|3)|all of them|them all)(?: are| look)? (?:fine|ok|okay|good)$", "approve", ("command",)),
     # "Claude unavailable: continue with rules, retry, or stop?" The rule brain named is the go-ahead; the model named
     # beside "again" or "retry" is what is retried. Said after "go on" became "continue", as a whole line.
     (r"^(?:continue|keep going|proceed|carry on|go ahead|move on)(?: with| using| on)? (?:the )?rules?(?:[- ]based)?"

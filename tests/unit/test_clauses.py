@@ -222,14 +222,15 @@ def test_a_statement_outside_the_calm_words_beside_a_go_ahead_is_refused(
 ) -> None:
     kind, text = go
     if (kind, statement) in READ_AT_ITS_GATE:
-        assert reading(DOCS, kind, text + sep + statement) == "continue"
+        assert same("continue", reading(DOCS, kind, text + sep + statement), kind)
         return
     assert reading(DOCS, kind, text + sep + statement) == "refuse", f"{text + sep + statement!r} at {kind}"
 
 
-# The one statement above the eighth round reads at one gate by design: at a budget gate what pays for going over
-# (docs/decisions.md); beside a keep, an accept or an approve it stays refused.
-READ_AT_ITS_GATE = {("budget", "we have the hosts till friday")}
+# Two statements above read at one gate each by design (docs/decisions.md): at a budget gate what pays for going over
+# (the eighth round), at a safety gate a doubt of its stress test (the eighth round; "known to be" since corpus M);
+# beside another gate's keep, accept or approve they stay refused.
+READ_AT_ITS_GATE = {("budget", "we have the hosts till friday"), ("safety", "the stress harness is known to be flaky")}
 
 
 def test_a_suggestion_never_drops_a_judgement() -> None:
