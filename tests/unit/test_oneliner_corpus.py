@@ -60,7 +60,15 @@ never is — and at least a floor of the clear lines read right. A reading is wh
   129 lines written "refuse", 3 were read, all relabelled with the reason: "continue" at the rollback gate (the gate
   lists it, as in F, G, J and K), "let me check with finance" at the budget gate (read as ask: the gate waits for a
   person) and "keep it unless it's unsafe" at the unsafe option's safety gate (a rule, false there: the gate stays
-  open and says so). Its floor is that blind reach: 87.7 %.
+  open and says so). Then developed on in the ninth round ("the scheduler goes first", counts at the rollback gate
+  said "twice" or "5 times max", reasons for going over a budget and for accepting a rollback): 93 %.
+- tests/oneliner_docs_n.py, written like M (one voice, from the docs as the ninth round left them) while that round
+  was under way, sealed until the reader was frozen after it and scored once: 217 of 224 clear lines read right
+  (96.9 %), no line read as another decision or acted on wrongly, and all 130 lines written "refuse" refused. The 7
+  refused: "skip the sched, go straight to moe", "sounds like moe is the bigger win" (triage), "keep 2, stress
+  harness is flaky on these boxes", "skip it for now, revisit next week", "revert 2 on gpu-1 and gpu-2" (safety),
+  "accept as is, that check lies half the time" (rollback), "no to the rm -rf" (command). Never tuned to: its floor
+  is that blind reach, 217/224.
 """
 
 from __future__ import annotations
@@ -88,7 +96,8 @@ CORPORA: dict[str, tuple[str, str, Demo, float]] = {
     "docs-j": ("tests.oneliner_docs_j", "DOCS_J", DOCS, 0.88),
     "docs-k": ("tests.oneliner_docs_k", "DOCS_K", DOCS, 0.69),
     "docs-l": ("tests.oneliner_docs_l", "DOCS_L", DOCS, 0.62),
-    "docs-m": ("tests.oneliner_docs_m", "DOCS_M", DOCS, 0.877),
+    "docs-m": ("tests.oneliner_docs_m", "DOCS_M", DOCS, 0.93),
+    "docs-n": ("tests.oneliner_docs_n", "DOCS_N", DOCS, 0.968),
 }
 
 
