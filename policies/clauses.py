@@ -117,7 +117,8 @@ _GATE_REASONS: dict[GateKind, re.Pattern[str]] = {
     "safety": re.compile(
         r"(?:(?:the|that|this|our) )?(?:stress(?: test| harness| run)?|(?:stress |test )?harness|wedge|hang"
         rf"|stress wedge|watchdog){_DOUBTED}"
-        r"|(?:(?:the|that|this|our) )?(?:[\w-]+ )?(?:stress(?: test| harness)?|harness|test)(?: also)? (?:hangs|wedges"
+        r"|(?:(?:the|that|this|our) )?(?:(?!(?:gain|a/?b|ab|bench\w*|perf\w*|throughput|latency)\b)[\w-]+ )?"
+        r"(?:stress(?: test| harness)?|harness|test)(?: also)? (?:hangs|wedges"
         r"|fails|flakes|does that|does the same) on (?:main|master|the baseline|baseline)(?: too| as well)?"
         r"|(?:i'll|we'll|i will|we will|happy to) (?:take|own|accept|live with) (?:the |that |this )?risk"
         r"|risk (?:is )?accepted"

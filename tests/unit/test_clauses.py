@@ -365,11 +365,28 @@ ROUND_EIGHT = [
     ("triage", "from now on skip anything the stress test flags unsafe", "skip scope=standing if=unsafe"),
 ]
 
+# Developed on corpus M (the ninth round)
+ROUND_NINE = [
+    ("plan", "scheduler goes first", "select 2"),
+    ("rollback", "do the revert again", "retry"),
+    ("rollback", "retry the revert twice", "retry runs=2"),
+    ("rollback", "revert it again, 5 times max", "retry runs=5"),
+    ("rollback", "leave both hosts as they are", "approve"),
+    ("rollback", "accept it, that check is known to be flaky", "approve"),
+    ("rollback", "accept as is, health checks pass", "approve"),
+    ("safety", "keep it, the abort-cascade test hangs on main as well", "approve"),
+    ("budget", "keep going, we've got the cluster till tonight", "continue"),
+    ("budget", "go on, I'll sign off on the overage", "continue"),
+    ("budget", "continue, the overage is approved", "continue"),
+    ("command", "all three fine", "approve"),
+]
+
 READ_AS_MEANT = [
     *[("issue", *line) for line in ISSUE_LINES],
     *[("six", *line) for line in ROUND_SIX],
     *[("seven", *line) for line in ROUND_SEVEN],
     *[("eight", *line) for line in ROUND_EIGHT],
+    *[("nine", *line) for line in ROUND_NINE],
 ]
 
 
@@ -418,10 +435,22 @@ EIGHTH_MUST_NOT_READ = [
     ("command", "approve all but 3, kidding"),
     ("command", "ok, nope"), ("plan", "yes and no"),
 ]  # fmt: skip
+# The ninth round's: a measurement's test is no stress doubt; a count taken back or beyond the cap; what pays for the
+# overage beside a stop, or denied; two answers to one command; "from here" is still no scope.
+NINTH_MUST_NOT_READ = [
+    ("safety", "keep it, the gain test hangs on main too"), ("safety", "keep it, the a/b test hangs on main too"),
+    ("safety", "skip it, the stress test hangs on main as well"), ("rollback", "revert again twice, no, once"),
+    ("rollback", "don't retry the revert twice"), ("rollback", "revert it again, 12 times max"),
+    ("rollback", "accept as is, health checks pass, not"), ("rollback", "accept, health checks passed on gpu-1"),
+    ("budget", "stop, the overage is approved"), ("budget", "continue, the overage is not approved"),
+    ("command", "1,2 yes 1 no"), ("command", "all three fine, kidding"), ("command", "not all three fine"),
+    ("continue_or_ask", "continue from here"), ("plan", "the rest goes first"), ("plan", "nothing goes first"),
+]  # fmt: skip
 MUST_NOT_READ = [
     *[("six", *line) for line in SIXTH_MUST_NOT_READ],
     *[("seven", *line) for line in SEVENTH_MUST_NOT_READ],
     *[("eight", *line) for line in EIGHTH_MUST_NOT_READ],
+    *[("nine", *line) for line in NINTH_MUST_NOT_READ],
 ]
 
 
