@@ -117,7 +117,8 @@ _GATE_REASONS: dict[GateKind, re.Pattern[str]] = {
     "safety": re.compile(
         r"(?:(?:the|that|this|our) )?(?:stress(?: test| harness| run)?|(?:stress |test )?harness|wedge|hang"
         rf"|stress wedge|watchdog){_DOUBTED}"
-        r"|(?:(?:the|that|this|our) )?(?:(?!(?:gain|a/?b|ab|bench\w*|perf\w*|throughput|latency)\b)[\w-]+ )?"
+        # a stress test named as the campaign names them ("the abort-cascade test"): hyphenated, never "no-…", "a-b"
+        r"|(?:(?:the|that|this|our) )?(?:(?!a-b\b|(?:no|non|not|anti|speed|load)-)[a-z0-9]+(?:-[a-z0-9]+)+ )?"
         r"(?:stress(?: test| harness)?|harness|test)(?: also)? (?:hangs|wedges"
         r"|fails|flakes|does that|does the same) on (?:main|master|the baseline|baseline)(?: too| as well)?"
         r"|(?:i'll|we'll|i will|we will|happy to) (?:take|own|accept|live with) (?:the |that |this )?risk"
@@ -128,9 +129,10 @@ _GATE_REASONS: dict[GateKind, re.Pattern[str]] = {
     "rollback": re.compile(
         r"(?:(?:the|that|this|our) )?(?:(?:verify |verification )?checks?|verifier|verification|verify step)"
         rf"(?:{_DOUBTED}"
-        r"|(?:'s| is| was)? (?:just )?(?:cosmetic|stale|wrong))"
+        r"|(?:'s| is| was)? (?:just |probably |likely |clearly )?(?:cosmetic|stale|wrong))"
         r"|i (?:verified|checked)(?: it| them| the hosts)? (?:by hand|manually|myself)"
-        r"|(?:the )?(?:health(?: ?checks?)?|smoke tests?|(?:both |the )?hosts?) (?:pass(?:es|ed)?|(?:is|are|look|looks)"
+        r"|(?:the )?(?:health(?: ?checks?)?|smoke tests?|(?:both |the |all )?hosts)"
+        r" (?:pass(?:es|ed)?|(?:is|are|look|looks)"
         r" (?:ok|okay|fine|green|healthy))"
     ),
 }
@@ -450,7 +452,10 @@ def _condition_first(part: str, grammar: Grammar) -> list[str]:
 _KEPT_IN_A_SUGGESTION = re.compile(
     r"\b(?:for now|for the moment|temporarily|from now on|from here|always|till|until|end|later|tomorrow|tonight"
     r"|today|eventually|revisit\w*|first|next|last"
-    r"|or|maybe|unless|if|when|once|after|before|again|only)\b"
+    r"|or|maybe|unless|if|when|once|after|before|again|only"
+    # a count, a limit or a second answer a suggestion would drop: "retry the revert three times", "continue a bit
+    # more", "retry with rules", "3 goes next time"
+    r"|times|twice|thrice|few|couple|more|forever|time|bit|being|hour|with|rules?|yeah|right|nicht|pas)\b"
 )
 _FACT_WORD = re.compile(
     r"\d|\b(?:unsafe|safe|inconclusive|regressed|improved|wedges?|hangs?|gain|confidence|health)\b|verif"
@@ -646,6 +651,45 @@ def _check_remarks(text: str, remarks: list[str], decision: Decision, grammar: G
         if mentioned and (re.search(r"\b(?:too|also|as well)$", remark) or remark.startswith("with ")):
             # "go on with the plan, 1 too", "continue, with tbo": it adds an option to the go-ahead
             raise DecisionError(f"{text!r}: {remark!r} adds #{min(mentioned)}; name every option you decide on")
+        if re.fullmatch(r"(?:yeah|yes|yep|sure|right|ok|okay)(?:[ ,]+(?:yeah|yes|yep|sure|right|ok|okay))+", remark):
+            # "go with 3, yeah yeah", "all three fine, sure sure": the eye-roll after the decision, as before it
+            raise DecisionError(f"{text!r} ends with {remark!r}, which may mean the opposite; say it plainly")
+        trusts = re.search(r"\b(?:checks?|verif\w*|host)\b", plain)
+        if grammar.kind == "rollback" and ahead and not gate_reason and trusts:
+            # "accept, the check was right": the check that failed, trusted, argues against accepting; "the host is
+            # healthy" says nothing of the other host the rollback ran on
+            raise DecisionError(
+                f"{text!r}: {remark!r} does not say why the unverified rollback may stand; say it alone"
+            )
+        if (
+            grammar.kind == "budget"
+            and ahead
+            and not gate_reason
+            and re.search(r"\d|%|\btwice\b|\b(?:hours?|minutes?|mins?|days?|weeks?)\b|\bx\b", remark)
+        ):
+            # "continue, another hour", "2x budget is fine": a limit, but going on lifts the budget for the whole run
+            raise DecisionError(
+                f"{text!r}: {remark!r} sets a limit the budget gate cannot keep (going on lifts it for the rest of the "
+                "run); say continue or stop alone"
+            )
+        if re.search(
+            r"\b(?:twice|thrice|(?<!#)(?<!option )\d+ (?:times|tries|attempts|pairs|runs)|at least|at most|as many"
+            r"|per host)\b",
+            remark,
+        ):
+            # "revert again, at least twice", "once more, twice": a count said apart from a retry is not its count,
+            # and beside anything else ("stop, twice") it counts nothing
+            raise DecisionError(f"{text!r}: {remark!r} counts apart from a retry; say it with one ('retry 2 times')")
+        if re.search(r"\b(yeah|yes|yep|sure|right|ok|okay)\W+\1\W*$", text):
+            # "go with 3, sure, sure": the eye-roll split over two remarks
+            raise DecisionError(
+                f"{text!r} ends with {remark!r} said twice, which may mean the opposite; say it plainly"
+            )
+        if grammar.kind == "brain_unavailable" and re.fullmatch(r"(?:claude|the model|model|the api|api)", remark):
+            # "stop, claude": stop the run, or stop calling claude?
+            raise DecisionError(
+                f"{text!r}: stop the run, or stop calling {remark}? say 'stop' or 'continue with rules'"
+            )
         if gate_reason and not ahead:
             # "skip it, I'll take the risk": a reason to go ahead, beside a decision that does not
             raise DecisionError(f"{text!r}: {remark!r} argues for going ahead, not for {decision.action}; say which")

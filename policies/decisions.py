@@ -1067,7 +1067,7 @@ def parse_decision(
             exc.suggestion = _closest(text, grammar, lambda line: parse_decision(line, **gate, suggest=False))
         if exc.suggestion is not None:
             exc.args = (re.sub(r"; try: .*$", "", str(exc.args[0])) + f"; did you mean: {exc.suggestion}?",)
-        else:
+        elif suggest:  # not when reading _try_here's own examples: that would ask _try_here again
             exc.args = (re.sub(r"; try: .*$", f"; {_try_here(kind)}", str(exc.args[0])),)
         raise
     if decision.runs is not None and decision.action != "retry":

@@ -79,7 +79,11 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
     # non-native "make": "make revert on the both hosts", "make the measure again", "please make the revert once more"
     (r"\bmake (?:the |a )?(revert|rollback|roll ?back|measure(?:ment)?)\b", r"\1", None),
     (r"\bthe both\b", "both", None),
-    (r"\btwice\b", "2 times", ("rollback", "safety", "goal")),  # "retry the revert twice", "measure twice more"
+    (r"^ask (?:claude|the model|the llm|the api) again$", "retry", ("brain_unavailable",)),  # before "ask …" is ask
+    # "retry the revert twice": a count of attempts, said straight after them (at a safety or goal gate a count is
+    # pairs, which "twice" is not)
+    (r"((?:revert|retry|rollback|roll back|again)(?: it| them| the revert| the rollback)?) twice$", r"\1 2 times",
+     ("rollback",)),
     (r"\b(\d+) (?:times|tries|attempts) (?:max|tops|at most)$", r"up to \1 times", ("rollback",)),
     (r"\bdo (?:the|a) (revert|rollback)\b", r"\1", ("rollback",)),  # "do the revert again"
     (r"\bdo the (?:rollback|revert) of (?:it|this(?: change| one)?|that(?: change| one)?)", "roll back",
@@ -449,14 +453,21 @@ def _english(word: str) -> bool:
 
 
 NEGATING_LEADS = ("no", "nope", "nah")
+# Any lead but a no, longest first: what may stand before a line's opening "no" (`negated`)
+_FILLER_LEAD = (
+    "(?:"
+    + "|".join(re.escape(lead) for lead in sorted(FILLER_LEADS, key=len, reverse=True) if lead not in NEGATING_LEADS)
+    + ")"
+)
 # "yeah right, …", "oh sure", "yeah, yeah": said with a roll of the eyes, a yes that may mean no
 SARCASM = r"(?:yeah,? right|oh,? sure|yeah,? yeah|sure,? sure|as if)"
 _NOT_AHEAD = r"(?:stop|skip|abort|drop|defer|park|halt|reject|don't|roll|revert|back|undo|retry|ask)"  # "nah stop"
 
 
 def negated(text: str) -> bool:
-    """Does the line open with a "no"? ("no, skip it" is a skip; "no, keep it" cannot be told from "no")"""
-    return re.match(r"^(?:no|nope|nah)\b", text.strip()) is not None
+    """Does the line open with a "no", after any filler? ("no, skip it" is a skip; "no, keep it" cannot be told from
+    "no"; "actually no, run them" opens with the same no)"""
+    return re.match(rf"^(?:{_FILLER_LEAD}[ ,]+)*(?:no|nope|nah)\b", text.strip()) is not None
 
 
 def strip_filler(text: str) -> str:
