@@ -459,6 +459,7 @@ _FILLER_LEAD = (
     + "|".join(re.escape(lead) for lead in sorted(FILLER_LEADS, key=len, reverse=True) if lead not in NEGATING_LEADS)
     + ")"
 )
+_LEAD = re.compile(rf"{_FILLER_LEAD}[ ,]+")
 # "yeah right, …", "oh sure", "yeah, yeah": said with a roll of the eyes, a yes that may mean no
 SARCASM = r"(?:yeah,? right|oh,? sure|yeah,? yeah|sure,? sure|as if)"
 _NOT_AHEAD = r"(?:stop|skip|abort|drop|defer|park|halt|reject|don't|roll|revert|back|undo|retry|ask)"  # "nah stop"
@@ -467,7 +468,14 @@ _NOT_AHEAD = r"(?:stop|skip|abort|drop|defer|park|halt|reject|don't|roll|revert|
 def negated(text: str) -> bool:
     """Does the line open with a "no", after any filler? ("no, skip it" is a skip; "no, keep it" cannot be told from
     "no"; "actually no, run them" opens with the same no)"""
-    return re.match(rf"^(?:{_FILLER_LEAD}[ ,]+)*(?:no|nope|nah)\b", text.strip()) is not None
+    rest = text.strip()
+    while True:  # one lead at a time: a repeated group over overlapping leads ("ok", "ok so") backtracks exponentially
+        if re.match(r"(?:no|nope|nah)\b", rest):
+            return True
+        lead = _LEAD.match(rest)
+        if lead is None:
+            return False
+        rest = rest[lead.end() :]
 
 
 def strip_filler(text: str) -> str:

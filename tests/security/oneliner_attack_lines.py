@@ -4836,6 +4836,9 @@ add(
 add(AA, "safety", ["do it", "go for it", "sounds good", "go ahead"], "continue")
 add(AA, "triage", ["moe goes first, and tbo"], "select 3")
 
+# a chain of overlapping fillers before a no ("ok" and "ok so" both leads): read in linear time, not exponential
+add(AA, "safety", ["ok so " * 20 + "no, keep it", "ok " * 60 + "so no, keep it"])
+add(AA, "safety", "ok so " * 20 + "keep it", "approve")  # filler, then the keep
 
 GO = {"approve", "continue", "select", "retry"}
 
