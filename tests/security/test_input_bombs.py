@@ -81,3 +81,25 @@ def test_the_tui_reads_a_hostile_journaled_campaign_with_the_files_bounds(text):
     view.apply(entry({"kind": "session.started", "seq": 0, "ts": "2026-12-04T00:00:00Z", "campaign_text": text,
                       "policy_text": text}))  # fmt: skip
     assert view.status == "running" and view.options == {} and view.stress_total == 0
+
+
+@pytest.mark.parametrize("kind", ["safety", "command", "plan"])
+def test_a_line_of_overlapping_fillers_is_read_in_linear_time(kind):
+    # "ok so ok so … keep it": "ok" and "ok so" are both fillers, so a pattern repeating a group over them has 2^n
+    # ways to fail (at 22 leads, 6.6 s; at the line cap, beyond any lifetime). The reader strips one lead at a time.
+    # In its own process: a regex holds the interpreter while it backtracks, so a thread could not be timed out.
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    script = (
+        "from policies.decisions import MAX_CHARS, DecisionError, parse_decision\n"
+        "line = ('ok so ' * MAX_CHARS)[: MAX_CHARS - 8] + ' keep it'\n"
+        "try:\n"
+        f"    parse_decision(line, kind={kind!r}, options=(1, 2, 3))\n"
+        "except DecisionError:\n"
+        "    pass\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-500:]
