@@ -12,7 +12,8 @@ Each line is (mechanism, gate, text, want, meant):
          in the input, Enter takes it). None: take `want`; when that is "refuse", any go-ahead suggestion
          (approve/continue/select/retry) is flagged.
 A line is printed when its reading is a wrong action, its suggestion reads as something the person did not mean,
-it raises something other than DecisionError, or it takes more than 50 ms.
+or it raises something other than DecisionError (time is not measured here: tests/security/test_input_bombs.py
+bounds the slowest line the reader takes).
 """
 
 from __future__ import annotations
