@@ -654,8 +654,7 @@ def _check_remarks(text: str, remarks: list[str], decision: Decision, grammar: G
         if re.fullmatch(r"(?:yeah|yes|yep|sure|right|ok|okay)(?:[ ,]+(?:yeah|yes|yep|sure|right|ok|okay))+", remark):
             # "go with 3, yeah yeah", "all three fine, sure sure": the eye-roll after the decision, as before it
             raise DecisionError(f"{text!r} ends with {remark!r}, which may mean the opposite; say it plainly")
-        trusts = re.search(r"\b(?:checks?|verif\w*|host)\b", plain)
-        if grammar.kind == "rollback" and ahead and not gate_reason and trusts:
+        if grammar.kind == "rollback" and ahead and not gate_reason and _CHECK_OR_HOST.search(plain):
             # "accept, the check was right": the check that failed, trusted, argues against accepting; "the host is
             # healthy" says nothing of the other host the rollback ran on
             raise DecisionError(
@@ -709,6 +708,7 @@ def _check_remarks(text: str, remarks: list[str], decision: Decision, grammar: G
                 )
 
 
+_CHECK_OR_HOST = re.compile(r"\b(?:checks?|verif\w*|host)\b")  # a rollback gate's remark about its check or a host
 _RESTRICTS = re.compile(r"\b(?:only|just|alone|except|but|leave|keep|skip|minus|without|spare|untouched|touch)\b")
 # "revert again, not the config", "without rebooting": a part of what a decision that changes hosts does, left out
 _PART_LEFT_OUT = re.compile(

@@ -453,13 +453,12 @@ def _english(word: str) -> bool:
 
 
 NEGATING_LEADS = ("no", "nope", "nah")
-# Any lead but a no, longest first: what may stand before a line's opening "no" (`negated`)
-_FILLER_LEAD = (
+# Any lead but a no, longest first, and what follows it: what may stand before a line's opening "no" (`negated`)
+_LEAD = re.compile(
     "(?:"
     + "|".join(re.escape(lead) for lead in sorted(FILLER_LEADS, key=len, reverse=True) if lead not in NEGATING_LEADS)
-    + ")"
+    + ")[ ,]+"
 )
-_LEAD = re.compile(rf"{_FILLER_LEAD}[ ,]+")
 # "yeah right, …", "oh sure", "yeah, yeah": said with a roll of the eyes, a yes that may mean no
 SARCASM = r"(?:yeah,? right|oh,? sure|yeah,? yeah|sure,? sure|as if)"
 _NOT_AHEAD = r"(?:stop|skip|abort|drop|defer|park|halt|reject|don't|roll|revert|back|undo|retry|ask)"  # "nah stop"

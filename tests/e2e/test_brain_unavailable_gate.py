@@ -18,6 +18,16 @@ from tests.messages_api import MessagesServer
 QUICK_GIVE_UP = "\nbrain:\n  timeout_s: 0.5\n  max_retries: 0\n  backoff_s: 0.01\n  unavailable_after: 1\n"
 
 
+CAUTIOUS = ROOT / "policies" / "presets" / "cautious.yaml"
+
+
+def policy_from_before_the_gate() -> str:
+    """cautious as it was before the brain_unavailable gate: no rule names it."""
+    older = re.sub(r"  # The Claude brain gave its model up.*?decide: ask\n", "", CAUTIOUS.read_text(), flags=re.S)
+    assert "brain_unavailable" not in older and "goal:" in older
+    return older
+
+
 def after(events: list[dict[str, Any]], seq: int, kind: str) -> list[dict[str, Any]]:
     return [e for e in events if e["seq"] > seq and e["kind"] == kind]
 
@@ -72,7 +82,7 @@ def test_a_policy_answers_the_gate_headless_and_one_from_before_it_goes_on_with_
 ) -> None:
     script, _ = hanging_api()
     campaign = variant(edit=lambda text: text.rstrip("\n") + QUICK_GIVE_UP)
-    cautious = (ROOT / "policies" / "presets" / "cautious.yaml").read_text()
+    cautious = CAUTIOUS.read_text()
     stops = tmp_path / "stop-without-claude.yaml"  # a team's rule: no half-model runs
     stops.write_text(
         cautious.replace(
@@ -81,8 +91,7 @@ def test_a_policy_answers_the_gate_headless_and_one_from_before_it_goes_on_with_
         )
     )
     older = tmp_path / "older.yaml"  # written before the gate: it names no brain_unavailable rule
-    older.write_text(re.sub(r"  # The Claude brain gave its model up.*?decide: ask\n", "", cautious, flags=re.S))
-    assert "brain_unavailable" not in older.read_text() and "goal:" in older.read_text()
+    older.write_text(policy_from_before_the_gate())
     with MessagesServer(script) as server:
         stopped = signoff(
             tmp_path / "a", server, "run", str(campaign), "--brain", "claude", "--policy", str(stops), "--json"

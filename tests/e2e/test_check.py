@@ -5,13 +5,13 @@ the pattern or rule that decided — and nothing touches a host."""
 from __future__ import annotations
 
 import json
-import re
 import shutil
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import ROOT, fast
+from tests.e2e.test_brain_unavailable_gate import policy_from_before_the_gate
 
 EXAMPLES = ROOT / "examples"
 
@@ -181,8 +181,7 @@ def test_the_brain_unavailable_gate_is_listed_only_where_a_model_can_be_given_up
         tmp_path, "decode-campaign", lambda t: t.replace("\ngoal:", "\nbrain:\n  kind: claude\ngoal:", 1)
     )
     older = tmp_path / "older.yaml"
-    cautious = (ROOT / "policies" / "presets" / "cautious.yaml").read_text()
-    older.write_text(re.sub(r"  # The Claude brain gave its model up.*?decide: ask\n", "", cautious, flags=re.S))
+    older.write_text(policy_from_before_the_gate())
     said = {
         "rules": cli("check", "examples/decode-campaign/campaign.yaml", "--json"),
         "claude": cli("check", str(claude), "--json"),
