@@ -353,6 +353,8 @@ async def test_a_timer_tick_while_the_app_closes_is_not_an_error(home: Path) -> 
     with pytest.raises(NoMatches):
         app._redraw_status()  # what the tick calls: the screen is gone
     app._tick(app._redraw_status)  # and the tick says nothing of it
+    assert not app.screen_stack  # its screens are gone too (ci71: the clock's tick asked which one was on top)
+    app._tick(app._clock)
     running = SignoffApp(ReplaySource(fixture_session(home)), mode="replay")
     async with running.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
