@@ -33,6 +33,9 @@ def _visible(m: re.Match[str]) -> str:
 def printable(text: str, *, max_line: int | None = MAX_LINE) -> str:
     """`text` with every control or reordering character shown as an escape and lines cut at `max_line`
     (None: never cut, for machine-readable output such as `--json`)."""
+    short = max_line is None or len(text) <= max_line
+    if short and text.isprintable():
+        return text  # nothing to show as an escape: every character _UNSAFE names is a control (Cc) or format (Cf) one
     text = _UNSAFE.sub(_visible, text)
     if max_line is None or len(text) <= max_line:
         return text

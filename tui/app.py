@@ -98,6 +98,7 @@ class SignoffApp(App[str | None]):
         self.entries: list[Entry] = []  # the same lines read into typed events, once each
         self.commands = Commands()  # every command the journal mentions: started, finished, its output
         self.cursor = -1  # replay: index of the selected event
+        self._folded_upto: int | None = None  # replay: the last event `view` has folded (None: not a replay fold)
         self.selected: int | None = None  # option shown in the evidence panel
         self.gate_open = False
         self.later: str | None = None  # a gate the person chose to answer later (not reopened by itself)
@@ -196,6 +197,7 @@ class SignoffApp(App[str | None]):
                 self.commands.add(i, e)
             if self.mode == "replay":
                 self.view = replay(self.entries)
+                self._folded_upto = len(self.entries) - 1
             else:
                 for e in read:
                     self.view.apply(e)
@@ -467,7 +469,7 @@ class SignoffApp(App[str | None]):
         if not self.events:
             return
         self.cursor = max(0, min(index, len(self.events) - 1))
-        self.view = replay(self.entries, self.cursor)
+        self._fold_to(self.cursor)
         start = max(0, self.cursor - REPLAY_WINDOW)
         self.query_one("#events", EventList).show(self.events[start : self.cursor + 1], start)
         if self.query_one("#right", TabbedContent).active == "tab-output":
@@ -480,6 +482,16 @@ class SignoffApp(App[str | None]):
         bar.append(render.event_line(e) or "")
         bar.append("   ← → step · [ ] gate/decision · home/end", style="dim")
         self.query_one("#timeline", Static).update(bar)
+
+    def _fold_to(self, index: int) -> None:
+        """`view` as the journal stood at event `index`: folded on from where it is when moving forward (a step is one
+        event's fold, not the whole journal's again), from the start when moving back; nothing when already there."""
+        if self._folded_upto is not None and self._folded_upto <= index:
+            for e in self.entries[self._folded_upto + 1 : index + 1]:
+                self.view.apply(e)
+        else:
+            self.view = replay(self.entries, index)
+        self._folded_upto = index
 
     def action_step(self, delta: int) -> None:
         if self.mode == "replay":

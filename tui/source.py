@@ -8,6 +8,7 @@ touches a widget. Answering a gate goes through `Runner.decide`/`resume`, exactl
 
 from __future__ import annotations
 
+import functools
 import getpass
 import threading
 from collections.abc import Callable
@@ -234,10 +235,16 @@ def shown(value: Any, key: str = "") -> Any:
     if isinstance(value, str):
         return printable(value, max_line=None if key.endswith("_text") else MAX_LINE)
     if isinstance(value, dict):  # keys too: a forged journal's fact names are shown (`name=value`)
-        return {printable(str(k), max_line=MAX_LINE): shown(v, str(k)) for k, v in value.items()}
+        return {_shown_key(str(k)): shown(v, str(k)) for k, v in value.items()}
     if isinstance(value, list):
         return [shown(v) for v in value]
     return value
+
+
+@functools.lru_cache(maxsize=4096)
+def _shown_key(key: str) -> str:
+    # A journal's keys are a few dozen names repeated in every event (bounded: a forged journal's many keys only miss).
+    return printable(key, max_line=MAX_LINE)
 
 
 class SanitizedSource:

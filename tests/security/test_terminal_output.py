@@ -9,6 +9,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.conftest import fast
 from tests.e2e.test_evidence import ALLOW_ALL
@@ -29,6 +31,19 @@ def test_printable_shows_every_control_and_cuts_long_lines():
     assert dangerous(out) == [] and "\\x1b[2J" in out and "\\u202e" in out and "\x85" not in out
     assert len(out) < 5_000 and "more characters" in out
     assert printable("z" * 10_000, max_line=None) == "z" * 10_000
+
+
+UNSAFE_CHARS = [*map(chr, [*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0)]), "\u061c", "\u200e", "\u200f",
+                *map(chr, range(0x202A, 0x202F)), *map(chr, range(0x2066, 0x206A))]  # fmt: skip
+
+
+@given(st.text(alphabet=st.one_of(st.characters(), st.sampled_from(UNSAFE_CHARS)), max_size=60))
+def test_no_unsafe_character_passes_whatever_surrounds_it(text: str) -> None:
+    # The fast path (a line with nothing to escape is returned as it is) must never pass a character the escape
+    # would have shown: each control, DEL, C1 and bidi character, among any others.
+    out = printable(text)
+    assert not any(c in out for c in UNSAFE_CHARS)
+    assert printable(text, max_line=None) == out  # short: cutting cannot differ
 
 
 @pytest.fixture

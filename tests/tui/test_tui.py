@@ -21,7 +21,7 @@ from textual.css.query import NoMatches
 from textual.widgets import DataTable, Input, Static
 
 from agent.cli.running import on_hosts
-from agent.journal.view import fold
+from agent.journal.view import fold, replay
 from agent.run.create import create
 from agent.run.runner import Runner
 from agent.stopping import stop_requested
@@ -396,6 +396,22 @@ async def test_replay_steps_and_jumps_through_a_finished_session_read_only(home:
         await pilot.press("end")
         assert app.view.options[3].status == "kept"
     assert d.journal.read_bytes() == FIXTURE.read_bytes()  # replay wrote nothing
+
+
+async def test_each_step_shows_the_journal_as_it_stood_at_that_event(home: Path) -> None:
+    # Stepping forward folds on from the view shown; back, home and jumps fold again from the start. Whatever the
+    # path, the view at an event is the fold of the journal up to it.
+    app = SignoffApp(ReplaySource(fixture_session(home)), mode="replay")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        walk = ["home", "right", "right", "right_square_bracket", "right", "left", "right_square_bracket", "end",
+                "left_square_bracket", "left", "right", "right", "home", "right_square_bracket", "right"]  # fmt: skip
+        seen = set()
+        for key in walk:
+            await pilot.press(key)
+            assert app.view == replay(app.entries, app.cursor), f"after {key!r} at event {app.cursor}"
+            seen.add(app.cursor)
+        assert len(seen) > 8
 
 
 async def test_help_palette_and_theme(home: Path) -> None:
