@@ -15,8 +15,6 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
-from policies.decisions import EXAMPLES
-from policies.gates import MEANING
 from tools.terminal import printable
 from tui.render import GateText, facts_lines, facts_shown, gate_text, question, recommendation_text
 from tui.source import EventSource, PendingGate, Preview, seconds_left
@@ -100,6 +98,8 @@ def answer_keys(gate: dict[str, Any]) -> list[tuple[str, str, str]]:
     nothing_left = kind in ("continue_or_ask", "triage") and facts.get("has_next_step") is False
     if nothing_left:
         actions = [a for a in actions if a not in ("skip", "defer", "select")]
+    from policies.gates import MEANING  # a gate's dialog, not the first frame: the policies load when one opens
+
     labels = {a: MEANING.get(kind, {}).get(a, LABELS.get(a, KEYS[a][1])) for a in actions}  # type: ignore[call-overload]
     if nothing_left and "continue" in labels:
         labels["continue"] = "finish with the report"
@@ -219,6 +219,8 @@ class GateScreen(ModalScreen[str | None]):
             yield Static(self._keys_line(), id="gate-keys-line")
             yield Static("", id="gate-countdown")
             # Focus keeps the line as it is (no select-all): after `/` or "skip #", typing goes on from its end.
+            from policies.decisions import EXAMPLES
+
             yield Input(placeholder=f"one line, e.g. {EXAMPLES[3]!r}", id="gate-input", select_on_focus=False)
             yield Static("", id="gate-echo")
 
@@ -542,6 +544,8 @@ class HelpScreen(ModalScreen[None]):
             text.append(f"{k:>20}  ", style="bold cyan")
             text.append(f"{what}\n")
         text.append("\nOne-line decisions (grammar/v1)\n\n", style="bold")
+        from policies.decisions import EXAMPLES
+
         for example in [
             *EXAMPLES,
             "Sounds like 3 is bigger win anyways",

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 from agent.errors import SessionBusy, SessionError
 from agent.stopping import clear_stop
 from agent.store.base import Session
-from policies.decisions import DecisionError
 from tools.terminal import MAX_LINE, printable
 
 if TYPE_CHECKING:
@@ -130,6 +129,8 @@ class SessionSource:
     # -- answering
 
     def preview(self, text: str, *, gate: str | None = None) -> Preview:
+        from policies.decisions import DecisionError  # the reader, when a line is typed (not at the first frame)
+
         try:
             with self.dir.locked(), _runner(self.dir) as runner:
                 echo, confirm = runner.preview(text, by=self._by, gate=gate)

@@ -50,6 +50,13 @@ def test_listing_sessions_imports_no_heavy_framework(tmp_path):
         assert heavy not in mods, heavy
 
 
+def test_the_screens_first_frame_loads_no_decision_reader():
+    # The one-line reader and the gate tables load when a gate's dialog opens or a line is typed, not for the first
+    # frame (bench/tui.py: launch to first frame ≤ 1 s): they were a tenth of it.
+    mods = modules_after("import tui.app, tui.source, tui.screens")
+    assert not {"policies.decisions", "policies.clauses", "policies.gates"} & mods
+
+
 def test_the_anthropic_sdk_loads_only_when_a_model_is_called():
     # Choosing the Claude brain, building it and the graph must not pay the SDK's import cost.
     mods = modules_after("import agent.brain.claude, agent.run.runner, agent.graph")
