@@ -67,7 +67,8 @@ def main() -> None:
             theirs.append(time.perf_counter() - s)
         a, b = statistics.median(ours) * 1000, statistics.median(theirs) * 1000
         print(f"per command: SSHTransport {a:.1f} ms, ssh+ControlMaster {b:.1f} ms → ratio {a / b:.2f} (target ≤ 0.6)")
-        record("ssh: per-command latency", f"{a:.1f} ms", f"ssh+ControlMaster {b:.1f} ms", a / b, "≤ 0.6×", a / b < 0.6)
+        met = a / b <= 0.6  # the target as written: a ratio of exactly 0.6 is met
+        record("ssh: per-command latency", f"{a:.1f} ms", f"ssh+ControlMaster {b:.1f} ms", a / b, "≤ 0.6×", met)
 
         size = args.mb * 1_000_000
         cmd = f"head -c {size} /dev/zero"
