@@ -57,6 +57,14 @@ SHARED = {
 }
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # The xdist controller (no workerinput, workers to start): write the rewritten test modules once for all of them.
+    if not hasattr(config, "workerinput") and getattr(config.option, "numprocesses", None):
+        from tests.rewrite_cache import warm
+
+        warm(config)
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist's loadgroup reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
