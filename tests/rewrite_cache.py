@@ -44,7 +44,7 @@ def warm(config: pytest.Config) -> None:
     children = []
     for part in (files[0::2], files[1::2]):
         pid = os.fork()
-        if pid == 0:  # pragma: no cover - the child's own exit status is all it reports
+        if pid == 0:  # the child: its exit status is all it reports
             code = 0
             try:
                 write(part)
