@@ -53,16 +53,27 @@ class PostgresServer:
             conn.execute(f'CREATE DATABASE "{name}"')
         return f"postgresql://{self.user}@127.0.0.1:{self.port}/{name}"
 
+    def postmaster(self) -> int | None:
+        """This server's postmaster, by its pid file, if that pid still runs this server's data directory: a pid file
+        left by a server that died names a pid that may be anyone's by now (ci74: two unrelated test processes died of
+        a SIGINT nobody of theirs sent, late in a run that had gone through every pid)."""
+        data = self.root / "data"
+        try:
+            pid = int((data / "postmaster.pid").read_text().split()[0])
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except (OSError, ValueError, IndexError):
+            return None
+        return pid if str(data).encode() in cmdline else None
+
     def stop(self) -> None:
-        pid_file = self.root / "data" / "postmaster.pid"
-        if pid_file.exists():
-            pid = int(pid_file.read_text().split()[0])
+        pid = self.postmaster()
+        if pid is not None:
             with contextlib.suppress(ProcessLookupError):
                 # SIGINT is PostgreSQL's "fast" shutdown (clients are disconnected); SIGTERM would be "smart",
                 # which waits for every client to leave, e.g. a pool a test left open.
                 os.kill(pid, signal.SIGINT)
             deadline = time.monotonic() + 20
-            while time.monotonic() < deadline and pid_file.exists():
+            while time.monotonic() < deadline and self.postmaster() is not None:
                 time.sleep(0.05)
         shutil.rmtree(self.root, ignore_errors=True)
 
