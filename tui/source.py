@@ -242,9 +242,14 @@ def shown(value: Any, key: str = "") -> Any:
     return value
 
 
-@functools.lru_cache(maxsize=4096)
 def _shown_key(key: str) -> str:
-    # A journal's keys are a few dozen names repeated in every event (bounded: a forged journal's many keys only miss).
+    # A journal's keys are a few dozen short names repeated in every event: each is escaped once. A long one, which only
+    # a forged journal has, is escaped every time, so the cache never holds anything big.
+    return _short_key(key) if len(key) <= 64 else printable(key, max_line=MAX_LINE)
+
+
+@functools.lru_cache(maxsize=4096)
+def _short_key(key: str) -> str:
     return printable(key, max_line=MAX_LINE)
 
 
