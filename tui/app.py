@@ -26,7 +26,7 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Footer, Label, ProgressBar, Static, TabbedContent, TabPane
 
 from agent.journal.events import Entry, entry
-from agent.journal.view import SessionView, replay
+from agent.journal.view import ENDED, SessionView, replay
 from agent.stopping import clear_stop, request_stop
 from tui import render
 from tui.commands import Commands
@@ -117,6 +117,7 @@ class SignoffApp(App[str | None]):
         self._followed: int | None = None
         self._announced_end = False
         self.stopping = False  # the operator quit while the run went on: it stops before its next command
+        self.leaving = False  # the operator quit after the run had journaled its end: signoff quits once it returns
         self.drawn = False  # the first frame is on screen (a gate is looked for only then)
 
     # ------------------------------------------------------------------ layout
@@ -586,12 +587,22 @@ class SignoffApp(App[str | None]):
         if self.stopping:
             self.notify("stopping: the step that is running finishes first, then signoff quits", timeout=4)
             return
-        if isinstance(self.screen, QuitScreen):
+        if isinstance(self.screen, QuitScreen) or self.leaving:
+            return
+        if self.source.busy() and self.view.status in ENDED:
+            # The run has journaled its end and is only returning (its last writes; longer under load): nothing is
+            # left to stop, so no question (ci75: a "q" on a "done · stopped" header asked whether to stop the run).
+            self.leaving = True
+            self.set_interval(0.1, self._quit_when_returned)
             return
         if self.source.busy():  # a run goes on in this process: quitting stops it, so ask first
             self.push_screen(QuitScreen(self.view.activity, self.source.session), self._quit_answered)
             return
         self.exit(self.view.status)
+
+    def _quit_when_returned(self) -> None:
+        if not self.source.busy():
+            self.exit(self.view.status)
 
     def _quit_answered(self, stop: bool | None) -> None:
         if not stop:

@@ -194,6 +194,31 @@ async def test_quitting_at_a_gate_leaves_the_session_paused_and_resumable(
     assert out.status == "paused" and out.pending_gate["kind"] == "plan"
 
 
+async def test_quitting_after_the_run_journaled_its_end_asks_nothing_and_waits_for_it_to_return(home: Path) -> None:
+    # ci75, under load: the header said "done · stopped", `q` then asked whether to stop a run that had ended (it was
+    # only returning, its last writes), and the terminal stayed on that question. Nothing is left to stop: the app
+    # quits once the run has returned.
+    from tests.tui.test_tui_snapshots import FrozenSource
+
+    class Returning(FrozenSource):
+        returning = True
+
+        def busy(self) -> bool:
+            return self.returning
+
+    source = Returning([json.loads(line) for line in FIXTURE.read_text().splitlines()])
+    app = SignoffApp(source, mode="attach")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.view.status == "finished", what="the journal's end")
+        await pilot.press("q")
+        await pilot.pause(0.3)
+        assert not isinstance(app.screen, QuitScreen) and app.return_value is None  # no question; not gone yet
+        await pilot.press("q")  # a second q changes nothing
+        source.returning = False
+        await wait_for(pilot, lambda: app.return_value is not None, what="the app quitting")
+    assert app.return_value == "finished"
+
+
 async def test_quitting_while_the_run_goes_on_asks_then_stops_it_between_two_commands(
     home: Path, variant: Callable[..., Path]
 ) -> None:
