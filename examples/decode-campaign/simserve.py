@@ -21,14 +21,55 @@ reproducible while every number is still a noisy measurement.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import random
-import re
 import sys
 import time
 from types import SimpleNamespace as Args
+
+try:
+    # CPython's own JSON scanner and encoder, without the `json` package around them: the package imports `re` and
+    # `enum`, a third of this script's start, and a demo runs the script a few hundred times (the tests, 11,000).
+    from _json import encode_basestring_ascii, make_encoder, make_scanner
+except ImportError:  # a Python without them: the package
+    import json
+
+    make_scanner = None
+
+
+class _Decoding:
+    """What the C scanner reads off its decoder: `json.JSONDecoder()`'s defaults."""
+
+    strict = True
+    object_hook = object_pairs_hook = None
+    parse_float, parse_int, parse_constant = float, int, float  # float("-Infinity"), float("NaN") as json reads them
+
+
+def _unencodable(value: object) -> object:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def loads(text: str) -> object:
+    if make_scanner is None:
+        return json.loads(text)
+    text = text.strip()
+    try:
+        value, end = make_scanner(_Decoding)(text, 0)
+    except StopIteration:
+        end = -1
+    if end != len(text):
+        raise ValueError("not one JSON value")
+    return value
+
+
+def dumps(value: object, sort_keys: bool = False) -> str:
+    """`json.dumps(value, sort_keys=…)`, byte for byte."""
+    if make_scanner is None:
+        return json.dumps(value, sort_keys=sort_keys)
+    encode = make_encoder(None, _unencodable, encode_basestring_ascii, None, ": ", ", ", sort_keys, False, True)
+    return "".join(encode(value, 0))
+
 
 STATE = "server.json"
 FEATURES = {
@@ -79,12 +120,19 @@ def load() -> dict:
     if not os.path.exists(STATE):
         sys.exit("simserve: no server.json here; run `simserve.py init` first")
     with open(STATE) as fh:
-        return json.load(fh)
+        text = fh.read()
+    try:
+        state = loads(text)
+    except ValueError:
+        state = None
+    if not isinstance(state, dict):
+        sys.exit("simserve: server.json is not a JSON object; run `simserve.py init` again")
+    return state
 
 
 def save(state: dict) -> None:
     with open("server.tmp", "w") as fh:
-        fh.write(json.dumps(state, indent=2, sort_keys=True))
+        fh.write(dumps(state, sort_keys=True))
     os.replace("server.tmp", STATE)
 
 
@@ -195,7 +243,7 @@ def cmd_health(_: Args) -> None:
     state = load()
     if state.get("dead"):
         sys.exit("connection refused: the server is gone (its engine died under load)")
-    print(json.dumps({"status": "ok", "config": {k: state[k] for k in FEATURES_KEYS}}))
+    print(dumps({"status": "ok", "config": {k: state[k] for k in FEATURES_KEYS}}))
 
 
 FEATURES_KEYS = [v[0] for v in FEATURES.values()]
@@ -203,7 +251,7 @@ FEATURES_KEYS = [v[0] for v in FEATURES.values()]
 
 def cmd_show(_: Args) -> None:
     state = load()
-    print(json.dumps({k: state[k] for k in [*FEATURES_KEYS, "ep_size", "tp_size"]}, sort_keys=True))
+    print(dumps({k: state[k] for k in [*FEATURES_KEYS, "ep_size", "tp_size"]}, sort_keys=True))
 
 
 def cmd_probe(args: Args) -> None:
@@ -266,7 +314,7 @@ def cmd_bench(args: Args) -> None:
     if failed:  # vLLM's per-request error texts, "" for a request that succeeded
         result["errors"] = [""] * completed + [STREAM_ERROR] * failed
     print(f"simserve bench: concurrency={args.concurrency} prompts={args.num_prompts}", file=sys.stderr)
-    print(json.dumps(result))
+    print(dumps(result))
 
 
 STREAM_ERROR = "stream parse error: Expecting ',' delimiter: line 1 column 58 (char 57) in a server-sent event"
@@ -432,7 +480,13 @@ COMMANDS: dict[str, list[tuple[str, type, object, list[str] | None, str | None]]
 }
 
 
-NEGATIVE = re.compile(r"-\d+|-\d*\.\d+")  # what argparse takes for a negative number, not an option
+def negative_number(token: str) -> bool:
+    """What argparse takes for a negative number, not an option: `-\\d+|-\\d*\\.\\d+` (without importing `re`)."""
+    whole, dot, fraction = token[1:].partition(".")
+    ascii_digits = "0123456789".__contains__
+    if not token.startswith("-") or not all(map(ascii_digits, whole + fraction)):
+        return False
+    return bool(fraction) if dot else bool(whole)
 
 
 def _dest(name: str) -> str:
@@ -461,7 +515,7 @@ def parse_quickly(argv: list[str]) -> Args | None:
                 continue
             if not eq:
                 following = next(rest, None)
-                if following is None or (following.startswith("-") and not NEGATIVE.fullmatch(following)):
+                if following is None or (following.startswith("-") and not negative_number(following)):
                     return None
                 value = following
         elif positionals:

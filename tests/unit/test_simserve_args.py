@@ -5,6 +5,7 @@ tests give it, and generated ones, read alike both ways; what the quick reader d
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 import shlex
 import subprocess
@@ -103,6 +104,9 @@ def command_lines(draw: st.DrawFn) -> list[str]:
 @given(command_lines())
 @example(["init", "--occupancy-effect", "-1e-05"])  # argparse takes it for an option, not a negative number
 @example(["bench", "--wall", "-5"])  # and this one for a number
+@example(["bench", "--wall", "-.5"])
+@example(["bench", "--wall", "-5."])  # not a number to argparse: an option
+@example(["bench", "--wall", "-\u0663"])  # an Arabic-Indic 3: a number to argparse (and to int, float)
 @example(["bench", "--jump-runs", "--wall"])  # an option where a value should be
 @example(["stress", "abort-cascade", "--degrade=1"])
 def test_what_the_quick_reader_reads_argparse_reads_the_same(argv: list[str]) -> None:
@@ -122,3 +126,54 @@ def test_a_mistake_gets_argparses_one_line_error_and_help_still_works(tmp_path: 
     assert run("init", "--seed", "3").returncode == 0
     abbreviated = run("bench", "--conc", "5", "--wall", "0")  # argparse's abbreviations still work
     assert abbreviated.returncode == 0 and "concurrency=5" in abbreviated.stderr
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+def without_c_json() -> ModuleType:
+    """The simulator as a Python without `_json` runs it: the `json` package instead."""
+    saved = sys.modules.get("_json")
+    sys.modules["_json"] = None  # type: ignore[assignment]  # what makes `from _json import …` fail
+    try:
+        return load()
+    finally:
+        if saved is None:
+            del sys.modules["_json"]
+        else:
+            sys.modules["_json"] = saved
+
+
+plain = without_c_json()
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_values, st.booleans())
+def test_its_json_is_the_json_packages_byte_for_byte_and_reads_back(value: object, sort_keys: bool) -> None:
+    """The simulator writes JSON with CPython's C encoder, not the `json` package (whose import is a third of
+    its start); what it writes must be what `json.dumps` writes, and read back alike."""
+    assert sim.make_scanner is not None and plain.make_scanner is None
+    written = json.dumps(value, sort_keys=sort_keys)
+    for module in (sim, plain):
+        assert module.dumps(value, sort_keys=sort_keys) == written
+        assert json.dumps(module.loads(written), sort_keys=sort_keys) == written  # NaN is not equal to itself
+
+
+@pytest.mark.parametrize("text", ["", "{", '{"a": 1} x', "[1,]", "NaNa", '{"a": 1}{"b": 2}'])
+def test_what_is_not_one_json_value_is_refused_as_json_refuses_it(text: str) -> None:
+    with pytest.raises(ValueError):
+        json.loads(text)
+    for module in (sim, plain):
+        with pytest.raises(ValueError):
+            module.loads(text)
+
+
+def test_a_broken_state_file_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    (tmp_path / "server.json").write_text('{"seed": 3, "calls":')
+    out = subprocess.run([sys.executable, str(SIMSERVE), "health"], capture_output=True, text=True, cwd=tmp_path)
+    said = "simserve: server.json is not a JSON object; run `simserve.py init` again\n"
+    assert out.returncode == 1 and out.stderr == said
