@@ -177,14 +177,15 @@ def test_pathological_error_recovery_stays_bounded(command: str) -> None:
 
 def test_planting_a_module_the_allowed_script_imports_is_asked_about(tmp_path: Path) -> None:
     """Writing into the working directory is allowed, and Python imports from the script's directory
-    first: `simserve.py` then runs the planted `json.py`. A write of code is asked about."""
+    first: `simserve.py` then runs the planted `_json.py` (the standard library's module it reads JSON with).
+    A write of code is asked about."""
     simserve = Path(__file__).resolve().parents[2] / "examples" / "decode-campaign" / "simserve.py"
     (tmp_path / "simserve.py").write_bytes(simserve.read_bytes())
-    command = "echo \"__import__('os').system('touch M')\" > json.py; python3 simserve.py health"
+    command = "echo \"__import__('os').system('touch M')\" > _json.py; python3 simserve.py health"
     bash(command, tmp_path)
     assert (tmp_path / "M").exists(), "not an attack: the planted module did not run"
     v = cautious(command)
-    assert v.klass == "ask" and "json.py" in v.reason, v
+    assert v.klass == "ask" and "_json.py" in v.reason, v
 
 
 @pytest.mark.parametrize(
