@@ -490,18 +490,17 @@ def strip_filler(text: str) -> str:
                 if text.endswith(sep + tail) and not text.endswith(" from here"):  # "from here": a scope
                     text, changed = text[: -len(sep + tail)].rstrip(" ,"), True
         for lead in FILLER_LEADS:
+            if not (text.startswith(lead + " ") or text.startswith(lead + ",")):
+                continue  # (first: the pattern below is compiled only for a lead the line opens with)
             # "nah stop", "nope skip it": a "nah" before a decision that does not go ahead is the same no.
             ahead = lead == "no" or not re.match(rf"^{lead} {_NOT_AHEAD}\b", text)
             if lead in NEGATING_LEADS and not text.startswith(lead + ",") and ahead:
                 continue
-            if text.startswith(lead + " ") or text.startswith(lead + ","):
-                rest = text[len(lead) :].lstrip(" ,")
-                if lead not in NEGATING_LEADS and re.fullmatch(
-                    r"(?:(?:and|but|or|then)\s+)?(?:no|nope|nah)[.!]*", rest
-                ):
-                    continue  # "yes no", "ok, nope": a yes and a no, not a no
-                if rest:
-                    text, changed = rest, True
+            rest = text[len(lead) :].lstrip(" ,")
+            if lead not in NEGATING_LEADS and re.fullmatch(r"(?:(?:and|but|or|then)\s+)?(?:no|nope|nah)[.!]*", rest):
+                continue  # "yes no", "ok, nope": a yes and a no, not a no
+            if rest:
+                text, changed = rest, True
     return text
 
 
