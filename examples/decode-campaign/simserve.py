@@ -53,7 +53,7 @@ def _unencodable(value: object) -> object:
 def loads(text: str) -> object:
     if make_scanner is None:
         return json.loads(text)
-    text = text.strip()
+    text = text.strip(" \t\n\r")  # JSON's whitespace, as json.loads skips it (not str.strip()'s)
     try:
         value, end = make_scanner(_Decoding)(text, 0)
     except StopIteration:

@@ -32,8 +32,8 @@ def _forget_the_stop() -> Iterator[None]:
 def events(journal: Path) -> list[dict[str, Any]]:
     """The journal's whole lines. The watcher reads it while the run writes: the last line may be half written
     (ci76: a torn line killed the watcher, so no stop was ever asked for and the run went on to its end)."""
-    text = journal.read_text() if journal.exists() else ""
-    return [json.loads(line) for line in text.split("\n")[:-1] if line]
+    raw = journal.read_bytes() if journal.exists() else b""  # bytes: a cut may fall inside a character too
+    return [json.loads(line) for line in raw.split(b"\n")[:-1] if line]
 
 
 def quit_when(journal: Path, seen: Callable[[list[dict[str, Any]]], bool]) -> threading.Thread:
@@ -93,4 +93,6 @@ def test_the_watcher_reads_only_the_journals_whole_lines(tmp_path: Path) -> None
     journal = tmp_path / "journal.jsonl"
     journal.write_text('{"kind": "a"}\n{"kind": "b", "cmd": "unfinish')
     assert events(journal) == [{"kind": "a"}]
+    journal.write_bytes('{"kind": "a", "t": "±"}\n{"kind": "b", "t": "→'.encode()[:-1])  # cut inside the arrow
+    assert events(journal) == [{"kind": "a", "t": "±"}]
     assert events(tmp_path / "none.jsonl") == []

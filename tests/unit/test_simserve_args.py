@@ -163,7 +163,9 @@ def test_its_json_is_the_json_packages_byte_for_byte_and_reads_back(value: objec
         assert json.dumps(module.loads(written), sort_keys=sort_keys) == written  # NaN is not equal to itself
 
 
-@pytest.mark.parametrize("text", ["", "{", '{"a": 1} x', "[1,]", "NaNa", '{"a": 1}{"b": 2}'])
+@pytest.mark.parametrize(
+    "text", ["", "{", '{"a": 1} x', "[1,]", "NaNa", '{"a": 1}{"b": 2}', "\x0c1", "1\u2028", '"\x07"']
+)
 def test_what_is_not_one_json_value_is_refused_as_json_refuses_it(text: str) -> None:
     with pytest.raises(ValueError):
         json.loads(text)
