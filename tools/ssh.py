@@ -755,13 +755,19 @@ def _watchdog(term: int, kill: int) -> str:
     (still 2 s after signoff's own deadline, see tools/transport.py: OUTLIVE_S) and at most half a second after it,
     so the command is gone by `gone_after`."""
     # Ignored before the fork, so the watchdog is born ignoring them (a trap set in it would race the command's first
-    # `kill 0`); the command's shell then takes back what it had.
+    # `kill 0`); the command's shell then takes back what it had. SIGINT apart: where the shell was started with it
+    # ignored (a daemon, a job started in the background), bash's `trap - INT` does not leave it ignored but installs
+    # bash's own handler, and the command's `kill -INT 0` then ends its shell. So INT is given back only if the
+    # kernel's SigIgn (read without a fork: ~0.1 ms) says it was not ignored; where there is no /proc, it is given back.
     return (
+        "__s=; read -r -d '' __s 2>/dev/null </proc/$$/status; "
+        "[[ $__s =~ SigIgn:.[0-9a-f]*([0-9a-f]) ]] && ((0x${BASH_REMATCH[1]} & 2)) && __s=INT || __s=; "
         f"trap '' {_SURVIVED}; {{ set +o posix; SECONDS=0; __n=0; "
         'if exec 3<>/dev/ptmx; then __nap() { read -t "$1" -u 3; }; else __nap() { sleep "$1" || exit; }; fi; '
         f"while kill -0 $$ 2>/dev/null || [ -e /proc/$$ ]; do if ((SECONDS >= {term} || __n >= {2 * term})); then "
         f"kill -TERM -$$; __nap {kill}; kill -KILL -$$; fi; __nap 0.5; __n=$((__n + 1)); done; }} "
-        f"</dev/null >/dev/null 2>&1 & trap - {_SURVIVED}; disown 2>/dev/null; "
+        f'</dev/null >/dev/null 2>&1 & trap - {_SURVIVED.replace(" INT", "")}; [ -n "$__s" ] || trap - INT; '
+        "unset __s; disown 2>/dev/null; "
     )
 
 
