@@ -17,6 +17,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests import procs
+
 
 class PostgresUnavailable(RuntimeError):
     """No PostgreSQL server binaries here (or no user to run them as)."""
@@ -54,16 +56,9 @@ class PostgresServer:
         return f"postgresql://{self.user}@127.0.0.1:{self.port}/{name}"
 
     def postmaster(self) -> int | None:
-        """This server's postmaster, by its pid file, if that pid still runs this server's data directory: a pid file
-        left by a server that died names a pid that may be anyone's by now (ci74: two unrelated test processes died of
-        a SIGINT nobody of theirs sent, late in a run that had gone through every pid)."""
-        data = self.root / "data"
-        try:
-            pid = int((data / "postmaster.pid").read_text().split()[0])
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        except (OSError, ValueError, IndexError):
-            return None
-        return pid if str(data).encode() in cmdline else None
+        """This server's postmaster, if the pid its pid file names still runs this server's data directory: a pid file
+        left by a server that died names a pid that may be anyone's by now (a run goes through every pid)."""
+        return procs.postmaster(self.root / "data")
 
     def stop(self) -> None:
         pid = self.postmaster()

@@ -42,6 +42,22 @@ def _read(pid: int) -> Proc | None:
     )
 
 
+def from_pid_file(path: Path) -> Proc | None:
+    """The live process a pid file names (its first word); None when there is no such file, number or process. A
+    stale file's pid may be anyone's by now: a caller checks the command line before it signals anything."""
+    try:
+        first = path.read_text().split()[0]
+    except (OSError, IndexError):
+        return None
+    return _read(int(first)) if first.isdigit() else None
+
+
+def postmaster(data: Path) -> int | None:
+    """The postmaster of the cluster in `data`, by its postmaster.pid, if that process runs `-D <data>`."""
+    p = from_pid_file(data / "postmaster.pid")
+    return p.pid if p is not None and f" -D {data} " in f" {p.cmdline} " else None
+
+
 def processes() -> list[Proc]:
     found = []
     for entry in PROC.iterdir():

@@ -220,13 +220,6 @@ def campaign_commands(campaign_yaml: Path, base: dict[str, str]) -> list[str]:
 # ---------------------------------------------------------------- stopping what the campaign started
 
 
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
-
-
 def _alive(pid: int) -> bool:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -235,20 +228,13 @@ def _alive(pid: int) -> bool:
     return stat[stat.rfind(")") + 2 :].split()[0] != "Z"
 
 
-def _pid_in(path: Path) -> int | None:
-    try:
-        first = path.read_text().split()[0]
-    except (OSError, IndexError):
-        return None
-    return int(first) if first.isdigit() else None
-
-
 def _own_server(workdir: Path, pidfile: str, program: str) -> int | None:
     """The PID in the working directory's pidfile, if that process is `program` and runs there (a stale
     pidfile's PID may belong to anything by now)."""
-    pid = _pid_in(workdir / pidfile)
-    if pid is None or not _alive(pid) or program not in _cmdline(pid):
+    p = procs.from_pid_file(workdir / pidfile)
+    if p is None or program not in p.cmdline:
         return None
+    pid = p.pid
     try:
         cwd = os.readlink(f"/proc/{pid}/cwd")
     except OSError:
@@ -263,11 +249,7 @@ def redis_pid(workdir: Path) -> int | None:
 
 def postgres_pid(workdir: Path) -> int | None:
     """The postmaster of this working directory's cluster, by its postmaster.pid."""
-    data = workdir.resolve() / "pgdata"
-    pid = _pid_in(data / "postmaster.pid")
-    if pid is None or not _alive(pid) or f"-D {data}" not in _cmdline(pid):
-        return None
-    return pid
+    return procs.postmaster(workdir.resolve() / "pgdata")
 
 
 def llama_pid(workdir: Path) -> int | None:
