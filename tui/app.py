@@ -593,16 +593,12 @@ class SignoffApp(App[str | None]):
             # The run has journaled its end and is only returning (its last writes; longer under load): nothing is
             # left to stop, so no question (ci75: a "q" on a "done · stopped" header asked whether to stop the run).
             self.leaving = True
-            self.set_interval(0.1, self._quit_when_returned)
+            self.set_interval(0.1, self._quit_when_stopped)
             return
         if self.source.busy():  # a run goes on in this process: quitting stops it, so ask first
             self.push_screen(QuitScreen(self.view.activity, self.source.session), self._quit_answered)
             return
         self.exit(self.view.status)
-
-    def _quit_when_returned(self) -> None:
-        if not self.source.busy():
-            self.exit(self.view.status)
 
     def _quit_answered(self, stop: bool | None) -> None:
         if not stop:
@@ -614,8 +610,9 @@ class SignoffApp(App[str | None]):
         self.set_interval(0.2, self._quit_when_stopped)
 
     def _quit_when_stopped(self) -> None:
+        """Quit once the run has returned: stopped by the operator's quit, or done after its end was journaled."""
         if not self.source.busy():
-            clear_stop()  # honoured: the run stopped
+            clear_stop()  # a quit's stop is honoured: the run stopped (after a journaled end, nothing was asked)
             self.exit(self.view.status)
 
     def jump_to_option(self, option: int) -> None:
