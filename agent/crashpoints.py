@@ -4,6 +4,8 @@
 
 - `journal:<kind>` or `journal:<kind>/<purpose>` — right after that journal line is on disk;
 - `torn:<kind>` — halfway through writing that journal line (the next start repairs it);
+- `intent:<kind>` — a steering line announced in the head, not yet written (agent/journal/chain.py);
+- `unheaded:<kind>` — a durable journal line on disk, the head that covers it not yet written;
 - `ran:<purpose>` — a command finished on its host but signoff has not recorded it yet;
 - `checkpoint` — right after a graph step's checkpoint is committed.
 

@@ -42,8 +42,20 @@ LEDGER_KINDS = ("mutation.",)
 # The event that ends a session for good: a head written right after it is final (nothing may follow).
 # `session.failed` is not one: a run that failed keeps its checkpoint and `signoff resume` goes on.
 ENDING_KINDS = ("session.finished",)
+# The kinds whose lines change what a resumed run executes: the documents it runs under (their digests),
+# options a brain proposed (with their commands; `plan` only when it proposes something), and the decisions and
+# standing rules a resume applies (an answer waiting in the store is applied only as its decision line says).
+# Only a head may vouch for one (agent/journal/integrity.py), so the journal announces each in its head (the
+# head's `intent`) before writing it, and writes the head again after it: at no moment is one on disk unvouched.
+STEERING = ("session.started", "policy.changed", "decision", "rule.added")
 # The fields that name an artifact (full command output, by digest): verification checks each one.
 ARTIFACT_FIELDS = ("artifact", "stderr_artifact", "diagnosis")
+
+
+def steers(record: dict[str, Any]) -> bool:
+    """Whether a journal line (parsed, or an event's kind and fields) changes what a resumed run executes."""
+    kind = record.get("kind")
+    return kind in STEERING or (kind == "plan" and bool(record.get("proposals")))
 
 
 class Record(BaseModel):
@@ -198,6 +210,11 @@ class Journal:
             line, event = encode(seq=self._seq, prev=self._prev, session=self.session, event=new, actor=actor)
             data = event.data
             points = (kind, f"{kind}/{data['purpose']}") if data.get("purpose") else (kind,)
+            if steers({**data, "kind": kind}):
+                # Announced first: a crash after the line is written and before the head that covers it
+                # leaves a line its head vouches for, not one that only a forger could have put there.
+                self._write_head(intent=event.hash)
+                crashpoints.reached(f"intent:{kind}")
             if crashpoints.armed(f"torn:{kind}"):
                 self._fh.write(line[: len(line) // 2])
                 self._fh.flush()
@@ -209,6 +226,7 @@ class Journal:
             self._final = kind in ENDING_KINDS
             if kind.startswith(DURABLE_KINDS):
                 os.fsync(self._fh.fileno())
+                crashpoints.reached(f"unheaded:{kind}")
                 self._write_head()
             elif kind.startswith(LEDGER_KINDS) or data.get("effect"):
                 os.fsync(self._fh.fileno())
@@ -234,8 +252,8 @@ class Journal:
                 raise StorageFull(exc.errno, where) from exc
             raise
 
-    def _write_head(self) -> None:
-        checkpoint.write(self.path, self.session, self._seq, self._prev, self._signer, final=self._final)
+    def _write_head(self, *, intent: str | None = None) -> None:
+        checkpoint.write(self.path, self.session, self._seq, self._prev, self._signer, final=self._final, intent=intent)
 
     @property
     def head(self) -> str:

@@ -32,12 +32,17 @@ class Head(BaseModel):
     # True when the head's last event ended the session (session.finished): nothing may follow it.
     # Absent (not False) otherwise, so a head written before this field existed keeps its exact bytes.
     final: bool | None = None
+    # The sha256 of the one line this head's writer was about to append at seq `events` (an intent): a line
+    # that changes what a resume runs is announced in the head before it is written, so that a crash between
+    # writing it and the head after it leaves it vouched for (agent/journal/integrity.py). Absent otherwise.
+    intent: str | None = None
 
 
-def message(session: str, events: int, head: str, final: bool = False) -> bytes:
+def message(session: str, events: int, head: str, final: bool = False, intent: str | None = None) -> bytes:
     """What a signature covers. A final head signs ":final" too, so a signed head that says the session
-    ended cannot be turned into one that says it goes on (and take forged events after it)."""
-    return f"{session}:{events}:{head}{':final' if final else ''}".encode()
+    ended cannot be turned into one that says it goes on (and take forged events after it); a head with an
+    intent signs ":intent=<sha256>", so only the key's holder can announce the line that follows it."""
+    return f"{session}:{events}:{head}{':final' if final else ''}{f':intent={intent}' if intent else ''}".encode()
 
 
 class Signer:
@@ -69,20 +74,32 @@ class Signer:
 
         return self.key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
 
-    def sign(self, session: str, events: int, head: str, *, final: bool = False) -> Head:
+    def sign(self, session: str, events: int, head: str, *, final: bool = False, intent: str | None = None) -> Head:
         raw = self.public
-        signature = base64.b64encode(self.key.sign(message(session, events, head, final))).decode()
-        return Head(events=events, head=head, signature=signature, key=raw.hex(), final=final or None)
+        signature = base64.b64encode(self.key.sign(message(session, events, head, final, intent))).decode()
+        return Head(events=events, head=head, signature=signature, key=raw.hex(), final=final or None, intent=intent)
 
 
-def record(session: str, events: int, head: str, signer: Signer | None, *, final: bool = False) -> Head:
+def record(
+    session: str, events: int, head: str, signer: Signer | None, *, final: bool = False, intent: str | None = None
+) -> Head:
     if signer is not None:
-        return signer.sign(session, events, head, final=final)
-    return Head(events=events, head=head, final=final or None)
+        return signer.sign(session, events, head, final=final, intent=intent)
+    return Head(events=events, head=head, final=final or None, intent=intent)
 
 
-def write(journal: Path, session: str, events: int, head: str, signer: Signer | None, *, final: bool = False) -> None:
-    write_record(journal, record(session, events, head, signer, final=final))
+def write(
+    journal: Path,
+    session: str,
+    events: int,
+    head: str,
+    signer: Signer | None,
+    *,
+    final: bool = False,
+    intent: str | None = None,
+) -> None:
+    """`intent`: the sha256 of the line about to be appended at seq `events`, announced (see `Head.intent`)."""
+    write_record(journal, record(session, events, head, signer, final=final, intent=intent))
 
 
 def write_record(journal: Path, record: Head) -> None:
@@ -170,7 +187,7 @@ def check_signature(head: Head, session: str, pinned: bytes | None) -> str | Non
     try:
         raw = pinned if pinned is not None else bytes.fromhex(head.key or "")
         Ed25519PublicKey.from_public_bytes(raw).verify(
-            base64.b64decode(head.signature), message(session, head.events, head.head, bool(head.final))
+            base64.b64decode(head.signature), message(session, head.events, head.head, bool(head.final), head.intent)
         )
     except (InvalidSignature, ValueError):
         return "the head's signature does not verify" + (" with the given key" if pinned is not None else "")

@@ -13,7 +13,9 @@ signature), a writer asks:
 - what lies past the head. A run killed between its head writes leaves lines no head covers; they are
   taken (and the runner says so in `log.adopted`) unless one of them changes what a resume runs — a
   start, a policy change, proposed options, a decision or a standing rule — which only a head may vouch
-  for. The team store advances its head with every line, so there nothing may lie past it.
+  for: the head that covers it, or the head before it, which announces it (`intent`, written before the
+  line, so a kill at any moment leaves no such line unvouched). The team store advances its head with
+  every line, so there nothing may lie past it.
 
 What this cannot see: without a signing key, someone who can write the store can rewrite the journal and
 every copy of its head consistently (or, on PostgreSQL, append through the chain like any writer); the
@@ -30,20 +32,10 @@ from typing import Any
 
 from agent.errors import JournalUnverified
 from agent.journal import head as checkpoint
+from agent.journal.chain import steers
 from agent.journal.verify import VerifyReport, verify, verify_lines
 
-# The kinds whose lines change what a resumed run executes: the documents it runs under (their digests),
-# options a brain proposed (with their commands; `plan` only when it proposes something), and the decisions and
-# standing rules a resume applies (an answer waiting in the store is applied only as its decision line says).
-# The journal writes its head right after each of them, so none is past it but by a forger's hand (or a crash in
-# the microseconds between the two writes).
-STEERING = ("session.started", "policy.changed", "decision", "rule.added")
 STORE_HEAD = "store's head"
-
-
-def steers(record: dict[str, Any]) -> bool:
-    kind = record.get("kind")
-    return kind in STEERING or (kind == "plan" and bool(record.get("proposals")))
 
 
 def trust_problem(heads: Sequence[tuple[str, checkpoint.Head]], trust: checkpoint.Trust) -> str | None:
@@ -89,7 +81,7 @@ def check_file(path: Path, session: str, *, limit: int, trust: checkpoint.Trust 
     """Check the file journal's first `limit` bytes (its whole lines) for a writer: JournalUnverified, or
     the `log.adopted` fields for the lines past its oldest head copy (None when there are none). `trust`
     None: whose signature it is is not asked (an import, which signs nothing)."""
-    report = verify(path, limit=limit)
+    report = verify(path, limit=limit, session=session)
     if not report.ok:
         raise _failed(session, report)
     try:
@@ -103,7 +95,7 @@ def check_file(path: Path, session: str, *, limit: int, trust: checkpoint.Trust 
     kinds: Counter[str] = Counter()
     where = "every copy of its head" if report.head_events else "its head (there is none)"
     for seq, record in _records(path, limit, skip=report.head_events):
-        if steers(record):
+        if steers(record) and seq >= report.vouched_events:
             raise _steering_past_head(session, seq, record, where)
         kinds[str(record.get("kind"))] += 1
     past = report.events - report.head_events

@@ -37,6 +37,9 @@ class VerifyReport(BaseModel):
     signed: bool = False  # every head copy is signed (and, with a key, by that key)
     final: bool = False  # the head says the session ended at the journal's last event
     head_events: int = 0  # how many events the oldest head copy covers (fewer than `events`: running or cut short)
+    # How many events every head copy vouches for: those it covers, and the next line when the copy announced
+    # it (`intent`) and the line is the one announced (a writer killed between that line and its head).
+    vouched_events: int = 0
 
 
 _DIGITS = re.compile(rb"\d+")
@@ -228,11 +231,14 @@ class _Walk:
         return True
 
 
-def verify(path: Path, *, key: bytes | None = None, limit: int | None = None) -> VerifyReport:
+def verify(
+    path: Path, *, key: bytes | None = None, limit: int | None = None, session: str | None = None
+) -> VerifyReport:
     """Check the chain, gapless seq and every copy of the head (the head file and the checkpoint
     DB; their signatures when signed, against `key` when one is pinned). Raw bytes only: no
     re-canonicalisation. `limit`: read only the first `limit` bytes (a writer holding the journal's lock
-    checks its whole lines and leaves a torn last one to be cut).
+    checks its whole lines and leaves a torn last one to be cut). `session`: whose journal it is, for the
+    signature of a head over a journal with no line yet to name it (a writer killed after announcing its first).
 
     The head is written at every durable event, so the journal may legitimately run a few events
     past it (after a crash); it may never be shorter, nor disagree at the head's position.
@@ -241,7 +247,7 @@ def verify(path: Path, *, key: bytes | None = None, limit: int | None = None) ->
         heads = checkpoint.read_all(path)
     except ValueError as exc:
         return VerifyReport(ok=False, events=0, head=GENESIS, failed_seq=0, error=str(exc))
-    walk = _Walk({h.events for _, h in heads})
+    walk = _Walk(_wanted(heads))
     # Unbuffered: each read lands straight in the chunk, which is never copied. A line cut by a chunk's
     # end is carried over in pieces and checked alone once its newline arrives (one line per chunk goes the
     # slow way, which is nothing); a huge line thus costs linear time, not a re-join per chunk.
@@ -270,6 +276,8 @@ def verify(path: Path, *, key: bytes | None = None, limit: int | None = None) ->
             report = walk.line(b"".join(pending))
             if report is not None:
                 return report
+    if not walk.session and session:
+        walk.session = session
     return _judge(walk, heads, key)
 
 
@@ -278,12 +286,22 @@ def verify_lines(
 ) -> VerifyReport:
     """The same verdict for a journal held elsewhere (the team store's rows): its lines, without their
     newlines, in order, and the copies of its head as (where, head)."""
-    walk = _Walk({h.events for _, h in heads})
+    walk = _Walk(_wanted(heads))
     for body in lines:
         report = walk.line(body)
         if report is not None:
             return report
     return _judge(walk, heads, key)
+
+
+def _wanted(heads: list[tuple[str, checkpoint.Head]]) -> set[int]:
+    """The line counts whose hashes the verdict needs: each copy's, and the one after a copy with an intent."""
+    return {h.events for _, h in heads} | {h.events + 1 for _, h in heads if h.intent}
+
+
+def _vouches(h: checkpoint.Head, at: dict[int, str]) -> int:
+    """How many events the head copy `h` vouches for (see `VerifyReport.vouched_events`)."""
+    return h.events + 1 if h.intent is not None and at.get(h.events + 1) == h.intent else h.events
 
 
 def _judge(walk: _Walk, heads: list[tuple[str, checkpoint.Head]], key: bytes | None) -> VerifyReport:
@@ -325,4 +343,5 @@ def _judge(walk: _Walk, heads: list[tuple[str, checkpoint.Head]], key: bytes | N
         signed=bool(heads) and all(h.signature is not None for _, h in heads),
         final=bool(heads) and all(h.final and h.events == count for _, h in heads),
         head_events=min((h.events for _, h in heads), default=0),
+        vouched_events=min((_vouches(h, at) for _, h in heads), default=0),
     )

@@ -25,8 +25,9 @@ from tests.conftest import DEMO, ROOT, SIGNOFF, SIGNOFF_EXEC, fast
 # Each session is killed three times, each time at a later point of the run (a point's count starts
 # again in every process): 24 distinct points across every kind of step.
 CASES: list[tuple[str, str, str]] = [
-    ("journal:session.started", "journal:finding#2", "torn:decision#1"),  # before any checkpoint; mid fan-out
-    ("checkpoint#2", "journal:decision#1", "journal:undo.recorded"),  # between steps
+    # before any checkpoint, with the first line on disk and its head not yet written (ci83); mid fan-out
+    ("unheaded:session.started", "journal:finding#2", "torn:decision#1"),
+    ("checkpoint#2", "unheaded:decision#1", "journal:undo.recorded"),  # between steps; a decision its head announced
     ("journal:command.started/apply#1", "ran:apply#1", "journal:bench.run#3"),  # an apply cut short, twice
     ("journal:command.finished/apply#1", "ran:toggle#3", "torn:bench.run#4"),
     ("journal:command.started/toggle#6", "journal:ab.result", "ran:stress:abort-cascade#1"),
