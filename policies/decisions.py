@@ -1113,7 +1113,7 @@ def parse_decision(
     if decision.condition is not None and re.search(r"confidence[^,]*\d\s*%", text):
         raise DecisionError("confidence is a fraction from 0 to 1: say 'confidence is at least 0.7'")
     if decision.condition is not None:
-        from policies.engine import kinds_for_condition  # the policy machinery only for a condition
+        from policies.session_rules import kinds_for_condition  # the gate facts only for a condition
 
         kinds = kinds_for_condition(decision.condition)
         kinds = [k for k in kinds if decision.action in ALLOWED[k]]

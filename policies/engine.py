@@ -13,18 +13,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from policies.expr import Condition, EvalError, ExprError
-from policies.gates import ALLOWED, FACTS, GATE_KINDS, UNNAMED, Decision, Gate, GateKind, check_facts
+from policies.gates import ALLOWED, FACTS, UNNAMED, Decision, Gate, GateKind, check_facts
 from policies.schema import CompiledRule, Policy
+from policies.session_rules import SessionRule, kinds_for_condition
 
-
-class SessionRule(BaseModel):
-    """A conditional or standing decision a person gave, waiting for the gate it applies to."""
-
-    id: str  # "session-rule:<n>"
-    kinds: list[GateKind]
-    targets: list[int] = Field(default_factory=list)
-    when: str | None = None
-    decision: Decision
+__all__ = ["Explanation", "PolicyEngine", "SessionRule", "Step", "kinds_for_condition"]
 
 
 class Step(BaseModel):
@@ -239,17 +232,3 @@ def _unsafe_kept_asks(kind: GateKind, facts: Mapping[str, Any], decision: Decisi
         rule=decision.rule,
         rationale=f"{decision.rule} would keep #{option}, which the assessment calls unsafe; a person confirms that",
     )
-
-
-def kinds_for_condition(condition: str | None) -> list[GateKind]:
-    """The gate kinds whose facts a condition type-checks against (where a session rule can fire)."""
-    if condition is None:
-        return list(GATE_KINDS)
-    kinds: list[GateKind] = []
-    for kind in GATE_KINDS:
-        try:
-            Condition(condition, FACTS[kind])
-        except ExprError:
-            continue
-        kinds.append(kind)
-    return kinds

@@ -37,9 +37,9 @@ from agent.journal import events as ev
 from agent.models import BUILTIN_VARS, TEMPLATE_VAR, Assessment, BrainSpec, Campaign, CommandSpec, Finding, Option, Plan
 from agent.store.base import JournalWriter
 from policies.decisions import DecisionError, NotUnderstood
-from policies.engine import kinds_for_condition
 from policies.expr import Condition, ExprError
 from policies.gates import ALLOWED, FACTS, Decision, Gate
+from policies.session_rules import kinds_for_condition
 
 T = TypeVar("T", bound=BaseModel)
 

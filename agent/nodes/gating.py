@@ -12,11 +12,11 @@ from agent.context import RunContext
 from agent.models import CommandSpec
 from agent.run.planning import rendered
 from agent.state import State
-from policies.engine import SessionRule
 from policies.facts import (
     GateFacts,
 )
 from policies.gates import ALLOWED, Decision, Gate, GateKind
+from policies.session_rules import SessionRule
 
 
 def active_rules(state: State) -> list[SessionRule]:

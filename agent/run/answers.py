@@ -13,9 +13,9 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from policies.decisions import DecisionError, check_states, option_states
-from policies.engine import SessionRule, kinds_for_condition
 from policies.expr import Condition, EvalError
 from policies.gates import ALLOWED, FACTS, MEANING, Decision, Gate, GateKind
+from policies.session_rules import SessionRule, kinds_for_condition
 
 PROGRESSION: tuple[GateKind, ...] = ("plan", "triage", "continue_or_ask")
 
