@@ -82,7 +82,8 @@ def verify_session(
     """The chain and head (`agent.journal.chain.verify`), the artifacts, every policy decision re-derived,
     and, when given, the session's own copies of its `documents` (campaign.yaml, policy.yaml) against the
     journaled digests and its `meta` status against how the journal ends."""
-    chain = verify(journal, key=key)
+    named = (meta or {}).get("id")  # whose journal it is: what a head over an empty one is signed for
+    chain = verify(journal, key=key, session=named if isinstance(named, str) else None)
     engine: PolicyEngine | None = None
     opened: dict[str, dict[str, Any]] = {}
     gates = derived = 0

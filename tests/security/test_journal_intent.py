@@ -195,3 +195,17 @@ def test_heads_without_an_intent_sign_and_verify_as_before(tmp_path, monkeypatch
     assert checkpoint.message("s", 3, "ab", True) == b"s:3:ab:final"
     assert checkpoint.message("s", 3, "ab", intent="cd") == b"s:3:ab:intent=cd"
     assert checkpoint.Head(events=3, head="ab").model_dump_json(exclude_none=True) == '{"events":3,"head":"ab"}'
+
+
+def test_a_signed_intent_over_an_empty_journal_verifies_for_its_session_only(tmp_path, monkeypatch):
+    """Killed after announcing its first line, a signed session has a head but no line to name the session: the
+    verifier is told whose journal it is (a writer and `replay --verify` know), and another session's name fails."""
+    from agent.report.replay import verify_session
+
+    private, _ = ed25519_keypair(tmp_path, "runner")
+    monkeypatch.setenv("SIGNOFF_SIGNING_KEY", str(private))
+    path = tmp_path / "journal.jsonl"
+    killed_writer(path, "session.started", "intent")
+    assert path.read_bytes() == b""
+    assert verify(path, session=SESSION).ok and verify_session(path, meta={"id": SESSION}).ok
+    assert "signature does not verify" in (verify(path, session="another").error or "")
