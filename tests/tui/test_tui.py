@@ -11,6 +11,7 @@ import getpass
 import io
 import json
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from agent.run.runner import Runner
 from agent.stopping import stop_requested
 from agent.store.local import SessionDir
 from tests.conftest import ROOT, journal_events
+from tools.transport import LocalTransport
 from tui import render
 from tui.app import SignoffApp
 from tui.eventlist import EventList
@@ -220,28 +222,42 @@ async def test_quitting_after_the_run_journaled_its_end_asks_nothing_and_waits_f
 
 
 async def test_quitting_while_the_run_goes_on_asks_then_stops_it_between_two_commands(
-    home: Path, variant: Callable[..., Path]
+    home: Path, variant: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Was: `q` exited at once, ctrl+q exited 130 while the worker kept running (stress, a gate, a decision and
     # `session.finished` were journaled after the quit), and ctrl+c only showed Textual's "press ctrl+q".
-    # Benchmark runs of a quarter second (the fast variant's are 20 ms): on a loaded machine the keys below took
-    # longer than the whole fast run, which then finished before `y` could stop it (ci34).
-    slow = lambda: variant(edit=lambda text: text.replace("--wall 0.02", "--wall 0.25"))  # noqa: E731
-    d, app = live_app(slow, ROOT / "policies" / "presets" / "autonomous.yaml")
-    async with app.run_test(size=(120, 40)) as pilot:
-        await wait_for(pilot, lambda: app.view.phase == "benchmark", what="a benchmark running")
-        for key in ("q", "ctrl+q", "ctrl+c"):
-            await pilot.press(key)
-            await wait_for(pilot, lambda: isinstance(app.screen, QuitScreen), what=f"{key} asking first")
-            assert "still going" in str(app.screen.query_one("#quit-question", Static).render())
-            await pilot.press("n")
-            await wait_for(pilot, lambda: not isinstance(app.screen, QuitScreen), what="keep watching")
-            assert app.source.busy() and not stop_requested()
-        await pilot.press("q")
-        await wait_for(pilot, lambda: isinstance(app.screen, QuitScreen), what="the question")
-        await pilot.press("y")
-        await wait_for(pilot, lambda: not app.source.busy(), what="the run stopping")
-        await wait_for(pilot, lambda: app.return_value is not None, what="the app quitting")
+    # The run is held at its first benchmark command until the keys below are pressed: with runs of a quarter second
+    # instead, a loaded machine finished the whole run before `y` could stop it (ci34, and ci85 under two CPU hogs).
+    held, release = threading.Event(), threading.Event()
+    run = LocalTransport.run
+
+    def held_run(self: LocalTransport, host: Any, command: str, **kw: Any) -> Any:
+        if " bench " in command and not release.is_set():
+            held.set()
+            release.wait(timeout=300)
+        return run(self, host, command, **kw)
+
+    monkeypatch.setattr(LocalTransport, "run", held_run)
+    d, app = live_app(variant, ROOT / "policies" / "presets" / "autonomous.yaml")
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, held.is_set, what="a benchmark running")
+            for key in ("q", "ctrl+q", "ctrl+c"):
+                await pilot.press(key)
+                await wait_for(pilot, lambda: isinstance(app.screen, QuitScreen), what=f"{key} asking first")
+                assert "still going" in str(app.screen.query_one("#quit-question", Static).render())
+                await pilot.press("n")
+                await wait_for(pilot, lambda: not isinstance(app.screen, QuitScreen), what="keep watching")
+                assert app.source.busy() and not stop_requested()
+            await pilot.press("q")
+            await wait_for(pilot, lambda: isinstance(app.screen, QuitScreen), what="the question")
+            await pilot.press("y")
+            await wait_for(pilot, stop_requested, what="the stop asked for")
+            release.set()  # the command in flight ends; the next one is not started
+            await wait_for(pilot, lambda: not app.source.busy(), what="the run stopping")
+            await wait_for(pilot, lambda: app.return_value is not None, what="the app quitting")
+    finally:
+        release.set()
     events = journal_events(d.journal)
     assert events[-1]["kind"] == "session.interrupted" and events[-1]["reason"] == "operator-quit"
     assert not stop_requested()  # honoured, and forgotten: the next run in this process is not stopped by it
