@@ -16,7 +16,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from agent.privatefiles import private_file, write_private
 
@@ -25,6 +25,9 @@ MAX_HEAD = 1 << 16  # a head record is a few hundred bytes; more is not one, and
 
 
 class Head(BaseModel):
+    # Built on first use, not at import: every command imports this module, few read a head (~4 ms of start-up).
+    model_config = ConfigDict(defer_build=True)
+
     events: int
     head: str
     signature: str | None = None  # base64 Ed25519 signature of "<session>:<events>:<head>"
@@ -209,6 +212,8 @@ def load_public_key(path: Path) -> bytes:
 
 class Trust(BaseModel):
     """Whose signed heads a writer may go on from: its own signing key's and those it was told to trust."""
+
+    model_config = ConfigDict(defer_build=True)  # as Head's
 
     signer: bytes | None = None  # SIGNOFF_SIGNING_KEY's public key: what this writer signs with (None: unsigned)
     keys: frozenset[bytes] = frozenset()  # the signer's and SIGNOFF_TRUSTED_KEYS' public keys
