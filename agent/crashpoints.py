@@ -6,6 +6,7 @@
 - `torn:<kind>` — halfway through writing that journal line (the next start repairs it);
 - `intent:<kind>` — a steering line announced in the head, not yet written (agent/journal/chain.py);
 - `unheaded:<kind>` — a durable journal line on disk, the head that covers it not yet written;
+- `head:copies` — a head written to the head file, not yet to the checkpoint DB;
 - `ran:<purpose>` — a command finished on its host but signoff has not recorded it yet;
 - `checkpoint` — right after a graph step's checkpoint is committed.
 

@@ -210,16 +210,25 @@ class Journal:
             line, event = encode(seq=self._seq, prev=self._prev, session=self.session, event=new, actor=actor)
             data = event.data
             points = (kind, f"{kind}/{data['purpose']}") if data.get("purpose") else (kind,)
-            if steers({**data, "kind": kind}):
+            announced = steers({**data, "kind": kind})
+            if announced:
                 # Announced first: a crash after the line is written and before the head that covers it
-                # leaves a line its head vouches for, not one that only a forger could have put there.
+                # leaves a line its head vouches for, not one that only a forger could have put there. Synced
+                # first, as before every head: a head never vouches for lines the disk may not have.
+                os.fsync(self._fh.fileno())
                 self._write_head(intent=event.hash)
                 crashpoints.reached(f"intent:{kind}")
             if crashpoints.armed(f"torn:{kind}"):
                 self._fh.write(line[: len(line) // 2])
                 self._fh.flush()
                 crashpoints.kill()
-            self._write(line + b"\n")
+            try:
+                self._write(line + b"\n")
+            except BaseException:
+                if announced:  # the line was given up (a full disk): the head no longer announces it
+                    with contextlib.suppress(Exception):
+                        self._write_head()
+                raise
             self._size += len(line) + 1
             self._seq += 1
             self._prev = event.hash

@@ -16,8 +16,9 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
+from agent import crashpoints
 from agent.privatefiles import private_file, write_private
 
 DB_NAME = "checkpoints.sqlite"
@@ -38,7 +39,7 @@ class Head(BaseModel):
     # The sha256 of the one line this head's writer was about to append at seq `events` (an intent): a line
     # that changes what a resume runs is announced in the head before it is written, so that a crash between
     # writing it and the head after it leaves it vouched for (agent/journal/integrity.py). Absent otherwise.
-    intent: str | None = None
+    intent: str | None = Field(default=None, pattern="^[0-9a-f]{64}$")
 
 
 def message(session: str, events: int, head: str, final: bool = False, intent: str | None = None) -> bytes:
@@ -109,6 +110,7 @@ def write_record(journal: Path, record: Head) -> None:
     """Both copies of a head beside `journal`: the `head` file and the checkpoint DB's table."""
     events, head = record.events, record.head
     write_private(journal.with_name("head"), record.model_dump_json(exclude_none=True) + "\n")
+    crashpoints.reached("head:copies")  # the head file written, the DB's copy not yet
     try:
         db = private_file(journal.with_name(DB_NAME))
     except OSError:

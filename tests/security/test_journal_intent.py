@@ -56,12 +56,14 @@ def lines_before(kind: str) -> list[ev.Event]:
     return [STEERING["session.started"](), ev.CommandFinished(host="h", i=0)]
 
 
-def killed_writer(path: Path, kind: str, point: str) -> None:
-    """Append a session's first lines, then a `kind` line, in a child SIGKILLed at `point:kind`."""
+def writer(path: Path, kind: str, at: str) -> bool:
+    """Append a session's first lines, then a `kind` line, then one more, in a child SIGKILLed at crash point `at`
+    (agent/crashpoints.py's `<point>[#n]`): True when it was killed there, False when it reached its end."""
+    point, _, nth = at.partition("#")
     pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child only ever dies
+    if pid == 0:  # pragma: no cover - the child only ever exits or dies
         try:
-            crashpoints._point, crashpoints._target, crashpoints._seen = f"{point}:{kind}", 1, 0
+            crashpoints._point, crashpoints._target, crashpoints._seen = point, int(nth or 1), 0
             journal = chain.Journal(path, SESSION)
             for line in [*lines_before(kind), STEERING[kind](), ev.CommandFinished(host="h", i=1)]:
                 journal.append(line)
@@ -69,7 +71,15 @@ def killed_writer(path: Path, kind: str, point: str) -> None:
         finally:
             os._exit(0)
     _, status = os.waitpid(pid, 0)
-    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, f"{point}:{kind} was never reached"
+    if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL:
+        return True
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    return False
+
+
+def killed_writer(path: Path, kind: str, point: str) -> None:
+    """`writer`, SIGKILLed at `point:kind`."""
+    assert writer(path, kind, f"{point}:{kind}"), f"{point}:{kind} was never reached"
 
 
 def next_writer(path: Path, trust: checkpoint.Trust) -> chain.Journal:
@@ -184,17 +194,63 @@ def test_an_intent_whose_line_never_came_is_harmless_and_dropped_by_the_next_hea
     assert copy is not None and kinds(path)[-1] != "policy.changed"
     journal = next_writer(path, trust)
     journal.append(ev.CommandFinished(host="h", i=2))  # another line where the announced one would have been
+    # The stale intent stands over a line it does not name: it vouches for nothing past the head.
+    report = verify(path)
+    assert report.ok and report.events == 3 and report.head_events == report.vouched_events == 2, report
     journal.append(STEERING["rule.added"]())
     journal.close()
     assert verify(path).ok and all(h.intent is None for _, h in checkpoint.read_all(path))
 
 
-def test_heads_without_an_intent_sign_and_verify_as_before(tmp_path, monkeypatch):
+def test_a_line_the_disk_refused_is_no_longer_announced(tmp_path, trust, monkeypatch):
+    """A full disk refuses the announced line: the runner gives the step up (it runs again on resume), so the head
+    must not keep announcing a line someone could rebuild from what they can read and append in its place."""
+    path = tmp_path / "journal.jsonl"
+    journal = chain.Journal(path, SESSION)
+    journal.append(STEERING["session.started"]())
+    refuse = chain.StorageFull(28, "no space left for the journal (test)")
+
+    def full(data: bytes) -> None:
+        raise refuse
+
+    monkeypatch.setattr(journal, "_write", full)
+    with pytest.raises(chain.StorageFull):
+        journal.append(STEERING["decision"]())
+    assert [h.intent for _, h in checkpoint.read_all(path)] == [None, None]
+    monkeypatch.undo()
+    journal.append(STEERING["decision"]())
+    journal.close()
+    assert verify(path).ok and kinds(path) == ["session.started", "decision"]
+
+
+@pytest.mark.parametrize("kind", STEERING)
+def test_a_writer_killed_between_the_two_head_copies_of_any_head_leaves_a_journal_the_next_one_goes_on_from(
+    tmp_path, trust, kind
+):
+    """Every head the scenario writes (announcing, covering, closing), the head file written and the DB's copy not:
+    the copies disagree, and what both vouch for is what the next writer goes on from."""
+    killed = 0
+    for n in range(1, 50):
+        path = tmp_path / f"j{n}" / "journal.jsonl"
+        path.parent.mkdir()
+        if not writer(path, kind, f"head:copies#{n}"):
+            break
+        killed += 1
+        journal = next_writer(path, trust)
+        journal.append(STEERING["decision"]())
+        journal.close()
+        assert verify(path).ok, n
+    assert killed >= 3  # at least the announcing, the covering and the closing head of the `kind` line
+
+
+def test_heads_without_an_intent_sign_and_verify_as_before() -> None:
     """The message a signature covers is unchanged for a head without an intent: old sessions verify."""
     assert checkpoint.message("s", 3, "ab") == b"s:3:ab"
     assert checkpoint.message("s", 3, "ab", True) == b"s:3:ab:final"
     assert checkpoint.message("s", 3, "ab", intent="cd") == b"s:3:ab:intent=cd"
     assert checkpoint.Head(events=3, head="ab").model_dump_json(exclude_none=True) == '{"events":3,"head":"ab"}'
+    with pytest.raises(ValueError):  # an intent is a sha256 or nothing: "" would sign as no intent at all
+        checkpoint.Head(events=3, head="ab", intent="")
 
 
 def test_a_signed_intent_over_an_empty_journal_verifies_for_its_session_only(tmp_path, monkeypatch):
