@@ -31,7 +31,7 @@ class Head(BaseModel):
 
     events: int
     head: str
-    signature: str | None = None  # base64 Ed25519 signature of "<session>:<events>:<head>"
+    signature: str | None = None  # base64 Ed25519 signature of "<session>:<events>:<head>[:final][:intent=…]"
     key: str | None = None  # the signer's raw public key, hex (which key signed; not a trust anchor)
     # True when the head's last event ended the session (session.finished): nothing may follow it.
     # Absent (not False) otherwise, so a head written before this field existed keeps its exact bytes.
