@@ -42,6 +42,11 @@ def _read(pid: int) -> Proc | None:
     )
 
 
+def alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie does not: it only waits to be reaped)."""
+    return _read(pid) is not None
+
+
 def from_pid_file(path: Path) -> Proc | None:
     """The live process a pid file names (its first word); None when there is no such file, number or process. A
     stale file's pid may be anyone's by now: a caller checks the command line before it signals anything."""
@@ -93,10 +98,10 @@ def matching(pattern: str, among: list[Proc]) -> list[Proc]:
 def kill(pids: list[int], *, grace: float = 2.0) -> None:
     """TERM the given PIDs, then KILL whatever of them is still alive after `grace` seconds."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        live = [pid for pid in pids if _read(pid) is not None]
+        live = [pid for pid in pids if alive(pid)]
         for pid in live:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, sig)
         deadline = time.monotonic() + grace
-        while time.monotonic() < deadline and any(_read(pid) is not None for pid in live):
+        while time.monotonic() < deadline and any(map(alive, live)):
             time.sleep(0.02)

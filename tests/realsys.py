@@ -220,14 +220,6 @@ def campaign_commands(campaign_yaml: Path, base: dict[str, str]) -> list[str]:
 # ---------------------------------------------------------------- stopping what the campaign started
 
 
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rfind(")") + 2 :].split()[0] != "Z"
-
-
 def _own_server(workdir: Path, pidfile: str, program: str) -> int | None:
     """The PID in the working directory's pidfile, if that process is `program` and runs there (a stale
     pidfile's PID may belong to anything by now)."""
@@ -281,7 +273,7 @@ def stop_server(hosts: Hosts, session: str, host: str, kind: str) -> None:
     # PostgreSQL's fast shutdown is SIGINT; Redis saves and exits on SIGTERM, llama-server exits on it.
     os.kill(pid, signal.SIGINT if kind == "postgres" else signal.SIGTERM)
     deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and _alive(pid):
+    while time.monotonic() < deadline and procs.alive(pid):
         time.sleep(0.05)
     procs.kill([pid])
 

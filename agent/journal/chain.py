@@ -52,10 +52,10 @@ STEERING = ("session.started", "policy.changed", "decision", "rule.added")
 ARTIFACT_FIELDS = ("artifact", "stderr_artifact", "diagnosis")
 
 
-def steers(record: dict[str, Any]) -> bool:
-    """Whether a journal line (parsed, or an event's kind and fields) changes what a resumed run executes."""
-    kind = record.get("kind")
-    return kind in STEERING or (kind == "plan" and bool(record.get("proposals")))
+def steers(kind: object, fields: dict[str, Any]) -> bool:
+    """Whether a journal line of `kind` with `fields` (a parsed line, or an event's data) changes what a resumed run
+    executes."""
+    return kind in STEERING or (kind == "plan" and bool(fields.get("proposals")))
 
 
 class Record(BaseModel):
@@ -210,7 +210,7 @@ class Journal:
             line, event = encode(seq=self._seq, prev=self._prev, session=self.session, event=new, actor=actor)
             data = event.data
             points = (kind, f"{kind}/{data['purpose']}") if data.get("purpose") else (kind,)
-            announced = steers({**data, "kind": kind})
+            announced = steers(kind, data)
             if announced:
                 # Announced first: a crash after the line is written and before the head that covers it
                 # leaves a line its head vouches for, not one that only a forger could have put there. Synced

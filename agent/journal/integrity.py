@@ -95,7 +95,7 @@ def check_file(path: Path, session: str, *, limit: int, trust: checkpoint.Trust 
     kinds: Counter[str] = Counter()
     where = "every copy of its head" if report.head_events else "its head (there is none)"
     for seq, record in _records(path, limit, skip=report.head_events):
-        if steers(record) and seq >= report.vouched_events:
+        if steers(record.get("kind"), record) and seq >= report.vouched_events:
             raise _steering_past_head(session, seq, record, where)
         kinds[str(record.get("kind"))] += 1
     past = report.events - report.head_events
