@@ -28,8 +28,12 @@ def test_the_postmaster_is_found_by_its_data_directory(tmp_path: Path) -> None:
     data = tmp_path / "srv" / "data"
     data.mkdir(parents=True)
     # a process whose command line names this data directory, as `postgres -D <data>` does
-    own = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "-D", str(data)])
+    script = "import time; print('up', flush=True); time.sleep(30)"
+    own = subprocess.Popen([sys.executable, "-c", script, "-D", str(data)], stdout=subprocess.PIPE)
     try:
+        # Popen returns once the child has exec'd, but the kernel sets the new program's command line a moment
+        # later: until then /proc/<pid>/cmdline reads empty (seen under load). A line printed means it is set.
+        assert own.stdout is not None and own.stdout.readline() == b"up\n"
         (data / "postmaster.pid").write_text(f"{own.pid}\n")
         assert PostgresServer(root=tmp_path / "srv", port=1).postmaster() == own.pid
     finally:
