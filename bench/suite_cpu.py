@@ -57,18 +57,24 @@ def comp_t(value: int) -> float:
     return ((value & 0x1FFF) << (3 * ((value >> 13) & 7))) / TICKS
 
 
-def read_accounting(path: Path) -> dict[int, dict[str, Any]]:
-    procs: dict[int, dict[str, Any]] = {}
+def read_accounting(path: Path) -> list[dict[str, Any]]:
+    """Every process that ended, in the order they ended. Not keyed by pid: a suite starts more processes than
+    pid_max, so pids are reused and a dict would keep only the last of each (it lost a third of the CPU)."""
+    procs: list[dict[str, Any]] = []
     data = path.read_bytes()
     for offset in range(0, len(data) - ACCT_V3.size + 1, ACCT_V3.size):
         f = ACCT_V3.unpack_from(data, offset)
         pid, ppid, btime, etime = f[6], f[7], f[8], f[9]
-        procs[pid] = {
-            "ppid": ppid,
-            "end": btime + etime / TICKS,
-            "cpu": comp_t(f[10]) + comp_t(f[11]),
-            "comm": f[-1].split(b"\0")[0].decode(errors="replace"),
-        }
+        procs.append(
+            {
+                "pid": pid,
+                "ppid": ppid,
+                "start": btime,  # whole seconds
+                "end": btime + etime / TICKS,
+                "cpu": comp_t(f[10]) + comp_t(f[11]),
+                "comm": f[-1].split(b"\0")[0].decode(errors="replace"),
+            }
+        )
     return procs
 
 
@@ -98,7 +104,7 @@ def main(args: list[str]) -> int:
     return code
 
 
-def report(tests: list[dict[str, Any]], procs: dict[int, dict[str, Any]]) -> None:
+def report(tests: list[dict[str, Any]], procs: list[dict[str, Any]]) -> None:
     by_worker: dict[int, list[dict[str, Any]]] = collections.defaultdict(list)
     for t in tests:
         by_worker[t["pid"]].append(t)
@@ -106,25 +112,37 @@ def report(tests: list[dict[str, Any]], procs: dict[int, dict[str, Any]]) -> Non
     for pid, rows in by_worker.items():
         rows.sort(key=lambda t: t["start"])
         starts[pid] = [t["start"] for t in rows]
+    # The workers end last, so each is the last record of its pid; a worker's pid cannot be reused while it runs.
+    workers = {p["pid"]: p for p in procs if p["pid"] in by_worker}
+    lives: dict[int, list[dict[str, Any]]] = collections.defaultdict(list)  # every life of a pid, by when it ended
+    for p in procs:
+        lives[p["pid"]].append(p)
 
-    def worker_of(pid: int) -> int | None:
-        for _ in range(64):  # a chain of parents, bounded (a pid reused into a loop)
-            parent = procs.get(pid, {}).get("ppid")
-            if parent is None:
+    def parent(p: dict[str, Any]) -> dict[str, Any] | None:
+        """The life of p's parent pid that was running when p ended (it was p's parent then)."""
+        for life in lives.get(p["ppid"], ()):
+            if life["start"] - 1 <= p["end"] <= life["end"] + 1:
+                return life
+        return None
+
+    def worker_of(p: dict[str, Any]) -> int | None:
+        for _ in range(64):  # a chain of parents, bounded
+            if p["ppid"] in by_worker:
+                return p["ppid"]
+            up = parent(p)
+            if up is None:
                 return None
-            if parent in by_worker:
-                return parent
-            pid = parent
+            p = up
         return None
 
     per_test: collections.Counter[str] = collections.Counter({t["id"]: t["self"] for t in tests})
     kinds: collections.Counter[str] = collections.Counter()
     apart: collections.Counter[str] = collections.Counter()  # a daemon that left its parent, or not the suite's
-    for pid, p in procs.items():
-        if pid in by_worker:
+    for p in procs:
+        if workers.get(p["pid"]) is p:
             continue  # a worker's own CPU is in its tests' "self"
         kind = p["comm"] + (" <50 ms" if p["cpu"] < 0.05 else " <1 s" if p["cpu"] < 1 else " ≥1 s")
-        worker = worker_of(pid)
+        worker = worker_of(p)
         if worker is None:
             apart[p["comm"]] += p["cpu"]
             continue
@@ -137,6 +155,14 @@ def report(tests: list[dict[str, Any]], procs: dict[int, dict[str, Any]]) -> Non
     total = sum(per_test.values())
     own = sum(t["self"] for t in tests)
     print(f"\n{len(tests)} tests, {total:.0f} s of CPU charged to them (the workers' own: {own:.0f} s)")
+    # A worker's CPU outside its tests: starting, collecting, and what runs between tests (fixture finalizers of
+    # the session's servers, xdist's messaging). The accounting record of the worker itself has all of it.
+    workers_total = sum(p["cpu"] for p in workers.values())
+    everything = sum(p["cpu"] for p in procs)
+    print(
+        f"the workers outside their tests: {workers_total - own:.0f} s; every process that ended during the run: "
+        f"{everything:.0f} s"
+    )
     shown = ", ".join(f"{name} {cpu:.0f} s" for name, cpu in apart.most_common(6))
     print(f"processes no worker started (daemons that left their parent, anything else on the machine): {shown}")
     print("\nthe tests' processes by name and size (CPU s):")
