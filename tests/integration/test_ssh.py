@@ -375,3 +375,87 @@ def test_a_late_eof_after_the_command_ended_does_not_drop_the_pooled_connection(
     assert all(r.ok and not r.link_lost for r in results), [r.error for r in results]
     assert len(t._pool) == 1 and t._pool[host.name].alive()
     t.close()
+
+
+# ---------------------------------------------------------------- the channel opened ahead (tools/ssh.py: open_spare)
+
+
+def test_the_next_command_runs_on_the_channel_opened_while_the_last_one_ran(ssh_transport, sshd):
+    host = sshd.host(name="ahead")
+    assert ssh_transport.run(host, "true", timeout=10).ok
+    conn = ssh_transport._pool["ahead"]
+    spare = conn.spare
+    assert spare is not None  # opened while `true` ran
+    r = ssh_transport.run(host, "exit 3", timeout=10)
+    assert r.exit_code == 3
+    assert spare.chan.exit_status == 3  # this very channel ran it
+    assert conn.spare is not None and conn.spare is not spare  # and the one after it is open already
+
+
+def test_a_channel_opened_ahead_on_a_link_that_died_since_is_not_trusted(ssh_transport, sshd):
+    # The link dies between two commands, while a channel waits for the second: paramiko may not know yet (its
+    # reading thread has not tried the socket), so the channel looks open. The command must not be lost with it:
+    # its request cannot leave, so it goes on a new connection.
+    host = sshd.host(name="ahead-dead")
+    assert ssh_transport.run(host, "true", timeout=10).ok
+    conn = ssh_transport._pool["ahead-dead"]
+    spare = conn.spare
+    assert spare is not None
+    conn.client.get_transport().sock.close()
+    r = ssh_transport.run(host, "echo again", timeout=10)
+    assert r.ok and r.stdout_tail == "again\n", r.error
+    assert ssh_transport._pool["ahead-dead"] is not conn
+    assert spare.chan.exit_status == -1  # it never ran anything
+
+
+def test_a_channel_opened_ahead_that_was_closed_since_is_not_used(ssh_transport, sshd):
+    host = sshd.host(name="ahead-closed")
+    assert ssh_transport.run(host, "true", timeout=10).ok
+    conn = ssh_transport._pool["ahead-closed"]
+    spare = conn.spare
+    assert spare is not None and spare.ready(conn.transport) is spare.chan
+    spare.chan.close()  # as a CLOSE from sshd would leave it
+    r = ssh_transport.run(host, "echo fine", timeout=10)
+    assert r.ok and r.stdout_tail == "fine\n"
+    assert ssh_transport._pool["ahead-closed"] is conn  # the link was sound: kept
+    assert conn.spare is None and not conn.ahead  # and no more channels ahead on it
+    assert [ssh_transport.run(host, f"echo {i}", timeout=10).stdout_tail for i in range(3)] == ["0\n", "1\n", "2\n"]
+
+
+def test_a_server_allowing_one_session_refuses_the_channel_ahead_and_every_command_still_runs(tmp_path):
+    server = harness.start(extra_config="MaxSessions 1")
+    try:
+        t = SSHTransport(ArtifactStore(tmp_path / "artifacts"), KnownHosts([server.known_hosts], None), session="one")
+        host = server.host()
+        outs = [t.run(host, f"echo {i}", timeout=10) for i in range(6)]
+        assert [(r.ok, r.stdout_tail) for r in outs] == [(True, f"{i}\n") for i in range(6)]
+        conn = t._pool[host.name]
+        assert not conn.ahead and conn.spare is None  # refused once, not asked again on this link
+        assert conn.transport.saved_exception is None  # the refusal is not left for another open to report
+        t.close()
+    finally:
+        server.stop()
+
+
+def test_never_more_channels_than_the_pool_allows_with_one_opened_ahead(ssh_transport, sshd):
+    host = sshd.host(name="ahead-burst")
+    assert ssh_transport.run(host, "true", timeout=10).ok
+    conn = ssh_transport._pool["ahead-burst"]
+    most: list[int] = []
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            most.append(sum(1 for c in conn.transport._channels.values() if not c.closed))
+            time.sleep(0.001)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            results = list(pool.map(lambda i: ssh_transport.run(host, f"sleep 0.2; echo {i}", timeout=10), range(16)))
+    finally:
+        stop.set()
+        watcher.join()
+    assert [r.stdout_tail for r in results] == [f"{i}\n" for i in range(16)]
+    assert max(most) <= 4  # CHANNELS_PER_CONNECTION, the spare included
