@@ -294,13 +294,21 @@ class _Spare:
     def ready(self, transport: Any) -> Any | None:
         """The channel, once sshd has opened it; None if sshd refused it, the link went down or it was closed since
         (the caller then opens one the usual way). Waits as `open_channel` does, watching the link."""
+        import paramiko
+
+        if transport is None:  # the connection was closed meanwhile (replaced, or the transport closed)
+            return None
         deadline = time.monotonic() + CONNECT_TIMEOUT
         while not self.event.wait(0.1):
             if not transport.active or time.monotonic() > deadline:
                 return None
-        if transport._channels.get(self.chan.get_id()) is not self.chan or self.chan.closed:
-            # A refusal leaves its exception for the next `get_exception()`: it is this channel's, not another's.
-            transport.get_exception()
+        if not transport.active or self.chan.closed:
+            return None
+        if transport._channels.get(self.chan.get_id()) is not self.chan:  # refused
+            # paramiko keeps a refusal for the next `get_exception()`, which would report it as another open's:
+            # taken here, when it is a refusal (a dead link's exception is left for the commands it cut).
+            if isinstance(transport.saved_exception, paramiko.ChannelException):
+                transport.get_exception()
             return None
         return self.chan
 
@@ -311,7 +319,9 @@ class _Spare:
 
 def _send_exec(chan: Any, script: str) -> Literal["sent", "channel closed", "link down"]:
     """paramiko's `exec_command` up to its wait for sshd's answer (`chan._wait_for_event()`, the caller's), saying
-    whether the request left: not on a closed channel, nor when the link refused the bytes."""
+    whether the request left: not on a closed channel, nor when the socket refused the bytes ("link down"; a send
+    that failed otherwise on a link paramiko still calls active, e.g. a key exchange that timed out, is "channel
+    closed": not sent, and no reason to cut the other commands on that link)."""
     import paramiko
     from paramiko.common import cMSG_CHANNEL_REQUEST
     from paramiko.message import Message
@@ -327,8 +337,10 @@ def _send_exec(chan: Any, script: str) -> Literal["sent", "channel closed", "lin
     chan._event_pending()
     try:
         chan.transport._send_user_message(m)
-    except (OSError, EOFError, paramiko.SSHException):
+    except (OSError, EOFError):
         return "link down"
+    except paramiko.SSHException:
+        return "channel closed" if chan.transport.is_active() else "link down"
     return "sent"
 
 
@@ -421,12 +433,18 @@ class SSHTransport:
             return conn
 
     def _probe(self, conn: _Connection) -> bool:
+        import paramiko
+
         try:
             chan = conn.transport.open_session(timeout=5)
             chan.exec_command("true")
             ok = chan.status_event.wait(5) and chan.recv_exit_status() == 0
             chan.close()
             return bool(ok)
+        except paramiko.ChannelException:
+            # sshd refused the channel (MaxSessions: a long command, and the one opened ahead, hold sessions): it
+            # answered, so the link is alive, and closing it would cut the commands running on it.
+            return True
         except Exception:
             return False
 
@@ -589,14 +607,18 @@ class SSHTransport:
         dead: _Connection | None = None
         for reconnect in (False, True):
             conn = self.connection(host, replacing=dead)
-            if (spare := conn.take_spare()) is not None:  # it holds a slot: taken with it
-                if (chan := spare.ready(conn.transport)) is not None:
-                    return conn, chan
-                # Refused (paramiko logs it, as it does any refused open) or closed: not again on this link.
-                conn.ahead = False
-                spare.discard()
-                conn.slots.release()
-            conn.slots.acquire()
+            # A slot, or the channel opened ahead, which holds one: while every slot is taken, a command running on
+            # one may open the next channel with the slot another one frees, so a waiting command looks again.
+            while True:
+                if (spare := conn.take_spare()) is not None:
+                    if (chan := spare.ready(conn.transport)) is not None:
+                        return conn, chan
+                    # Refused (paramiko logs it, as any refused open), closed, or its link gone: not again here.
+                    conn.ahead = False
+                    spare.discard()
+                    conn.slots.release()
+                if conn.slots.acquire(timeout=0.05):
+                    break
             for attempt in range(6):
                 try:
                     chan = conn.transport.open_session(timeout=CONNECT_TIMEOUT, max_packet_size=MAX_PACKET)
@@ -640,7 +662,8 @@ class SSHTransport:
                 chan.close()
             conn.slots.release()
             if again:
-                raise TransportError(f"{conn.endpoint.label()}: connection lost and the command could not be sent")
+                why = "connection lost" if sent == "link down" else "sshd closed its channel"
+                raise TransportError(f"{conn.endpoint.label()}: {why} twice before the command could be sent")
         raise AssertionError("unreachable")
 
     def _exec(

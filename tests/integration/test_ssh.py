@@ -408,6 +408,33 @@ def test_a_channel_opened_ahead_on_a_link_that_died_since_is_not_trusted(ssh_tra
     assert spare.chan.exit_status == -1  # it never ran anything
 
 
+def test_a_request_that_could_not_leave_goes_once_on_a_new_connection_and_runs_once(ssh_transport, sshd):
+    # The deterministic form of the above: the socket refuses the exec request's bytes before paramiko's reading
+    # thread could know the link is gone. Nothing reached sshd, so the request goes again, on a new link, once.
+    host = sshd.host(name="ahead-refused-bytes")
+    assert ssh_transport.run(host, "true", timeout=10).ok
+    conn = ssh_transport._pool["ahead-refused-bytes"]
+    transport = conn.transport
+    real = transport._send_user_message
+    refused: list[bytes] = []
+
+    def refuse_once(m):
+        if not refused:
+            refused.append(m.asbytes())
+            raise OSError(32, "Broken pipe")
+        return real(m)
+
+    transport._send_user_message = refuse_once
+    r = ssh_transport.run(host, "echo ran >> runs.txt; cat runs.txt", timeout=10)
+    assert r.ok and r.stdout_tail == "ran\n", r.error  # ran, and once
+    assert refused and b"exec" in refused[0]
+    assert ssh_transport._pool["ahead-refused-bytes"] is not conn and conn.broken
+
+
+def slots_free(conn) -> int:
+    return conn.slots._value + (1 if conn.spare is not None else 0)  # a channel opened ahead holds one
+
+
 def test_a_channel_opened_ahead_that_was_closed_since_is_not_used(ssh_transport, sshd):
     host = sshd.host(name="ahead-closed")
     assert ssh_transport.run(host, "true", timeout=10).ok
@@ -420,6 +447,7 @@ def test_a_channel_opened_ahead_that_was_closed_since_is_not_used(ssh_transport,
     assert ssh_transport._pool["ahead-closed"] is conn  # the link was sound: kept
     assert conn.spare is None and not conn.ahead  # and no more channels ahead on it
     assert [ssh_transport.run(host, f"echo {i}", timeout=10).stdout_tail for i in range(3)] == ["0\n", "1\n", "2\n"]
+    assert slots_free(conn) == 4  # the discarded channel's slot came back
 
 
 def test_a_server_allowing_one_session_refuses_the_channel_ahead_and_every_command_still_runs(tmp_path):
@@ -432,6 +460,7 @@ def test_a_server_allowing_one_session_refuses_the_channel_ahead_and_every_comma
         conn = t._pool[host.name]
         assert not conn.ahead and conn.spare is None  # refused once, not asked again on this link
         assert conn.transport.saved_exception is None  # the refusal is not left for another open to report
+        assert slots_free(conn) == 4
         t.close()
     finally:
         server.stop()
@@ -459,3 +488,50 @@ def test_never_more_channels_than_the_pool_allows_with_one_opened_ahead(ssh_tran
         watcher.join()
     assert [r.stdout_tail for r in results] == [f"{i}\n" for i in range(16)]
     assert max(most) <= 4  # CHANNELS_PER_CONNECTION, the spare included
+    assert slots_free(conn) == 4
+
+
+def test_a_connection_closed_while_a_command_takes_its_channel_opened_ahead_gives_a_result(ssh_transport, sshd):
+    # Another thread closes the pooled connection (SSHTransport.close) between this command finding the connection
+    # and taking the channel opened ahead on it: paramiko's client then has no transport at all.
+    host = sshd.host(name="ahead-closing")
+    assert ssh_transport.run(host, "true", timeout=10).ok
+    conn = ssh_transport._pool["ahead-closing"]
+    assert conn.spare is not None
+    real = ssh_transport.connection
+
+    def closed_under_us(h, **kw):
+        found = real(h, **kw)
+        if found is conn:
+            conn.close()
+        return found
+
+    ssh_transport.connection = closed_under_us
+    r = ssh_transport.run(host, "echo after", timeout=10)
+    ssh_transport.connection = real
+    assert r.error is not None or r.stdout_tail == "after\n"  # a result either way, never a traceback
+    assert ssh_transport.run(host, "echo next", timeout=10).stdout_tail == "next\n"
+
+
+def test_the_idle_probe_takes_a_refused_channel_for_a_live_link(tmp_path):
+    # MaxSessions 2: a command running past the idle probe's minute holds one session, the channel opened ahead the
+    # other; the probe's own channel is refused. That is an answer: the link must not be closed under the command.
+    server = harness.start(extra_config="MaxSessions 2")
+    try:
+        t = SSHTransport(ArtifactStore(tmp_path / "artifacts"), KnownHosts([server.known_hosts], None), session="p")
+        host = server.host()
+        assert t.run(host, "true", timeout=10).ok
+        conn = t._pool[host.name]
+        long = threading.Thread(target=lambda: results.append(t.run(host, "sleep 2; echo long", timeout=20)))
+        results: list = []
+        long.start()
+        deadline = time.monotonic() + 10
+        while conn.spare is None and time.monotonic() < deadline:  # the long command runs, its spare is open
+            time.sleep(0.01)
+        assert conn.spare is not None and conn.spare.ready(conn.transport) is not None
+        assert t._probe(conn)  # refused, and still alive
+        long.join()
+        assert results and results[0].stdout_tail == "long\n"
+        t.close()
+    finally:
+        server.stop()
