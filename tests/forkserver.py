@@ -40,7 +40,9 @@ import sys
 import threading
 from typing import Any
 
-# What every graph-building command imports: the CLI and the graph with its checkpointers.
+# What every graph-building command imports: the CLI and the graph with its checkpointers. And the Anthropic SDK,
+# which every command with the Claude brain imports (~0.7 s of CPU each, a few dozen commands a suite; ~0.7 s once
+# for each worker's server).
 PRELOAD = (
     "agent.cli",
     "agent.graph",
@@ -48,12 +50,14 @@ PRELOAD = (
     "agent.run.create",
     "agent.run.checkpoints",
     "langgraph.checkpoint.sqlite",
+    "anthropic",
 )
 # Modules that read the environment when imported: a child imports them again under its own environment.
 REIMPORT = ("agent.crashpoints",)
-# What the interpreter reads from the environment as it starts (a forked child could not honour a change).
+# What the interpreter reads from the environment as it starts (a forked child could not honour a change), and what
+# a preloaded module read as it was imported (the SDK sets its logging up from ANTHROPIC_LOG).
 STARTUP_PREFIXES = ("PYTHON", "LC_")
-STARTUP_NAMES = ("LANG", "LANGUAGE", "TZ")
+STARTUP_NAMES = ("LANG", "LANGUAGE", "TZ", "ANTHROPIC_LOG")
 MAX_REQUEST = 8 << 20
 
 

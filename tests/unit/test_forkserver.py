@@ -62,10 +62,13 @@ def test_a_forked_command_prints_and_exits_as_a_new_interpreter_does(args: tuple
     assert (forked.returncode, forked.stdout, forked.stderr) == (fresh.returncode, fresh.stdout, fresh.stderr)
 
 
-def test_an_environment_the_interpreter_reads_at_start_gets_a_new_interpreter(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name, value", [("PYTHONIOENCODING", "latin-1"), ("ANTHROPIC_LOG", "debug")])
+def test_an_environment_read_at_start_or_by_a_preloaded_import_gets_a_new_interpreter(
+    name: str, value: str, tmp_path: Path
+) -> None:
     log = server_log()
     before = log.read_text().count("refused: ")
-    r = run([*SIGNOFF, "schema", "policy"], tmp_path, PYTHONIOENCODING="latin-1")
+    r = run([*SIGNOFF, "schema", "policy"], tmp_path, **{name: value})
     assert r.returncode == 0 and json.loads(r.stdout)
     assert log.read_text().count("refused: ") == before + 1
 
