@@ -273,7 +273,7 @@ class _Connection:
 
     def open_spare(self) -> None:
         """Open the next command's channel now, if a slot is free and the connection is sound: the open's round trip
-        (~0.4 ms of a pooled `true`'s ~6, bench/ssh_latency.py) then happens while signoff does something else."""
+        (~0.4 ms of a pooled `true`'s ~6, bench/ssh_latency.py) then happens while the host runs this command."""
         if not self.slots.acquire(blocking=False):
             return
         spare = None
@@ -662,8 +662,8 @@ class SSHTransport:
                 chan.close()
             conn.slots.release()
             if again:
-                why = "connection lost" if sent == "link down" else "sshd closed its channel"
-                raise TransportError(f"{conn.endpoint.label()}: {why} twice before the command could be sent")
+                why = "connection lost" if sent == "link down" else "sshd closed the channel"
+                raise TransportError(f"{conn.endpoint.label()}: {why}; the command was not sent (two channels tried)")
         raise AssertionError("unreachable")
 
     def _exec(
