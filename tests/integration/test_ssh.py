@@ -514,24 +514,51 @@ def test_a_connection_closed_while_a_command_takes_its_channel_opened_ahead_give
 
 
 def test_the_idle_probe_takes_a_refused_channel_for_a_live_link(tmp_path):
-    # MaxSessions 2: a command running past the idle probe's minute holds one session, the channel opened ahead the
-    # other; the probe's own channel is refused. That is an answer: the link must not be closed under the command.
+    # MaxSessions 2: a command running past the idle probe's minute holds one session, the channel opened ahead (or,
+    # if sshd had not freed a session yet when it was asked for, one this test opens) the other; the probe's own
+    # channel is refused. That is an answer: the link must not be closed under the command.
+    import paramiko
+
     server = harness.start(extra_config="MaxSessions 2")
     try:
         t = SSHTransport(ArtifactStore(tmp_path / "artifacts"), KnownHosts([server.known_hosts], None), session="p")
         host = server.host()
         assert t.run(host, "true", timeout=10).ok
         conn = t._pool[host.name]
-        long = threading.Thread(target=lambda: results.append(t.run(host, "sleep 2; echo long", timeout=20)))
+        started = threading.Event()
         results: list = []
-        long.start()
-        deadline = time.monotonic() + 10
-        while conn.spare is None and time.monotonic() < deadline:  # the long command runs, its spare is open
-            time.sleep(0.01)
-        assert conn.spare is not None and conn.spare.ready(conn.transport) is not None
-        assert t._probe(conn)  # refused, and still alive
-        long.join()
-        assert results and results[0].stdout_tail == "long\n"
+
+        def long_command() -> None:
+            results.append(
+                t.run(host, "echo started; sleep 3; echo long", timeout=30, on_line=lambda s, line: started.set())
+            )
+
+        runner = threading.Thread(target=long_command)
+        runner.start()
+        assert started.wait(20)
+        transport = conn.transport
+        deadline = time.monotonic() + 20
+        extra = []
+        while sum(1 for c in transport._channels.values() if c.active and not c.closed) < 2:
+            assert time.monotonic() < deadline, "sshd never gave the second session"
+            try:
+                extra.append(transport.open_session(timeout=5))
+            except paramiko.ChannelException:  # sshd frees a session lazily
+                time.sleep(0.05)
+        refused: list[bool] = []
+        real_open = transport.open_session
+
+        def recording(*args, **kwargs):
+            try:
+                return real_open(*args, **kwargs)
+            except paramiko.ChannelException:
+                refused.append(True)
+                raise
+
+        transport.open_session = recording
+        assert t._probe(conn) and refused  # refused, and taken for a live link
+        runner.join()
+        assert results and results[0].stdout_tail == "started\nlong\n", results and results[0].error
         t.close()
     finally:
         server.stop()
