@@ -364,8 +364,7 @@ def _open_ahead(transport: Any) -> _Spare | None:
             m.add_int(window)
             m.add_int(packet)
             chan: Any = Channel(chanid)  # the stubs leave out the two setters open_channel calls
-            pipe = _bytes_pipe_class()
-            chan.in_buffer, chan.in_stderr_buffer = pipe(), pipe()  # before any data arrives
+            _bytearray_buffers(chan)
             transport._channels.put(chanid, chan)
             transport.channel_events[chanid] = event = threading.Event()
             transport.channels_seen[chanid] = True
@@ -622,8 +621,7 @@ class SSHTransport:
             for attempt in range(6):
                 try:
                     chan = conn.transport.open_session(timeout=CONNECT_TIMEOUT, max_packet_size=MAX_PACKET)
-                    pipe = _bytes_pipe_class()
-                    chan.in_buffer, chan.in_stderr_buffer = pipe(), pipe()  # before any data arrives
+                    _bytearray_buffers(chan)
                     return conn, chan
                 except paramiko.ChannelException:
                     time.sleep(0.05 * 2**attempt)  # "no more sessions": sshd frees slots lazily
@@ -816,6 +814,12 @@ class SSHTransport:
             conns, self._pool = list(self._pool.values()), {}
         for conn in conns:
             conn.close()
+
+
+def _bytearray_buffers(chan: Any) -> None:
+    """A channel's two read buffers on `_bytes_pipe_class`: set before any data arrives on it."""
+    pipe = _bytes_pipe_class()
+    chan.in_buffer, chan.in_stderr_buffer = pipe(), pipe()
 
 
 @functools.cache
