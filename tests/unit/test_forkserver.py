@@ -153,3 +153,62 @@ def test_a_server_whose_worker_died_ends_and_leaves_nothing_behind(tmp_path: Pat
     while work.exists() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not work.exists()
+
+
+# A command module for the ending's tests: what it does is chosen by its argument.
+ENDING_MODULE = """
+import atexit, pathlib, sys, threading, time
+marks = pathlib.Path(sys.argv[2])
+def mark(text):
+    with marks.open("a") as fh:
+        fh.write(text + "\\n")
+def late_thread():
+    time.sleep(0.3)
+    mark("thread")
+threading.Thread(target=late_thread).start()  # not a daemon: the interpreter waits for it at exit
+atexit.register(mark, "atexit")
+sys.stdout.write("unflushed output")  # a pipe's buffer: written out only at exit
+what = sys.argv[1]
+if what == "exit-3":
+    sys.exit(3)
+if what == "exit-message":
+    sys.exit("ended with a message")
+if what == "raise":
+    raise RuntimeError("uncaught")
+"""
+
+
+@pytest.mark.parametrize(
+    ("what", "code", "stderr"),
+    [("return", 0, ""), ("exit-3", 3, ""), ("exit-message", 1, "ended with a message"), ("raise", 1, "RuntimeError")],
+)
+def test_a_forked_command_ends_as_the_interpreter_would_without_tearing_its_modules_down(
+    what: str, code: int, stderr: str, tmp_path: Path
+) -> None:
+    (tmp_path / "ending_probe.py").write_text(ENDING_MODULE)
+    marks = tmp_path / "marks"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # stdout buffered, as on a pipe by default
+    as_interpreter = subprocess.run(
+        [sys.executable, "-m", "ending_probe", what, str(marks)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    expected_marks = marks.read_text()
+    marks.unlink()
+    # The fork server's child: `command` runs the module as `python -m` does, `end` ends the process.
+    driver = (
+        f"import sys; sys.path[:0] = [{str(tmp_path)!r}, {str(ROOT)!r}]; "
+        "from tests.forkserver import command, end; "
+        f"sys.argv = ['-m', {what!r}, {str(marks)!r}]; end(command('ending_probe'))"
+    )
+    forked = subprocess.run(
+        [sys.executable, "-c", driver], cwd=tmp_path, capture_output=True, text=True, timeout=60, env=env
+    )
+    expected = (code, "unflushed output")
+    assert (forked.returncode, forked.stdout) == (as_interpreter.returncode, as_interpreter.stdout) == expected
+    assert stderr in forked.stderr and stderr in as_interpreter.stderr
+    # the non-daemon thread was waited for, then the atexit handlers ran: in the interpreter's order
+    assert marks.read_text() == expected_marks == "thread\natexit\n"
