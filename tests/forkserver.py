@@ -5,7 +5,7 @@ directory, environment and exit status. What a new interpreter spends first, tho
 0.8 s of CPU for a command that builds the graph (LangGraph → langchain_core → langsmith), paid by several
 hundred processes per suite. This server imports once (and compiles the graph once) and forks per command, so a
 command starts in a few milliseconds with nothing shared but the modules' code and the compiled graph. It ends as
-the interpreter would, less the teardown of its modules (`end`), which in a forked child cost more than the command.
+the interpreter would, less the teardown of its modules (`end`), in a forked child dearer than a short command.
 
 Run as `python -m tests.forkserver SOCKET WORKER_PID`; it ends with its worker.
 
