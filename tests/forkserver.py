@@ -44,7 +44,9 @@ from typing import Any
 
 # What every graph-building command imports: the CLI and the graph with its checkpointers. And the Anthropic SDK,
 # which every command with the Claude brain imports (~0.7 s of CPU each, a few dozen commands a suite; ~0.7 s once
-# for each worker's server).
+# for each worker's server). And what a run, resume or decide imports as it goes (110 modules, ~45 ms of CPU each
+# time): rich for the console report, rapidfuzz for the one-line reader, cryptography for the journal head's
+# signature. None of them reads the environment as it is imported; their consoles and keys are made per call.
 PRELOAD = (
     "agent.cli",
     "agent.graph",
@@ -53,6 +55,15 @@ PRELOAD = (
     "agent.run.checkpoints",
     "langgraph.checkpoint.sqlite",
     "anthropic",
+    "agent.report.console",
+    "tools.terminal",
+    "rapidfuzz.distance",
+    "rapidfuzz.fuzz",
+    "rapidfuzz.process",
+    "rapidfuzz.utils",
+    "cryptography.exceptions",
+    "cryptography.hazmat.primitives.serialization",
+    "cryptography.hazmat.primitives.asymmetric.ed25519",
 )
 # Modules that read the environment when imported: a child imports them again under its own environment.
 REIMPORT = ("agent.crashpoints",)
