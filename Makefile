@@ -41,8 +41,9 @@ $(BIN)/python:
 # default mode's import hook costs every Python process in the venv ~11 ms at start, and the tests start
 # thousands of them (every simulated benchmark run is one). A setuptools without compat gets the default.
 # uv installs the same versions from the same registry as pip, with the bytecode compiled on both cores: a fresh
-# clone's install took 28 s with pip (after pip's own upgrade) and 9 s with uv (2026-12-07). Where uv cannot be
-# had or fails, pip does it as before.
+# clone's `make .venv/.installed-dev` (the venv made, then everything installed) took 28 s with pip, after pip's own
+# upgrade, and 12 s with uv, uv's own install included (2026-12-07). Where uv cannot be had or fails, pip does it
+# as before.
 define install_editable
 { $(BIN)/python -m pip install --quiet uv 2>/dev/null \
   && $(BIN)/python -m uv pip install --quiet --python $(BIN)/python --compile-bytecode -e '$(1)' -C editable_mode=compat; } \
