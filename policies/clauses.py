@@ -421,7 +421,7 @@ def _the_rest(parts: list[str], grammar: Grammar) -> list[str]:
             continue
         if any(_NEGATOR.match(_CONNECTOR.sub("", p)) for j, p in enumerate(parts) if j != i):
             raise DecisionError(f"{part!r}: the rest of which? a 'not' beside it leaves that open; name them")
-        named = set().union(*(grammar.mentions(p) for j, p in enumerate(parts) if j != i))
+        named = set[int]().union(*(grammar.mentions(p) for j, p in enumerate(parts) if j != i))
         rest = [o for o in grammar.open if o not in named]
         if named and rest:
             out[i] = _REST.sub(" and ".join(map(str, rest)), part)
@@ -574,7 +574,7 @@ def _check_remarks(text: str, remarks: list[str], decision: Decision, grammar: G
     the cleanup is mine"). Beside a decision that does not go ahead, a remark may say anything that holds no verb,
     negation, condition, reference or correction."""
     ahead = decision.action in (*GO_AHEAD, "select")
-    own = set(decision.targets) | ({grammar.gate_option} if grammar.gate_option is not None else set())
+    own = set(decision.targets) | ({grammar.gate_option} if grammar.gate_option is not None else set[int]())
     if grammar.kind in ("plan", "triage"):
         own |= set(grammar.options) - set(grammar.open)  # "tbo was a long shot": a no-go option is not chosen
     if decision.action in ("stop", "ask", "reject"):
@@ -693,7 +693,7 @@ def _check_remarks(text: str, remarks: list[str], decision: Decision, grammar: G
             # "skip it, I'll take the risk": a reason to go ahead, beside a decision that does not
             raise DecisionError(f"{text!r}: {remark!r} argues for going ahead, not for {decision.action}; say which")
         if ahead and not gate_reason:
-            calm = _CALM | grammar.words_of(sorted(own)) | (_NAMING if mentioned else set())
+            calm = _CALM | grammar.words_of(sorted(own)) | (_NAMING if mentioned else set[str]())
             if grammar.kind == "goal" and _miss_is_noise(remark):
                 # "take it, 19.8 vs 20 is noise", "19.8 is within noise": the miss is noise. "accept it, the gain is
                 # noise" says the gain itself is not real, which argues against accepting it as the goal

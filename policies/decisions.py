@@ -995,7 +995,7 @@ def _try_here(kind: GateKind) -> str:
         return f"this gate asks {_EITHER_OR[kind]}"
     if kind == "command":  # its numbers are the listed commands'
         return "try: approve, approve 1, approve all but 3, reject, stop"
-    fits = []
+    fits: list[str] = []
     for line in EXAMPLES:
         try:
             parse_decision(line, kind=kind, options=(1, 2, 3), suggest=False)

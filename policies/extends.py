@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -132,9 +132,9 @@ def _plain(value: Any) -> Any:
     if hasattr(value, "model_dump"):
         return value.model_dump(mode="json", exclude_unset=False)
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
+        return {k: _plain(v) for k, v in cast(dict[Any, Any], value).items()}
     if isinstance(value, list):
-        return [_plain(v) for v in value]
+        return [_plain(v) for v in cast(list[Any], value)]
     return value
 
 

@@ -8,7 +8,7 @@ default that stands in for a fact older gates did not record — is derived from
 from __future__ import annotations
 
 import types
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Any, Literal, Union, cast, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.fields import FieldInfo
@@ -222,7 +222,7 @@ def _spec(name: str, info: FieldInfo) -> FactSpec:
     enum: list[str] | None = None
     if get_origin(annotation) is Literal:
         enum = [str(v) for v in get_args(annotation)]
-        annotation = type(get_args(annotation)[0])
+        annotation = cast(Any, type(get_args(annotation)[0]))
     if get_origin(annotation) in (Union, types.UnionType) or annotation not in _CEL_TYPES:
         raise TypeError(f"fact {name}: {annotation!r} has no CEL type (bool, int, float, str or a Literal of str)")
     default = None if info.default is PydanticUndefined else info.default

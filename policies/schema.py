@@ -348,7 +348,7 @@ class Policy:
         self.rules: dict[GateKind, list[CompiledRule]] = {}
         seen_ids: dict[str, int] = {}
         for kind, gate in model.gates.items():
-            compiled = []
+            compiled: list[CompiledRule] = []
             if gate.on_error not in FAIL_CLOSED[kind]:
                 raise source.error(
                     ("gates", kind, "on_error"),

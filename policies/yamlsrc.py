@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -44,14 +44,19 @@ CACHED_CHARS = 256 * 1024
 
 @functools.lru_cache(maxsize=8)
 def _composed(text: str) -> yaml.Node | None:
-    return yaml.compose(text, Loader=yaml.SafeLoader)
+    return _yaml_compose(text)
+
+
+def _yaml_compose(text: str) -> yaml.Node | None:
+    # typeshed's PyYAML stubs leave `stream` unannotated, so to a strict checker the call is partly unknown
+    return yaml.compose(text, Loader=yaml.SafeLoader)  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
 
 
 def _compose(text: str, path: Path) -> yaml.Node | None:
     if len(text) > MAX_BYTES:
         raise SourceError(path, None, f"is {len(text):,} characters; at most {MAX_BYTES:,} are read")
     try:
-        return _composed(text) if len(text) <= CACHED_CHARS else yaml.compose(text, Loader=yaml.SafeLoader)
+        return _composed(text) if len(text) <= CACHED_CHARS else _yaml_compose(text)
     except RecursionError:
         raise SourceError(path, None, f"is nested too deeply (at most {MAX_DEPTH} levels)") from None
     # Duplicate keys are caught while building (PyYAML itself silently keeps the last one).
@@ -102,7 +107,8 @@ def _build(node: yaml.Node, loc: Loc, lines: dict[Loc, int], path: Path, budget:
     if isinstance(node, yaml.SequenceNode):
         return [_build(item, (*loc, i), lines, path, budget) for i, item in enumerate(node.value)]
     try:
-        return budget.constructor.construct_object(node, deep=True)
+        # typeshed leaves `node` unannotated here too (see _yaml_compose)
+        return budget.constructor.construct_object(node, deep=True)  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
     except (yaml.YAMLError, ValueError, TypeError, OverflowError) as exc:
         # e.g. `2026-13-45` looks like a timestamp to YAML and fails to build as one
         raise SourceError(path, node.start_mark.line + 1, f"invalid value {node.value!r}: {exc}") from None
@@ -150,7 +156,7 @@ class YamlSource:
         if not isinstance(self.data, dict):
             raise SourceError(self.path, 1, "expected a mapping at the top level")
         try:
-            return model.model_validate(self.data)
+            return model.model_validate(cast(dict[str, Any], self.data))
         except ValidationError as exc:
             raise self.from_validation(exc) from None
 
