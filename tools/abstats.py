@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from typing import Literal, NamedTuple, TypedDict
+from typing import Literal, NamedTuple, TypedDict, cast
 
 from pydantic import BaseModel
 
@@ -341,10 +341,14 @@ def analyse(
     if invalid:
         reasons.append(f"{invalid} run(s) excluded as invalid")
     # Orientation: a positive effect always means "better", whatever the metric's direction.
-    ratios = [
-        (b.value / a.value) if higher_is_better else (a.value / b.value)  # type: ignore[operator]
-        for a, b in complete
-    ]
+    # A valid run has a value, which the checker cannot see: the ignored division would leave the list unknown.
+    ratios = cast(
+        list[float],
+        [
+            (b.value / a.value) if higher_is_better else (a.value / b.value)  # type: ignore[operator]
+            for a, b in complete
+        ],
+    )
     a_mean = statistics.fmean(a.value for a, _ in complete) if complete else None  # type: ignore[misc]
     b_mean = statistics.fmean(b.value for _, b in complete) if complete else None  # type: ignore[misc]
     base = _Shared(

@@ -126,12 +126,16 @@ _SKIPPED = {"comment", "variable_name", "heredoc_start", "heredoc_end", "file_de
 # Parameter expansions that only substitute text: no assignment, no evaluation of the value.
 _PLAIN_EXPANSION_OPS = {":-", "-", ":+", "+", ":?", "?", "#", "##", "%", "%%"}
 # Builtins that take variable *names*, and so evaluate an array subscript written in one.
-_NAME_TAKING = {"read", "mapfile", "readarray", "getopts", "wait", "declare", "typeset", "local", "export"}
-_NAME_TAKING |= {"readonly", "unset", "printf"}
+_NAME_TAKING = {
+    *("read", "mapfile", "readarray", "getopts", "wait", "declare", "typeset", "local", "export"),
+    *("readonly", "unset", "printf"),
+}
 _SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "posh"}
 # Builtins and programs that can run a string or stream (see _Walker.evaluating).
-_EVALUATING = {"trap", "alias", "mapfile", "readarray", "hash", "enable", "declare", "typeset", "local"}
-_EVALUATING |= {"source", ".", "env", "script", "fc", "complete", "bind"}
+_EVALUATING = {
+    *("trap", "alias", "mapfile", "readarray", "hash", "enable", "declare", "typeset", "local"),
+    *("source", ".", "env", "script", "fc", "complete", "bind"),
+}
 # A script "file" that is a stream: what it holds is never seen.
 _STREAM = re.compile(r"^(-|/dev/stdin|/dev/fd/\d+|/proc/self/fd/\d+|<\(.*)$")
 # Wrappers that run their arguments as a command, and the options of each that take a value (so the
@@ -292,7 +296,7 @@ class _Walker:
             return False
         # Pushed, not walked here: `eval` and `sh -c` scripts are found while the stack is being run;
         # reversed so that the first chunk's findings come first.
-        trees = []
+        trees: list[tuple[Node, bytes]] = []
         for chunk in chunks:
             root = _parser().parse(chunk).root_node
             if root.has_error:
@@ -1029,7 +1033,7 @@ def _alternation(globs: Sequence[str]) -> re.Pattern[str] | None:
 
 @functools.lru_cache(maxsize=64)
 def _compiled(patterns: tuple[str, ...]) -> _Patterns:
-    forms = []
+    forms: list[tuple[str, tuple[str, ...], tuple[str, ...] | None]] = []
     for pattern in patterns:
         p_long, p_without = _normal_forms(pattern.split())
         # A long option the pattern does not mention (`--no-preserve-root`) must not get a command

@@ -135,7 +135,8 @@ class MockTransport:
         self.closed = True
 
     @staticmethod
-    def _as_result(request: CommandRequest, answer: CommandResult | str | int) -> CommandResult:
+    def _as_result(request: CommandRequest, answer: object) -> CommandResult:
+        # `object`: a handler is typed to return a CommandResult, stdout or an exit code, but this checks what it did
         if isinstance(answer, CommandResult):
             return answer
         if isinstance(answer, str):

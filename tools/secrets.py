@@ -95,7 +95,7 @@ class Redactor:
 
     def stream(self) -> StreamRedactor:
         """A redactor for one output stream, fed in chunks as they are read."""
-        return StreamRedactor(self)
+        return StreamRedactor(self._bytes, self._longest, self._starts)
 
     def __bool__(self) -> bool:
         return self._pattern is not None
@@ -109,11 +109,12 @@ class StreamRedactor:
     be the start of one passes at once (a progress line is not kept back waiting for more output).
     """
 
-    def __init__(self, redactor: Redactor) -> None:
-        # A snapshot: a secret added later must not change how this stream's held-back tail is read.
-        self._pattern = redactor._bytes
-        self._longest = redactor._longest
-        self._starts = redactor._starts
+    def __init__(self, pattern: re.Pattern[bytes] | None, longest: int, starts: dict[int, list[bytes]]) -> None:
+        # A snapshot of the redactor's (`Redactor.stream`): a secret added later must not change how this stream's
+        # held-back tail is read. `add` replaces those three, never changes them in place.
+        self._pattern = pattern
+        self._longest = longest
+        self._starts = starts
         self._first = re.compile(b"[" + b"".join(re.escape(bytes([b])) for b in self._starts) + b"]")
         self._carry = b""
 

@@ -114,7 +114,7 @@ def log_ratios(runs: Sequence[BenchRun], *, higher_is_better: bool = True) -> li
     by_pair: dict[int, dict[str, BenchRun]] = {}
     for run in runs:
         by_pair.setdefault(run.pair, {})[run.arm] = run
-    out = []
+    out: list[float] = []
     for _, p in sorted(by_pair.items()):
         a, b = p.get("A"), p.get("B")
         if a and b and a.valid and b.valid and a.value and b.value and a.value > 0 and b.value > 0:

@@ -77,8 +77,10 @@ def unescape_double(raw: str) -> str:
     return "".join(out)
 
 
-_C_ESCAPES = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
-_C_ESCAPES |= {"v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
+_C_ESCAPES = {
+    **{"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"},
+    **{"v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"},
+}
 
 
 def decode_ansi_c(body: str) -> str:

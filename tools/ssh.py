@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from tools.artifacts import ArtifactStore
 from tools.output import LineCallback, StreamSink
@@ -132,7 +132,7 @@ def resolve(host: Host, *, environ: Mapping[str, str] | None = None, ssh_config:
 def _as_list(value: Any) -> list[str]:
     if value is None:
         return []
-    return value if isinstance(value, list) else [value]
+    return cast(list[str], value) if isinstance(value, list) else [value]
 
 
 def _ssh_config(alias: str, config_file: str | None = None) -> dict[str, Any]:
@@ -199,7 +199,7 @@ class KnownHosts:
 
         if not path.exists():
             return
-        kept = []
+        kept: list[str] = []
         for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
             if line.lstrip().startswith(("@cert-authority", "@revoked")):
                 self.warnings.append(f"{path}:{number}: {line.split()[0]} lines are not supported; ignored")

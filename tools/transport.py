@@ -6,6 +6,7 @@ server or benchmark client never returns by itself (vLLM and SGLang clients wait
 
 from __future__ import annotations
 
+import io
 import math
 import os
 import select
@@ -340,7 +341,8 @@ def finish(
     )
 
 
-def _pump(stream, sink: StreamSink) -> None:
+def _pump(stream: io.BufferedReader, sink: StreamSink) -> None:
+    # Popen's pipes with the default buffering: a BufferedReader, whose read1 returns what one read(2) gave
     for chunk in iter(lambda: stream.read1(65536), b""):
         sink.feed(chunk)
     stream.close()

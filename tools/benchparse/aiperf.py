@@ -16,7 +16,7 @@ e2e ← `request_latency`.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 from tools.benchparse.jsondoc import integer, json_document, num, obj
 from tools.benchparse.record import BenchParseError, BenchRecord
@@ -106,8 +106,8 @@ def _latencies(data: dict[str, Any]) -> dict[str, float]:
 
 def _errors(summary: object) -> list[str]:
     """`error_summary`: [{error_details: {code, type, message}, count}] → "5× 500 Internal Server Error: …"."""
-    out = []
-    for entry in summary[:10] if isinstance(summary, list) else []:
+    out: list[str] = []
+    for entry in cast(list[Any], summary)[:10] if isinstance(summary, list) else []:
         details = obj(entry, "error_details")
         words = " ".join(str(details[k]) for k in ("code", "type") if details.get(k) is not None)
         message = str(details.get("message") or "")[:300]
@@ -119,7 +119,11 @@ def _profiling_phase(config: dict[str, Any]) -> dict[str, Any]:
     """The load settings of the measured phase: `phases[kind=profiling]` (current AIPerf) or `loadgen` (older)."""
     phases = config.get("phases")
     if isinstance(phases, list):
-        measured = [p for p in phases if isinstance(p, dict) and p.get("kind", "profiling") == "profiling"]
+        measured: list[dict[str, Any]] = [
+            p
+            for p in cast(list[Any], phases)
+            if isinstance(p, dict) and cast(dict[str, Any], p).get("kind", "profiling") == "profiling"
+        ]
         return measured[-1] if measured else {}
     return obj(config, "loadgen")
 

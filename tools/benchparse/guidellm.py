@@ -18,7 +18,7 @@ vLLM's TPOT and is not mapped. Statistics are over successful requests.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 from tools.benchparse.jsondoc import integer, json_document, num, obj
 from tools.benchparse.record import BenchParseError, BenchRecord
@@ -39,6 +39,7 @@ def parse_guidellm(text: str, expected: int | None) -> BenchRecord:
     benchmarks = report.get("benchmarks")
     if not isinstance(benchmarks, list):
         raise BenchParseError("not a GuideLLM report: no 'benchmarks' list")
+    benchmarks = cast(list[Any], benchmarks)
     version = obj(report, "metadata").get("version")
     if version != SCHEMA_VERSION:
         raise BenchParseError(
@@ -57,6 +58,7 @@ def parse_guidellm(text: str, expected: int | None) -> BenchRecord:
     bench = benchmarks[0]
     if not isinstance(bench, dict):
         raise BenchParseError("the GuideLLM report's benchmark is not an object")
+    bench = cast(dict[str, Any], bench)
     metrics = obj(bench, "metrics")
     totals = obj(metrics, "request_totals")
     successful, errored, incomplete = (integer(totals, k) for k in ("successful", "errored", "incomplete"))
@@ -111,7 +113,7 @@ def _percentile(label: str) -> str | None:
 def _errors(bench: dict[str, Any]) -> list[str]:
     """Error texts of the errored requests the report kept (GuideLLM samples requests, so maybe not all)."""
     errored = obj(bench, "requests").get("errored")
-    texts = [obj(r, "info").get("error") for r in errored[:200]] if isinstance(errored, list) else []
+    texts = [obj(r, "info").get("error") for r in cast(list[Any], errored)[:200]] if isinstance(errored, list) else []
     return list(dict.fromkeys(t[:300] for t in texts if isinstance(t, str) and t))[:10]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, cast
 
 from tools.benchparse.record import BenchParseError
 
@@ -23,7 +23,7 @@ def last_json_object(text: str) -> dict[str, Any]:
             except json.JSONDecodeError:
                 continue
             if isinstance(value, dict):
-                return value
+                return cast(dict[str, Any], value)
     stripped = text.strip()
     if stripped.startswith("{"):
         try:
@@ -31,7 +31,7 @@ def last_json_object(text: str) -> dict[str, Any]:
         except json.JSONDecodeError as exc:
             raise BenchParseError(f"result is not valid JSON: {exc.msg} at line {exc.lineno}") from exc
         if isinstance(value, dict):
-            return value
+            return cast(dict[str, Any], value)
     raise BenchParseError(f"no JSON result object in the output (starts with: {snippet(stripped)!r})")
 
 
@@ -49,7 +49,7 @@ def json_document(text: str, what: str) -> dict[str, Any]:
             first_error = exc
         else:
             if isinstance(value, dict):
-                return value
+                return cast(dict[str, Any], value)
     starts = [i for i in _line_starts(text) if text.startswith("{", i)][-_MAX_STARTS:]
     decoder = json.JSONDecoder()
     for start in reversed(starts):
@@ -59,7 +59,7 @@ def json_document(text: str, what: str) -> dict[str, Any]:
             first_error = first_error or exc
             continue
         if isinstance(value, dict):
-            return value
+            return cast(dict[str, Any], value)
     if first_error is not None:
         raise BenchParseError(
             f"{what} is not valid JSON: {first_error.msg} at line {first_error.lineno} (cut short?)"
@@ -81,7 +81,7 @@ def snippet(text: str) -> str:
 
 def num(data: Any, key: str) -> float | None:
     """`data[key]` as a float when it is a number (or a numeric string); None for anything else."""
-    value = data.get(key) if isinstance(data, dict) else None
+    value: Any = cast(dict[str, Any], data).get(key) if isinstance(data, dict) else None
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):
@@ -102,16 +102,16 @@ def integer(data: Any, key: str) -> int | None:
 def obj(data: Any, *path: str) -> dict[str, Any]:
     """The object at `path` under `data`, or {} where any step is missing or not an object."""
     for key in path:
-        data = data.get(key) if isinstance(data, dict) else None
-    return data if isinstance(data, dict) else {}
+        data = cast(dict[str, Any], data).get(key) if isinstance(data, dict) else None
+    return cast(dict[str, Any], data) if isinstance(data, dict) else {}
 
 
 def dig(data: Any, path: str) -> Any:
     for part in path.split("."):
         if isinstance(data, dict) and part in data:
-            data = data[part]
-        elif isinstance(data, list) and part.isdigit() and int(part) < len(data):
-            data = data[int(part)]
+            data = cast(dict[str, Any], data)[part]
+        elif isinstance(data, list) and part.isdigit() and int(part) < len(cast(list[Any], data)):
+            data = cast(list[Any], data)[int(part)]
         else:
             raise BenchParseError(f"path {path!r} not found in the result")
     return data

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from typing import Any, cast
 
 from tools.benchparse.jsondoc import integer, last_json_object, num
 from tools.benchparse.record import BenchParseError, BenchRecord
@@ -14,7 +14,7 @@ _LATENCY_KEYS = {"ttft": "ttft", "tpot": "tpot", "itl": "itl", "e2el": "e2e", "e
 
 
 def _load(data: dict[str, Any]) -> dict[str, float]:
-    out = {}
+    out: dict[str, float] = {}
     for name, key in (("concurrency", "max_concurrency"), ("request_rate", "request_rate")):
         value = num(data, key)  # vLLM and SGLang write "inf" or null for an unbounded rate or concurrency
         if value is not None and math.isfinite(value) and value > 0:
@@ -43,7 +43,9 @@ def parse_vllm(text: str, expected: int | None) -> BenchRecord:
     if failed is None and expected is not None and completed is not None:
         failed = max(expected - completed, 0)  # legacy benchmark_serving.py has no 'failed'
     raw_errors = data.get("errors")
-    errors = [e for e in raw_errors if isinstance(e, str) and e] if isinstance(raw_errors, list) else []
+    errors = (
+        [e for e in cast(list[Any], raw_errors) if isinstance(e, str) and e] if isinstance(raw_errors, list) else []
+    )
     return BenchRecord(
         tool="vllm",
         expected=expected,

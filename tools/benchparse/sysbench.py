@@ -44,7 +44,7 @@ def parse_sysbench(text: str, expected: int | None) -> BenchRecord:
         raise BenchParseError("the sysbench report has no rate and no total time (cut short?)")
     errors = _number(r"ignored errors:\s+(\d+)", report)
     reconnects = _number(r"reconnects:\s+(\d+)", report)
-    load = {}
+    load: dict[str, float] = {}
     if (threads := _number(r"Number of threads:\s+(\d+)", text)) is not None:
         load["concurrency"] = threads
     if (target := _number(r"Target transaction rate:\s+([\d.]+)/sec", text)) is not None:
