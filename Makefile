@@ -93,10 +93,12 @@ bench: $(DEVSTAMP) system-deps
 	@$(BIN)/python -m compileall -q -j 0 agent tools policies tui tests bench examples >/dev/null
 	$(BIN)/python bench/table.py
 
+# basedpyright -p .: this checkout's pyproject.toml. Left to search, it takes a pyrightconfig.json in any parent
+# directory first (a stray one in /tmp failed a fresh clone there, ci108).
 lint: $(DEVSTAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/basedpyright
+	$(BIN)/basedpyright -p .
 
 clean:
 	rm -rf $(VENV) .signoff
