@@ -244,17 +244,18 @@ def become(request: dict[str, Any], fds: list[int]) -> None:
 
 
 def warm() -> None:
-    """What a process computes once and keeps, computed here for every child: the presets read (YAML composed, CEL
+    """What a process computes once and keeps, computed here for every child: every preset read (YAML composed, CEL
     conditions compiled, their patterns in `re`'s cache: ~30 ms a command that reads a policy, of which every run,
     resume and decide reads one) and the one-line reader's synonyms compiled (~10-20 ms a command that reads a line).
     Caches of pure functions only, so a child behaves as a fresh interpreter would; a preset that fails to load here
     fails in the child as it would anywhere."""
     from policies.load import load_policy
+    from policies.schema import PRESETS_DIR
     from policies.tolerant import SYNONYMS, _synonym
 
-    for preset in ("cautious", "autonomous", "ask-everything"):
+    for preset in sorted(PRESETS_DIR.glob("*.yaml")):  # every preset shipped, as `extends:` lists them
         with contextlib.suppress(Exception):
-            load_policy(preset)
+            load_policy(preset.stem)
     for i in range(len(SYNONYMS)):
         _synonym(i)
 
