@@ -29,13 +29,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from policies.gates import Action, Decision, GateKind, Scope
+from policies.gates import GATES, OPTION_GATES, Action, Decision, GateKind, Scope
 from policies.refusals import DecisionError, NotUnderstood
 from policies.tolerant import SARCASM
 
 GO_AHEAD: frozenset[Action] = frozenset({"approve", "continue"})
-# Gates whose options a decision names ("skip 2", "go with 3"): a go-ahead "but not 2" there drops #2.
-OPTION_GATES: tuple[GateKind, ...] = ("plan", "triage", "continue_or_ask")
 
 _CONNECTOR = re.compile(r"^(?:and|but|so|then|&)\s+")
 _OTHERWISE = re.compile(r"^(?:or else|otherwise|else|or)\s+")
@@ -89,59 +87,18 @@ _CALM = frozenset(
     reverted fixed order imo tbh biggest lever expected promising
     """.split()  # noqa: SIM905 - a word list reads best as words
 )
-# Reasons a gate reads beside its go-ahead, beyond the calm words, because they argue for it: at a safety gate a
-# doubt of the stress test that wedged ("keep it, the stress harness is flaky") or the risk taken ("I'll take the
-# risk", "I'll watch it"); at a rollback gate a doubt of the check that failed ("accept as is, check is flaky"); at a
-# budget gate what pays for going over. Their subject is never the gain or the option ("keep it, the gain is noise",
-# "it's flaky", "the benchmark was a fluke" argue against the keep and stay refused), and beside a decision that
-# does not go ahead they are refused (they argue against it).
-_DOUBTED = (
-    r"(?:'s| is| was| were| are| seems| looks| looked| seemed)?"
-    r"(?: (?:just|probably|likely|a|an|known|totally|so|super|pretty|definitely|clearly|notoriously))*(?: to be)?"
-    r" (?:flaky|flakey|flake|fluke|noise|noisy|broken|bogus|busted|lying|known to lie|false positive|red herring"
-    r"|(?:known |test )?flake)(?: (?:af|anyway|anyways|imo|tbh|again|on this box|on this cluster))*"
-)
-_GATE_REASONS: dict[GateKind, re.Pattern[str]] = {
-    # at a budget gate, what pays for going over: "we have the cluster till 6", "finance ok'd the extra hours"
-    "budget": re.compile(
-        r"(?:we (?:have|got|still have)|we've got|we've still got) (?:the )?(?:cluster|hosts|gpus|boxes|machines|time"
-        r"|hours)(?: booked| reserved)?"
-        r"(?: (?:till|until) (?:\d{1,2}(?::\d\d)?(?: ?(?:am|pm))?|noon|midnight|tonight|tomorrow|monday|tuesday"
-        r"|wednesday|thursday|friday|saturday|sunday|the weekend|eod|end of (?:the )?(?:day|week)|next week))?"
-        r"|(?:i'll|i will|we'll|we will) (?:sign off|cover|approve|pay for|eat)(?: on| for)? (?:the )?(?:overage|extra"
-        r" (?:hours|cost|spend)|cost)|(?:finance|my boss|the boss|mgmt|management) (?:ok'd|okayed|approved|signed off)"
-        r"(?: on)? (?:the )?(?:extra (?:hours|spend|cost)|overage|it)"
-        r"|(?:the )?(?:overage|extra (?:hours|spend|cost)) (?:is|was|'s|has been|got) (?:approved|ok'd|okayed"
-        r"|signed off|covered)"
-    ),
-    "safety": re.compile(
-        r"(?:(?:the|that|this|our) )?(?:stress(?: test| harness| run)?|(?:stress |test )?harness|wedge|hang"
-        rf"|stress wedge|watchdog){_DOUBTED}"
-        # a stress test named as the campaign names them ("the abort-cascade test"): hyphenated, never "no-…", "a-b"
-        r"|(?:(?:the|that|this|our) )?(?:(?!a-b\b|(?:no|non|not|anti|speed|load)-)[a-z0-9]+(?:-[a-z0-9]+)+ )?"
-        r"(?:stress(?: test| harness)?|harness|test)(?: also)? (?:hangs|wedges"
-        r"|fails|flakes|does that|does the same) on (?:main|master|the baseline|baseline)(?: too| as well)?"
-        r"|(?:i'll|we'll|i will|we will|happy to) (?:take|own|accept|live with) (?:the |that |this )?risk"
-        r"|risk (?:is )?accepted"
-        r"|(?:i'll|we'll|i will|we will) (?:watch|monitor) (?:it|that|this|the hosts)(?: closely)?"
-        r"|(?:yes |yeah |yep )?i (?:saw|know about) (?:the |that )?(?:wedge|hang|risk)"
-    ),
-    "rollback": re.compile(
-        r"(?:(?:the|that|this|our) )?(?:(?:verify |verification )?checks?|verifier|verification|verify step)"
-        rf"(?:{_DOUBTED}"
-        r"|(?:'s| is| was)? (?:just |probably |likely |clearly )?(?:cosmetic|stale|wrong))"
-        r"|i (?:verified|checked)(?: it| them| the hosts)? (?:by hand|manually|myself)"
-        r"|(?:the )?(?:health(?: ?checks?)?|smoke tests?|(?:both |the |all )?hosts)"
-        r" (?:pass(?:es|ed)?|(?:is|are|look|looks)"
-        r" (?:ok|okay|fine|green|healthy))"
-    ),
-}
 
 
 def _gate_reason(text: str, kind: GateKind) -> bool:
     """Is `text` one of the reasons this kind of gate reads beside its go-ahead?"""
     reasons = _GATE_REASONS.get(kind)
     return reasons is not None and reasons.fullmatch(text) is not None
+
+
+# Compiled once, from each kind's `GateSpec.reasons`.
+_GATE_REASONS: dict[GateKind, re.Pattern[str]] = {
+    kind: re.compile(spec.reasons) for kind, spec in GATES.items() if spec.reasons is not None
+}
 
 
 _HEDGED = frozenset({"probably", "guess", "hope", "believe", "feel", "think"})  # a remark with one hedges the decision

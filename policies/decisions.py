@@ -16,12 +16,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from policies.clauses import OPTION_GATES
 from policies.clauses import aside as clause_aside
 from policies.clauses import combine as combine_clauses
 from policies.clauses import split as split_clauses
 from policies.expr import Condition, ExprError
-from policies.gates import ALLOWED, FACTS, GATE_KINDS, Action, Decision, Gate, GateKind, Scope
+from policies.gates import ALLOWED, FACTS, GATE_KINDS, GATES, OPTION_GATES, Action, Decision, Gate, GateKind, Scope
 from policies.refusals import DecisionError, NotUnderstood
 from policies.tolerant import read, title_match
 
@@ -542,12 +541,6 @@ _NUMBER_WORDS = {"one", "two", "three", "four", "five", "six", "seven", "eight",
 _TARGETED = ("select", "skip", "defer")  # the actions whose targets a gate acts on
 
 MAX_REVERTS = 5  # "revert again 3 times": more attempts in a row than this is a person's job, not a loop's
-_AT_GATE: dict[tuple[GateKind, Action], Action] = {
-    ("command", "continue"): "approve",
-    ("rollback", "rollback"): "retry",
-    ("budget", "approve"): "continue",
-    ("goal", "approve"): "continue",
-}
 
 
 def _all_but(text: str, commands: Sequence[str]) -> str:
@@ -630,14 +623,6 @@ def _command_words(command: str) -> set[str]:
 
 
 _STANDING_LEADS = ("always", "from now on", "going forward")
-# Gates whose question offers a choice rather than asking yes or no, and the words that choose.
-_EITHER_OR: dict[GateKind, str] = {
-    "safety": "'keep it' or 'skip it' (or 'roll back', 'retry', 'stop')",
-    "rollback": "'revert again', 'accept it as is' or 'stop'",
-    "budget": "'continue' or 'stop'",
-    "goal": "'accept', 'measure again' or 'stop'",
-    "brain_unavailable": "'continue with rules', 'retry' or 'stop'",
-}
 _BARE_YES = re.compile(r"(?:(?:yes|yeah|yep|yup|ya|yea|ok|okay|sure|k|kk|y|alright|fine|right)[ ,.]*)+")
 _ACCEPTS = re.compile(
     r"\b(?:approve|approved|accept|accepted|as is|as it is|as it stands|as they are|leave|take|like that)\b"
@@ -690,26 +675,26 @@ class _AtGate:
 
     @property
     def asks_which(self) -> bool:
-        return self.kind in _EITHER_OR
+        return GATES[self.kind].choices is not None
 
     def decision(self, text: str) -> Decision:
         reading = read(text, self.kind, titles=self.titles, hosts=self.hosts)
         if not reading.text:
             raise NotUnderstood(f"didn't understand {text!r}: no decision in it; try: {', '.join(EXAMPLES)}")
-        if self.kind in _EITHER_OR and _BARE_YES.fullmatch(reading.text):
+        if GATES[self.kind].choices is not None and _BARE_YES.fullmatch(reading.text):
             # "Keep it, or skip it and roll back?" answered "yes", "yep sure", "fine by me": which? (a yes-or-no
             # question's yes is its go-ahead)
-            raise DecisionError(f"{text!r} does not say which: this gate asks {_EITHER_OR[self.kind]}")
+            raise DecisionError(f"{text!r} does not say which: this gate asks {GATES[self.kind].choices}")
         said = self._sets(reading.text, reading.notes)
         said, hedged, lead_scope = _leads(said)
-        if self.kind in _EITHER_OR and _BARE_YES.fullmatch(said):
+        if GATES[self.kind].choices is not None and _BARE_YES.fullmatch(said):
             # "i suppose yes", "leaning towards ok": a hedge before the same bare yes
-            raise DecisionError(f"{text!r} does not say which: this gate asks {_EITHER_OR[self.kind]}")
+            raise DecisionError(f"{text!r} does not say which: this gate asks {GATES[self.kind].choices}")
         if self.kind in ("budget", "goal") and re.fullmatch(
             r"keep(?: it| this| that| them| this one| that one)?", said
         ):
             # "Continue anyway, or stop with the report?" answered "keep it": keep what? a guess either way
-            raise DecisionError(f"{text!r} does not say which: this gate asks {_EITHER_OR[self.kind]}")
+            raise DecisionError(f"{text!r} does not say which: this gate asks {GATES[self.kind].choices}")
         said = self._order(self._sets(said, reading.notes), reading.notes)
         said = re.sub(r"^(?:just|only)\s+", "", said)  # "just roll it back" (a set was read above: "just 3")
         if self.commands:
@@ -991,8 +976,8 @@ def check_states(kind: GateKind, decision: Decision, status: Mapping[int, str]) 
 def _try_here(kind: GateKind) -> str:
     """What a refusal offers instead at a `kind` gate: the words that choose where it asks which, else the examples
     this gate takes (no "roll back" or "retry with 8 runs" where neither is an answer)."""
-    if kind in _EITHER_OR:
-        return f"this gate asks {_EITHER_OR[kind]}"
+    if (choices := GATES[kind].choices) is not None:
+        return f"this gate asks {choices}"
     if kind == "command":  # its numbers are the listed commands'
         return "try: approve, approve 1, approve all but 3, reject, stop"
     fits: list[str] = []
@@ -1115,8 +1100,7 @@ def parse_decision(
     if decision.condition is not None:
         from policies.session_rules import kinds_for_condition  # the gate facts only for a condition
 
-        kinds = kinds_for_condition(decision.condition)
-        kinds = [k for k in kinds if decision.action in ALLOWED[k]]
+        kinds: list[GateKind] = [k for k in kinds_for_condition(decision.condition) if decision.action in ALLOWED[k]]
         if not kinds:
             raise DecisionError(f"no gate can {decision.action} on the condition {decision.condition!r}")
         if decision.otherwise and not any(decision.otherwise in ALLOWED[k] for k in GATE_KINDS if k in kinds):
@@ -1125,10 +1109,10 @@ def parse_decision(
             Condition(decision.condition, FACTS[kinds[0]])
         except ExprError as exc:  # pragma: no cover - kinds_for_condition already compiled it
             raise DecisionError(str(exc)) from None
-    elif decision.action not in ALLOWED[kind] and (kind, decision.action) in _AT_GATE:
+    elif decision.action not in ALLOWED[kind] and decision.action in GATES[kind].synonyms:
         # The gate's own word for it: "go ahead" at a command gate runs the commands, "revert" at the
         # rollback gate is its "revert and verify again".
-        decision.action = _AT_GATE[(kind, decision.action)]
+        decision.action = GATES[kind].synonyms[decision.action]
     elif kind == "plan" and decision.action == "reject":
         # "reject", "no", ❌ answer "Approve the plan?": nothing of it runs. A "don't" the grammar read as the verb
         # ("don't reject") or an exclamation ("oh no") is not that answer

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from policies.expr import Condition, EvalError, ExprError
-from policies.gates import ALLOWED, FACTS, UNNAMED, Decision, Gate, GateKind, check_facts
+from policies.gates import ALLOWED, FACTS, GATES, Decision, Gate, GateKind, check_facts
 from policies.schema import CompiledRule, Policy
 from policies.session_rules import SessionRule, kinds_for_condition
 
@@ -158,8 +158,8 @@ class PolicyEngine:
                 steps.append(Step(rule=spec.id, outcome="matched", detail=spec.when))
                 return Explanation(decision=self._decided(compiled), steps=steps)
             steps.append(Step(rule=spec.id, outcome="no match", detail=f"{spec.when} is false"))
-        if kind in UNNAMED and not self.policy.rules.get(kind):
-            action, why = UNNAMED[kind]
+        if (unnamed := GATES[kind].unnamed) is not None and not self.policy.rules.get(kind):
+            action, why = unnamed
             return Explanation(
                 decision=Decision(action=action, rule=None, by=f"policy:no-{kind}-rules", rationale=why), steps=steps
             )

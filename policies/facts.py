@@ -1,4 +1,4 @@
-"""What each kind of gate knows, declared once: a typed model per gate kind.
+"""What each kind of gate knows, declared once: a typed model per gate kind (`policies.gates.GATES` names each kind's).
 
 The graph builds a gate's facts through its model (a missing or mistyped fact fails where it is made),
 and the policy language's view of them — `FACTS`: each fact's CEL type, allowed values, doc and the
@@ -202,18 +202,6 @@ class GoalFacts(GateFacts):
     rounds: int = Field(description="confirmation A/Bs run so far (a retry measures again)")
 
 
-FACT_MODELS: dict[str, type[GateFacts]] = {
-    "plan": PlanFacts,
-    "triage": TriageFacts,
-    "safety": SafetyFacts,
-    "continue_or_ask": ContinueFacts,
-    "rollback": RollbackFacts,
-    "command": CommandFacts,
-    "budget": BudgetFacts,
-    "goal": GoalFacts,
-    "brain_unavailable": BrainUnavailableFacts,
-}
-
 _CEL_TYPES: dict[type, FactKind] = {bool: "bool", int: "int", float: "double", str: "string"}
 
 
@@ -231,7 +219,3 @@ def _spec(name: str, info: FieldInfo) -> FactSpec:
 
 def specs(model: type[GateFacts]) -> dict[str, FactSpec]:
     return {name: _spec(name, info) for name, info in model.model_fields.items()}
-
-
-# The policy language's facts per gate kind, derived from the models above (`policies.gates` re-exports it).
-FACTS: dict[str, dict[str, FactSpec]] = {kind: specs(model) for kind, model in FACT_MODELS.items()}

@@ -17,7 +17,7 @@ from urllib.parse import parse_qsl, urlsplit
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from policies.expr import Condition, ExprError
-from policies.gates import ALLOWED, FACTS, Action, GateKind, Scope
+from policies.gates import ALLOWED, FACTS, GATES, Action, GateKind, Scope
 from policies.oneline import OneLine
 from policies.yamlsrc import SourceError, YamlSource
 
@@ -104,22 +104,6 @@ class Budgets(_Strict):
     """US dollars of language-model spend (`spent_usd`); once reached, the budget gate opens before the next option."""
     options: int | None = Field(default=None, ge=1)
     """Options applied (`options_tried`); once that many have been, the budget gate opens before the next one."""
-
-
-# Answers that never let a run go ahead: what an evaluation error may turn into, per gate kind.
-FAIL_CLOSED: dict[str, tuple[str, ...]] = {
-    "plan": ("ask", "stop"),
-    "triage": ("ask", "stop"),
-    "continue_or_ask": ("ask", "stop"),
-    "safety": ("ask", "stop", "skip", "defer", "rollback"),
-    "rollback": ("ask", "stop"),
-    "command": ("ask", "stop", "reject"),
-    "budget": ("ask", "stop"),
-    "goal": ("ask", "stop"),
-    "brain_unavailable": ("ask", "stop"),
-}
-# At these gates skip/defer/select need option ids, which a policy rule cannot name.
-NEEDS_TARGETS = {"plan", "triage", "continue_or_ask"}
 
 
 class CommandRules(_Strict):
@@ -295,8 +279,7 @@ class PolicyFile(_Strict):
     commands: CommandRules = Field(default_factory=CommandRules)
     """The command policy: what runs, what asks, what is refused."""
     gates: dict[GateKind, GatePolicy] = Field(default_factory=dict)
-    """Per gate kind (plan, triage, safety, continue_or_ask, rollback, command, budget, goal, brain_unavailable): its
-    rules and settings."""
+    """Per gate kind: its rules and settings."""
     budgets: Budgets = Field(default_factory=Budgets)
     """Limits that open the budget gate before the next option."""
     brain: Literal["rules", "claude"] | None = None
@@ -348,11 +331,12 @@ class Policy:
         self.rules: dict[GateKind, list[CompiledRule]] = {}
         seen_ids: dict[str, int] = {}
         for kind, gate in model.gates.items():
+            spec = GATES[kind]
             compiled: list[CompiledRule] = []
-            if gate.on_error not in FAIL_CLOSED[kind]:
+            if gate.on_error not in spec.fail_closed:
                 raise source.error(
                     ("gates", kind, "on_error"),
-                    f"on_error must fail closed: at a {kind} gate one of {', '.join(FAIL_CLOSED[kind])}",
+                    f"on_error must fail closed: at a {kind} gate one of {', '.join(spec.fail_closed)}",
                 )
             for i, rule in enumerate(gate.rules):
                 loc = ("gates", kind, "rules", i)
@@ -365,18 +349,18 @@ class Policy:
                 seen_ids[rule.id] = source.line((*loc, "id")) or 0
                 if rule.decide not in ALLOWED[kind]:
                     raise source.error((*loc, "decide"), _not_allowed(kind, rule.decide))
-                if rule.guard and rule.decide not in FAIL_CLOSED[kind]:
+                if rule.guard and rule.decide not in spec.fail_closed:
                     raise source.error(
                         (*loc, "guard"),
-                        f"a guard must fail closed: at a {kind} gate it decides one of {', '.join(FAIL_CLOSED[kind])}",
+                        f"a guard must fail closed: at a {kind} gate it decides one of {', '.join(spec.fail_closed)}",
                     )
-                if rule.before_guards and rule.decide != "ask" and rule.decide not in FAIL_CLOSED[kind]:
+                if rule.before_guards and rule.decide != "ask" and rule.decide not in spec.fail_closed:
                     # Ahead of the parent's guards a rule may only be as careful as they are, or hand the gate to
                     # a person: `before_guards` with `continue` would keep what `skip-unsafe` skips.
                     raise source.error(
                         (*loc, "before_guards"),
                         f"a rule before the guards must fail closed or ask: at a {kind} gate it decides ask or one "
-                        f"of {', '.join(FAIL_CLOSED[kind])}",
+                        f"of {', '.join(spec.fail_closed)}",
                     )
                 if rule.guard and rule.when.strip() == "true":
                     raise source.error(
@@ -384,7 +368,7 @@ class Policy:
                         "a guard needs a condition: with `when: true` a policy that extends this one could add no "
                         "rule of its own at this gate",
                     )
-                if kind in NEEDS_TARGETS and rule.decide in ("skip", "defer", "select"):
+                if spec.takes_targets and rule.decide in ("skip", "defer", "select"):
                     raise source.error(
                         (*loc, "decide"),
                         f"{rule.decide} at a {kind} gate needs option ids, which a "
@@ -410,7 +394,7 @@ class Policy:
             if gate.on_deadline is not None and (
                 gate.on_deadline not in ALLOWED[kind]
                 or gate.on_deadline == "ask"
-                or (kind in NEEDS_TARGETS and gate.on_deadline in ("skip", "defer", "select"))
+                or (spec.takes_targets and gate.on_deadline in ("skip", "defer", "select"))
             ):
                 raise source.error(
                     ("gates", kind, "on_deadline"),
@@ -419,7 +403,7 @@ class Policy:
             if gate.headless_default is not None and (
                 gate.headless_default not in ALLOWED[kind]
                 or gate.headless_default == "ask"
-                or (kind in NEEDS_TARGETS and gate.headless_default in ("skip", "defer", "select"))
+                or (spec.takes_targets and gate.headless_default in ("skip", "defer", "select"))
             ):
                 raise source.error(
                     ("gates", kind, "headless_default"),
@@ -427,7 +411,7 @@ class Policy:
                     + ", ".join(
                         a
                         for a in ALLOWED[kind]
-                        if a not in ("ask", "skip", "defer", "select") or (kind not in NEEDS_TARGETS and a != "ask")
+                        if a not in ("ask", "skip", "defer", "select") or (not spec.takes_targets and a != "ask")
                     ),
                 )
             self.rules[kind] = compiled

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from policies.gates import GateKind
+from policies.gates import OPTION_GATES, GateKind
 
 # The grammar's own words: typos are corrected only towards these (and the gate's option titles and hosts).
 _GRAMMAR_WORDS = """
@@ -93,7 +93,7 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
     # "the scheduler should go first": one option named ("everything but 3 can go first" is an order, not a set)
     (r"^((?:i think|i guess|maybe|probably|i'd say) )?"
      r"((?!.*\b(?:but|except|only|just|all|everything|rest|others|and|not|no|right|yeah)\b)[^,]+?)"
-     r" (?:(?:should|can|could) go|goes) (?:first|next)$", r"\1go with \2", ("plan", "triage", "continue_or_ask")),
+     r" (?:(?:should|can|could) go|goes) (?:first|next)$", r"\1go with \2", OPTION_GATES),
     (r"(?:the|that) way (?:it is|they are)$", "as it is", ("rollback",)),
     (r"(?<=again )before (?:calling it|we call it|deciding|we decide)$", "", ("safety", "goal")),  # "measure again …"
     # "just the first two": only where no other number is said ("first 2, then 3" is an order)
@@ -122,7 +122,7 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
     (r"^retrying\b", "retry", None),
     (r"^reverting\b", "revert", None),
     (r"^rolling back\b|^rolling (?=(?:it|this|that) back\b)", "roll back", None),
-    (r"^picking\b", "pick", ("plan", "triage", "continue_or_ask")),
+    (r"^picking\b", "pick", OPTION_GATES),
     (r"^(?:go[ ,!]*){2,}$", "continue", None),  # "go go go"
     (r"^(?:go on |keep going |continue )?(?:a (?:bit|little) (?:more|longer|over(?: is fine)?)"
      r"|(?:a )?bit over is fine)$", "continue", ("budget",)),
@@ -146,22 +146,22 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
      r"retry with \1\2 runs", ("safety", "goal")),
     # "on to 3", "on to the moe one": whatever follows must name an option (the grammar checks it, by any title)
     (r"^(?:on|onward|onwards) to(?= #?\d| (?!(?:the )?(?:next|other|others|rest|it|them|that|this)\b)[a-z])", "go with",
-     ("plan", "triage", "continue_or_ask")),
-    (r"^(?:on|onward|onwards) to the next(?: one)?$", "continue", ("plan", "triage", "continue_or_ask")),
+     OPTION_GATES),
+    (r"^(?:on|onward|onwards) to the next(?: one)?$", "continue", OPTION_GATES),
     (r"(?:go ahead with|do|run|try|test) (?:all|all of them|everything|them all)(?: (?:3|three))?$"
      r"|^(?:all|all of them) (?:3|three)$", "approve", ("plan",)),
-    (r"leave ([^,]+?) out(?= and |$)", r"skip \1", ("plan", "triage", "continue_or_ask")),
+    (r"leave ([^,]+?) out(?= and |$)", r"skip \1", OPTION_GATES),
     # "run tbo and the scheduler": at a gate that picks options, running them is going with them
     (r"^run(?= (?!(?:it|them|all|everything|the plan|the rest|again|the (?:benchmark|bench|comparison|stress)\w*)\b"
-     r"|\d+ (?:more|times|runs|pairs)\b))", "go with", ("plan", "triage", "continue_or_ask")),
+     r"|\d+ (?:more|times|runs|pairs)\b))", "go with", OPTION_GATES),
     (r"(?:and (?:then )?|then )(?:carry on|continue|go on|proceed|move on) with the (?:rest|others)$",
-     " then the rest", ("plan", "triage", "continue_or_ask")),
-    (r"before (?:anything|everything) else$", "first", ("plan", "triage", "continue_or_ask")),
+     " then the rest", OPTION_GATES),
+    (r"before (?:anything|everything) else$", "first", OPTION_GATES),
     (r"(?:defer|park|postpone|push|move|put|save|leave|schedule) ([^,]+?) (?:goes |comes )?"
      r"(?:till|until|to|for|at) (?:the )?(?:end|last|very end|back of the (?:queue|line|list))$", r"defer \1",
-     ("plan", "triage", "continue_or_ask")),
+     OPTION_GATES),
     (r"^(?!(?:go|do|try)\b)([^,]+?) (?:goes|comes|can go|can come|should go) last$", r"defer \1",
-     ("plan", "triage", "continue_or_ask")),
+     OPTION_GATES),
     (r"^(?:end it|end (?:it |things )?here|end the (?:run|campaign|session)|wrap (?:it |this |things )?up"
      r"|call it(?: a day| here| quits)?)\b", "stop", None),
     (r"^((?:stop|abort|halt|finish|wrap(?: it)? up|end it|call it)(?: here| now| there)?),? (?:and )?"
@@ -194,8 +194,8 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
     (r"(?:put|leave|move|push|save|keep|hold)(?! off\b) ([^,]+?) (?:at the end|for last|for later|till the end"
      r"|to the end|for the end|until later|at the back|to the back|to the bottom)(?: of the (?:queue|list|line))?"
      r"(?: and revisit(?: it)?)?", r"defer \1",
-     ("plan", "triage", "continue_or_ask")),
-    (r"(?:put|push) ([^,]+?) off", r"defer \1", ("plan", "triage", "continue_or_ask")),
+     OPTION_GATES),
+    (r"(?:put|push) ([^,]+?) off", r"defer \1", OPTION_GATES),
     (r"come back to (?:it|this|that) (?:at the end|later)", "defer", ("safety", "plan", "triage", "continue_or_ask")),
     (r"(?:go ahead|go on|move on|carry on|proceed)(?: with| to)? (?:the )?(?:remaining|other) (?:two|ones|options)",
      "continue", ("triage", "continue_or_ask")),
@@ -205,11 +205,11 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
     (r"^none(?: of (?:them|these|those|it))?$", "reject", ("command",)),
     (r"(?:ship|approve|run|go with) the plan|(?:the )?plan(?:'s| is)? (?:approved|approve)|^as (?:planned|proposed|is)$"
      r"|run it as planned", "approve", ("plan",)),
-    (r"(?:kick off|start|lead|open|begin) (?:with|on)", "go with", ("plan", "triage", "continue_or_ask")),
+    (r"(?:kick off|start|lead|open|begin) (?:with|on)", "go with", OPTION_GATES),
     # what follows must name an option, by number or by any title's words ("forget it", "cut that out" are not skips)
     (r"(?:leave out|exclude|omit|cut|scrap|forget|ditch|bin)"
      r"(?= #?\d| the| (?!(?:it|this|that|them|these|those|everything|all|about|me|us|out)\b)[a-z])", "skip",
-     ("plan", "triage", "continue_or_ask")),
+     OPTION_GATES),
     (r"(?:revisit|redo) (.+?) (?:at the end|later)", r"defer \1", ("safety", "plan", "triage", "continue_or_ask")),
     (r"(?:do |run )?another (\d+) (?:runs|pairs)(?: before deciding)?|(?:do|run) (\d+) more (?:pairs|runs)",
      r"retry with \1\2 runs", ("safety", "goal")),
@@ -234,7 +234,7 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
     (r"(?:go ahead|go on|carry on|proceed|continue|move on)(?: with| to)? (?:the )?(?:rest|remaining ones|others)"
      r"(?: of them)?$", "continue", ("triage", "continue_or_ask")),
     (r"(?:go on|carry on|proceed|continue|move on) with(?= #?\d| the (?!plan))", "go with",
-     ("plan", "triage", "continue_or_ask")),
+     OPTION_GATES),
     (r"(?:the )?plan(?:'s| is| looks?)? (?:fine|ok|okay|good|great|right|solid|sensible)", "approve", ("plan",)),
     (r"run (?:them )?all(?: of them)?(?: (?:3|three))?$|^all (?:3|three)$", "approve", ("plan",)),
     (r"\bif if\b", "if", None),
@@ -278,10 +278,10 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
      ("plan", "triage", "safety", "continue_or_ask", "rollback", "budget", "goal")),
     (r"^(?:yep|yup|yeah|sure|yes please|yes sir|k|kk|ya|yea|y|fine|fine by me|alright)$", "yes", None),
     (r"^(?!(?:go|do|try|skip|drop|defer|park|stop|continue|keep|run|approve|select|pick|take|the next)\b)(.+?) next$",
-     r"go with \1", ("plan", "triage", "continue_or_ask")),
+     r"go with \1", OPTION_GATES),
     (r"(?:the|this|your) plan", "", ("plan",)),
     (r"decline|deny|refuse", "reject", ("command",)),
-    (r"^(?:option |number )?(#?\d+)$", r"go with \1", ("plan", "triage", "continue_or_ask")),
+    (r"^(?:option |number )?(#?\d+)$", r"go with \1", OPTION_GATES),
     (r"(?:let's |lets )?(?:do|try|run|test) (?:option |number )?(#?\d+)", r"go with \1", None),
     (r"(?:option |number )?(#?\d+) please", r"go with \1", None),
     (r"(?:don't|do not) run (?:them|it|these|those|any of (?:them|that|those|these)|any|anything|that|this)", "reject",
@@ -306,14 +306,14 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
      r"|wait for me\b.*|wait till i\b.*|wait until i\b.*", "ask", None),
     (r"skip(?:ping)? the no-?go(?: one| ones| options?)?(?: and)?|(?:with )?both(?: of them)?$", "", ("triage",)),
     (r"^run (?:it|the plan)$", "approve", ("plan",)),
-    (r"(#?\d+) (?:before|ahead of) #?\d+$", r"\1 first", ("plan", "triage", "continue_or_ask")),
+    (r"(#?\d+) (?:before|ahead of) #?\d+$", r"\1 first", OPTION_GATES),
     (r"(?<!with )(?<!do )(?<!try )(?<!pick )(?<!run )(#?\d+)(?: up)? first$", r"go with \1",
-     ("plan", "triage", "continue_or_ask")),
-    (r"(?:worth )?trying (#?\d+)", r"go with \1", ("plan", "triage", "continue_or_ask")),
+     OPTION_GATES),
+    (r"(?:worth )?trying (#?\d+)", r"go with \1", OPTION_GATES),
     (r"^(?:(?:do|run|try|put|schedule|leave|save|keep) )?([^,]+?) last$", r"defer \1",
-     ("plan", "triage", "continue_or_ask")),
-    (r"^(?:skip|drop) ([^,]+?) (?:till|until|to) the end$", r"defer \1", ("plan", "triage", "continue_or_ask")),
-    (r"(?:till|until) the end$", "", ("plan", "triage", "continue_or_ask")),
+     OPTION_GATES),
+    (r"^(?:skip|drop) ([^,]+?) (?:till|until|to) the end$", r"defer \1", OPTION_GATES),
+    (r"(?:till|until) the end$", "", OPTION_GATES),
     (r"(?:anything|whatever|everything|any option|options?|ones?|stuff|changes?)(?: that)?(?: is| are| comes? back"
      r"| turns? out| looks?| the stress(?: test)? (?:calls|marks|flags|finds))? (unsafe|inconclusive|regressed)"
      r"(?: stuff| ones| options| changes)?"
@@ -331,7 +331,7 @@ SYNONYMS: list[tuple[str, str, tuple[GateKind, ...] | None]] = [
      "stop", None),
     (r"finish(?: up)?(?: with the report)?|end (?:it|the run|here)|stop (?:with|and write) the report"
      r"|stop and (?:give me|write|show me|send me) the report|stop the (?:campaign|run|whole thing)", "stop", None),
-    (r"(?:push|move|put) (.+?) to the end", r"defer \1", ("plan", "triage", "continue_or_ask")),
+    (r"(?:push|move|put) (.+?) to the end", r"defer \1", OPTION_GATES),
     (r"(?:abort|cancel|halt|kill|end) the (?:campaign|run|whole thing|session)|call it(?: a day| quits)?|^enough$"
      r"|(?<!stop and )(?:give me|write|send me|show me|write up) the report|^report(?: pls| please| now)?$"
      r"|(?:summari[sz]e|sum up)$", "stop", None),

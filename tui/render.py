@@ -426,10 +426,10 @@ def facts_shown(kind: str, facts: dict[str, Any]) -> list[tuple[str, str]]:
     "not measured" (the sweep's in a run without a sweep, `slo_met` with no SLO) is left out, and so are
     the numbers a false `has_…` says are placeholders. A fact the gate kind does not declare (a journal
     from another version, a forged one) is always shown: nothing unknown is hidden."""
-    from policies.facts import FACT_MODELS
+    from policies.gates import spec_for
 
-    model = FACT_MODELS.get(kind)
-    declared = model.model_fields if model is not None else {}
+    spec = spec_for(kind)
+    declared = spec.facts.model_fields if spec is not None else {}
     hidden = {name for flag, names in _BEHIND.items() if facts.get(flag) is False for name in names}
     if facts.get("sweep_levels") == 0:
         hidden.add("slo_met")  # true only because there is no SLO to miss
@@ -483,15 +483,19 @@ _ITEM = re.compile(r"^(?:- |\d+\. |  )")
 
 def gate_text(question: str, kind: str = "") -> GateText:
     """Split a gate question into what it asks and what it shows. Where the ask stands is known by the gate
-    kind (signoff writes these questions): the first line at a continue-or-ask gate, whose assessor's words
-    follow it, else the last line. Never found by looking for a "?": a model's or a forged line may ask
-    something too. A command gate's lines stay in their order, whole: a command may span lines."""
+    kind (signoff writes these questions; `GateSpec.ask_first`): the first line at a continue-or-ask gate, whose
+    assessor's words follow it, else the last line. Never found by looking for a "?": a model's or a forged line may
+    ask something too. A command gate's lines stay in their order, whole (`GateSpec.verbatim`): a command may span
+    lines."""
+    from policies.gates import spec_for
+
+    spec = spec_for(kind)
     lines = [line for line in question.splitlines() if line.strip()]
     if not lines:
         return GateText(ask="", head=[], evidence=[], undo=[])
-    at = 0 if kind == "continue_or_ask" else len(lines) - 1
+    at = 0 if spec is not None and spec.ask_first else len(lines) - 1
     ask, rest = lines[at], lines[:at] + lines[at + 1 :]
-    if kind == "command":
+    if spec is not None and spec.verbatim:
         return GateText(ask=ask, head=rest, evidence=[], undo=[])
     undo = [line for line in rest if line.startswith("Undo plan:")]
     items = [line for line in rest if _ITEM.match(line)]

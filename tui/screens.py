@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import events, on, work
@@ -19,6 +19,9 @@ from tools.terminal import printable
 from tui.render import GateText, facts_lines, facts_shown, gate_text, question, recommendation_text
 from tui.source import EventSource, PendingGate, Preview, seconds_left
 
+if TYPE_CHECKING:
+    from policies.gates import GateSpec
+
 # One key per answer a gate can take. `select` needs an option, so it has no key: type "go with 3".
 KEYS: dict[str, tuple[str, str]] = {
     "continue": ("c", "continue"),
@@ -31,17 +34,18 @@ KEYS: dict[str, tuple[str, str]] = {
     "reject": ("n", "reject"),
     "ask": ("a", "ask later"),
 }
-# Where a gate kind gives an answer no meaning of its own (policies.gates.MEANING), what it does anywhere. "ask"
+# Where a gate kind gives an answer no meaning of its own (`GateSpec.meaning`), what it does anywhere. "ask"
 # decides nothing: the gate stays open.
 LABELS = {"ask": "answer later (the gate stays open)", "stop": "stop the run"}
-TARGETED = ("plan", "triage", "continue_or_ask")
-# Where `approve` and `continue` mean the same thing one key is enough: the gate's own word.
-PRIMARY = {"plan": "approve", "rollback": "approve", "command": "approve"}
 
 
-# Gates where only the person can judge: running a command the policy asks about, going past a budget.
-# No answer is marked there unless the policy itself gave one.
-UNMARKED = ("command", "budget")
+def spec_of(gate: dict[str, Any]) -> GateSpec | None:
+    """What signoff declares for this gate's kind (its keys, labels and layout); None for a kind it does not know
+    (a journal from a newer version, a forged one), which gets the plain keys. Imported here, not at the top: the
+    policies load when a gate's dialog opens, not for the first frame."""
+    from policies.gates import spec_for
+
+    return spec_for(gate.get("kind"))
 
 
 def recommended(gate: dict[str, Any]) -> str | None:
@@ -53,8 +57,8 @@ def recommended(gate: dict[str, Any]) -> str | None:
         # An answer shown under another's key (a safety gate's rollback is its skip, approve where continue
         # is the word shown) is marked there.
         return same_as(gate).get(str(action), str(action))
-    if gate.get("kind") in UNMARKED:
-        return None
+    if (spec := spec_of(gate)) is not None and not spec.marked:
+        return None  # only the person can judge here; nothing is marked unless the policy gave an answer
     suggested = str(gate.get("suggested") or "")
     if suggested in KEYS:
         return suggested
@@ -65,20 +69,18 @@ def alias(gate: dict[str, Any]) -> str | None:
     """Of approve and continue, the one not shown where both mean go ahead (its key still works)."""
     allowed = gate.get("allowed", [])
     if "approve" in allowed and "continue" in allowed:
-        return "continue" if PRIMARY.get(str(gate.get("kind"))) == "approve" else "approve"
+        spec = spec_of(gate)
+        return "continue" if spec is not None and spec.primary == "approve" else "approve"
     return None
-
-
-# Answers that do what another one shown at the same gate does: no key of their own on screen (two keys that
-# both roll back read as two different things), but their key still answers.
-SAME_AS: dict[str, dict[str, str]] = {"safety": {"rollback": "skip"}}
 
 
 def same_as(gate: dict[str, Any]) -> dict[str, str]:
     """At this gate, each answer with no key on screen → the shown answer that does the same: the one of
-    approve/continue not shown (`alias`), and the kind's SAME_AS. Their keys still answer."""
+    approve/continue not shown (`alias`), and the kind's `same_as`. Their keys still answer."""
     allowed = gate.get("allowed", [])
-    out = {a: s for a, s in SAME_AS.get(str(gate.get("kind")), {}).items() if a in allowed and s in allowed}
+    spec = spec_of(gate)
+    declared: dict[str, str] = {**spec.same_as} if spec is not None else {}
+    out = {a: s for a, s in declared.items() if a in allowed and s in allowed}
     hidden = alias(gate)
     if hidden is not None:
         out[hidden] = "approve" if hidden == "continue" else "continue"
@@ -91,16 +93,18 @@ def answer_keys(gate: dict[str, Any]) -> list[tuple[str, str, str]]:
     Every answer the gate allows can still be typed; keys are offered only where they do something
     here: none to skip or defer when nothing is left to try, one of approve/continue where both mean
     go ahead."""
-    kind = str(gate.get("kind"))
+    spec = spec_of(gate)
     facts = gate.get("facts") or {}
     hidden = same_as(gate)
     actions = [a for a in gate.get("allowed", []) if a in KEYS and a not in hidden]
-    nothing_left = kind in ("continue_or_ask", "triage") and facts.get("has_next_step") is False
+    # A gate that declares whether an option is left to try, saying none is: nothing to skip, defer or pick.
+    nothing_left = (
+        spec is not None and "has_next_step" in spec.facts.model_fields and facts.get("has_next_step") is False
+    )
     if nothing_left:
         actions = [a for a in actions if a not in ("skip", "defer", "select")]
-    from policies.gates import MEANING  # a gate's dialog, not the first frame: the policies load when one opens
-
-    labels = {a: MEANING.get(kind, {}).get(a, LABELS.get(a, KEYS[a][1])) for a in actions}  # type: ignore[call-overload]
+    meaning: dict[str, str] = {**spec.meaning} if spec is not None else {}
+    labels = {a: meaning.get(a, LABELS.get(a, KEYS[a][1])) for a in actions}
     if nothing_left and "continue" in labels:
         labels["continue"] = "finish with the report"
     first = recommended(gate)
@@ -395,7 +399,7 @@ class GateScreen(ModalScreen[str | None]):
         if action == "ask":
             self.dismiss(None)
             return
-        if action in ("skip", "defer") and self.gate["kind"] in TARGETED:
+        if action in ("skip", "defer") and (spec := spec_of(self.gate)) is not None and spec.takes_targets:
             # Which option? Finish the line: "skip #".
             field = self.query_one("#gate-input", Input)
             field.value = f"{action} #"

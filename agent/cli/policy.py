@@ -8,12 +8,13 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, get_args
 
 import typer
 
 from agent.cli.shared import JsonOpt, StoreOpt, fail, find
 from agent.errors import BAD_INPUT, FAILED
+from policies.kinds import GateKind
 
 
 def decision_parse(
@@ -22,7 +23,7 @@ def decision_parse(
         str,
         typer.Option(
             "--gate",
-            help="Gate kind: plan, triage, safety, continue_or_ask, rollback, command, budget, goal, brain_unavailable",
+            help="Gate kind: " + ", ".join(get_args(GateKind)),
         ),
     ],
     options: Annotated[str, typer.Option("--options", help="Option ids nameable here, e.g. 1,2,3.")] = "",

@@ -14,10 +14,8 @@ from pydantic import BaseModel, Field
 
 from policies.decisions import DecisionError, check_states, option_states
 from policies.expr import Condition, EvalError
-from policies.gates import ALLOWED, FACTS, MEANING, Decision, Gate, GateKind
+from policies.gates import ALLOWED, FACTS, GATES, Decision, Gate, GateKind
 from policies.session_rules import SessionRule, kinds_for_condition
-
-PROGRESSION: tuple[GateKind, ...] = ("plan", "triage", "continue_or_ask")
 
 
 class Answer(BaseModel):
@@ -65,7 +63,7 @@ def meaning(gate: Gate, decision: Decision) -> str:
                 picked = ", ".join(map(str, decision.targets))
                 return f"run command(s) {picked} of {len(gate.commands)}; the rest are asked again"
             return f"run all {len(gate.commands) or 1} listed command(s)"
-        return MEANING["command"]["reject"] if action in ("reject", "skip") else "stop the campaign"
+        return GATES["command"].meaning["reject"] if action in ("reject", "skip") else "stop the campaign"
     if gate.kind == "safety":
         if action in ("continue", "approve"):
             gain = f["gain_pct"] if f.get("has_estimate", True) and "gain_pct" in f else None
@@ -88,7 +86,7 @@ def meaning(gate: Gate, decision: Decision) -> str:
             return f"revert #{option} again and verify it" + (
                 f", up to {decision.runs} times until it verifies" if decision.runs else ""
             )
-    if gate.kind in PROGRESSION:
+    if GATES[gate.kind].takes_targets:
         if action == "select":
             return f"try {named} next"
         if action in ("skip", "defer"):
@@ -97,10 +95,10 @@ def meaning(gate: Gate, decision: Decision) -> str:
             nxt = f.get("next_option")
             if gate.kind == "continue_or_ask":
                 return f"try the next option (#{nxt})" if nxt else "finish with the report"
-            return MEANING.get(gate.kind, {}).get("continue", "go ahead")
+            return GATES[gate.kind].meaning.get("continue", "go ahead")
     if action == "stop":
         return "stop the campaign (every change not kept is rolled back) and write the report"
-    return MEANING.get(gate.kind, {}).get(action, action)
+    return GATES[gate.kind].meaning.get(action, action)
 
 
 def _echo(gate: Gate, decision: Decision) -> str:
@@ -146,7 +144,7 @@ def answer(gate: Gate, decision: Decision, *, next_rule: int) -> Answer:
     if decision.action in ("continue", "approve"):
         # "keep going unless unsure" is about moving on; keeping an option, accepting a rollback or
         # running a command has to be said at that gate, not inferred from a rule given elsewhere.
-        kinds = [k for k in kinds if k in PROGRESSION or k == gate.kind]
+        kinds = [k for k in kinds if GATES[k].takes_targets or k == gate.kind]
     if not kinds:
         raise DecisionError(
             f"no gate can {decision.action} on {decision.condition!r} as a rule given here; "
@@ -198,7 +196,7 @@ def answer(gate: Gate, decision: Decision, *, next_rule: int) -> Answer:
         decision=decision,
     )
     echo = f"RULE {rule.id}: {decision.describe()} (applies at {', '.join(kinds)} gates)"
-    if gate.kind in PROGRESSION:
+    if GATES[gate.kind].takes_targets:
         proceed = Decision(
             action="continue",
             raw=decision.raw,

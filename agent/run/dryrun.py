@@ -28,7 +28,7 @@ from agent.run.create import choose_brain
 from agent.run.expected import Duration, Expected, Measured, expected, previous
 from agent.run.planning import command_class, plan, upload_class, upload_command
 from policies.engine import PolicyEngine
-from policies.gates import GATE_KINDS, UNNAMED
+from policies.gates import GATES
 from policies.load import load_policy
 from policies.schema import Policy, SourceError
 from tools.commands import allowed_words
@@ -392,13 +392,13 @@ def _gates(policy: Policy, c: Campaign, report: CheckReport) -> list[GateStop]:
         stops.append(GateStop(gate="plan", rule=d.rule, when="the campaign's own plan", why=d.rationale or "asks"))
     budgets = policy.model.budgets
     brain = choose_brain(c.brain, policy, None, None)["kind"]  # as `run` chooses it without --brain
-    for kind in GATE_KINDS:
-        if kind in ("plan", "command") or (kind == "budget" and budgets == type(budgets)()):
-            continue  # no budget set: the budget gate never opens
+    for kind, spec in GATES.items():
+        if spec.checked == "apart" or (spec.checked == "budget" and budgets == type(budgets)()):
+            continue  # checked above; or no budget set: the budget gate never opens
         rules = policy.rules.get(kind, [])
-        if kind in UNNAMED and not rules:
-            continue  # a kind added after the policy was written: its UNNAMED answer decides, nothing asks
-        if kind == "brain_unavailable" and brain != "claude":
+        if spec.unnamed is not None and not rules:
+            continue  # a kind added after the policy was written: its `unnamed` answer decides, nothing asks
+        if spec.checked == "model" and brain != "claude":
             continue  # only a model can be given up (`run --brain claude` can still open it: the check cannot know)
         gate = policy.gate(kind)
         headless = (

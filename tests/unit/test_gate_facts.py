@@ -5,15 +5,15 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from policies.facts import FACT_MODELS, SafetyFacts, specs
-from policies.gates import FACTS, GATE_KINDS, check_facts
+from policies.facts import SafetyFacts, specs
+from policies.gates import FACTS, GATE_KINDS, GATES, check_facts
 from tests.conftest import SAFETY
 
 
 def test_every_gate_kind_has_a_model_and_its_facts_come_from_it() -> None:
-    assert set(FACT_MODELS) == set(GATE_KINDS) == set(FACTS)
-    for kind, model in FACT_MODELS.items():
-        assert FACTS[kind] == specs(model)
+    assert set(GATES) == set(GATE_KINDS) == set(FACTS)
+    for kind, spec in GATES.items():
+        assert FACTS[kind] == specs(spec.facts)
         assert all(spec.doc for spec in FACTS[kind].values()), kind
     assert FACTS["safety"]["verdict"].enum == ["safe", "unsafe", "unknown"]
     assert FACTS["safety"]["hazard_reproduced"].default is False and FACTS["safety"]["gain_pct"].type == "double"

@@ -12,29 +12,32 @@ import pytest
 from agent.run.answers import answer
 from policies.decisions import parse_decision
 from policies.engine import PolicyEngine, SessionRule
-from policies.facts import FACT_MODELS
-from policies.gates import ALLOWED, Decision, Gate
+from policies.gates import ALLOWED, GATES, Decision, Gate
 from policies.load import load_policy
 from policies.yamlsrc import SourceError
 
 
 def _safety(gate_id: str, option: int, ab_verdict: str, verdict: str = "safe") -> Gate:
-    facts: dict[str, Any] = FACT_MODELS["safety"](
-        option=str(option),
-        verdict=verdict,
-        ab_verdict=ab_verdict,
-        has_estimate=True,
-        gain_pct=2.5,
-        ci_low=-18.0,
-        ci_high=28.0,
-        pairs=10,
-        wedges=0,
-        stress_errors=0,
-        failed_requests=0,
-        hazards=0,
-        confidence=0.5,
-        risk="low",
-    ).model_dump()
+    facts: dict[str, Any] = (
+        GATES["safety"]
+        .facts(
+            option=str(option),
+            verdict=verdict,
+            ab_verdict=ab_verdict,
+            has_estimate=True,
+            gain_pct=2.5,
+            ci_low=-18.0,
+            ci_high=28.0,
+            pairs=10,
+            wedges=0,
+            stress_errors=0,
+            failed_requests=0,
+            hazards=0,
+            confidence=0.5,
+            risk="low",
+        )
+        .model_dump()
+    )
     return Gate(
         id=gate_id, kind="safety", option=option, question="keep it?", facts=facts, allowed=list(ALLOWED["safety"])
     )
