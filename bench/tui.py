@@ -156,7 +156,7 @@ def idle_at_a_gate() -> tuple[float, float]:
     from textual.screen import ModalScreen
     from textual.widgets import Input, Static
 
-    from policies.gates import ALLOWED, suggested_answer
+    from policies.gates import ALLOWED, Gate, suggested_answer
     from tests.tui.test_tui_snapshots import FrozenSource, frozen_app
     from tui.screens import GateScreen
     from tui.source import PendingGate
@@ -192,7 +192,7 @@ def idle_at_a_gate() -> tuple[float, float]:
             r1, t1 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
         return ((r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)) / (t1 - t0) * 100
 
-    ours = frozen_app(FrozenSource([*events[: opened + 1], paused], PendingGate(gate=gate)))
+    ours = frozen_app(FrozenSource([*events[: opened + 1], paused], PendingGate(gate=Gate.model_validate(gate))))
     plain = Plain()
     return (
         asyncio.run(measure(ours, lambda: isinstance(ours.screen, GateScreen))),

@@ -405,10 +405,10 @@ class SignoffApp(App[str | None]):
         if self.note and self.note.startswith("watch-only:"):
             self.note = None
             self._redraw_status()
-        if pending is None or (not manual and pending.gate["id"] == self.later):
+        if pending is None or (not manual and pending.gate.id == self.later):
             return
         self.held = False
-        gate_id = pending.gate["id"]
+        gate_id = pending.gate.id
         notice = None
         if gate_id in self.answered and self.view.rules_added > self.answered[gate_id]:
             added = self.commands.rules[self.answered[gate_id] :]
@@ -431,7 +431,7 @@ class SignoffApp(App[str | None]):
         dialog = self.dialog
         if dialog is None or dialog.closing:
             return
-        gate_id = str(dialog.gate["id"])
+        gate_id = dialog.gate.id
         if not any(e["kind"] == "decision" and e.get("gate") == gate_id for e in batch):
             return
         from agent.run.deciding import how_decided

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -236,7 +236,9 @@ def since_last_answer(events: list[dict[str, Any]], gate: str, *, limit: int = 6
 
 
 def gate_key(g: GateView) -> object:
-    return (g.gate, g.seq, g.action, g.by, g.decided)
+    """What the gate panel shows, for `_show` to tell a change by: a copy of every field (the view updates a gate in
+    place as its decision comes), so a field the panel starts to show redraws it without a key kept by hand."""
+    return replace(g)
 
 
 def evidence(o: OptionView | None) -> RenderableType:
@@ -523,10 +525,14 @@ def recommendation_text(rec: object) -> Text:
     return Text(line, style="italic")
 
 
+def gate_title(gate: str, kind: str, option: int | None) -> str:
+    """A gate's first line, in its dialog and in the panel above the evidence."""
+    return f"Gate {gate} · {kind}" + (f" · option #{option}" if option is not None else "")
+
+
 def gate_panel(g: GateView) -> RenderableType:
     """A gate as the person saw it — question, facts, recommendation — and, once made, the decision."""
-    opt = f" · option #{g.option}" if g.option is not None else ""
-    parts: list[RenderableType] = [Text(f"Gate {g.gate} · {g.kind}{opt}", style="bold yellow")]
+    parts: list[RenderableType] = [Text(gate_title(g.gate, g.kind, g.option), style="bold yellow")]
     parts.append(question(g.question))
     parts.append(facts_text(g.facts))
     if g.recommendation is not None:

@@ -16,11 +16,11 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
 from tools.terminal import printable
-from tui.render import GateText, facts_lines, facts_shown, gate_text, question, recommendation_text
+from tui.render import GateText, facts_lines, facts_shown, gate_text, gate_title, question, recommendation_text
 from tui.source import EventSource, PendingGate, Preview, seconds_left
 
 if TYPE_CHECKING:
-    from policies.gates import GateSpec
+    from policies.gates import Gate, GateSpec
 
 # One key per answer a gate can take. `select` needs an option, so it has no key: type "go with 3".
 KEYS: dict[str, tuple[str, str]] = {
@@ -39,71 +39,63 @@ KEYS: dict[str, tuple[str, str]] = {
 LABELS = {"ask": "answer later (the gate stays open)", "stop": "stop the run"}
 
 
-def spec_of(gate: dict[str, Any]) -> GateSpec | None:
-    """What signoff declares for this gate's kind (its keys, labels and layout); None for a kind it does not know
-    (a journal from a newer version, a forged one), which gets the plain keys. Imported here, not at the top: the
-    policies load when a gate's dialog opens, not for the first frame."""
-    from policies.gates import spec_for
+def _spec(gate: Gate) -> GateSpec:
+    """What signoff declares for this gate's kind: its keys, labels and layout. Imported here, not at the top: the
+    policies load when a gate's dialog opens (a `Gate` exists only then), not for the first frame."""
+    from policies.gates import GATES
 
-    return spec_for(gate.get("kind"))
+    return GATES[gate.kind]
 
 
-def recommended(gate: dict[str, Any]) -> str | None:
+def recommended(gate: Gate) -> str | None:
     """The answer to put first: the policy's when it has one, else the cautious one for this gate (at a
     safety gate: keep only what is safe and measured better, as the assessment does)."""
-    rec = gate.get("recommendation") or {}
-    action = rec.get("action") if isinstance(rec, dict) else None
-    if action in KEYS and action != "ask":
+    action = gate.recommendation.action if gate.recommendation is not None else None
+    if action is not None and action in KEYS and action != "ask":
         # An answer shown under another's key (a safety gate's rollback is its skip, approve where continue
         # is the word shown) is marked there.
-        return same_as(gate).get(str(action), str(action))
-    if (spec := spec_of(gate)) is not None and not spec.marked:
+        return same_as(gate).get(action, action)
+    spec = _spec(gate)
+    if not spec.marked:
         return None  # only the person can judge here; nothing is marked unless the policy gave an answer
-    suggested = str(gate.get("suggested") or "")
+    suggested = spec.suggested(gate.facts)
     if suggested in KEYS:
         return suggested
     return "retry" if suggested.startswith("revert") else None
 
 
-def alias(gate: dict[str, Any]) -> str | None:
+def alias(gate: Gate) -> str | None:
     """Of approve and continue, the one not shown where both mean go ahead (its key still works)."""
-    allowed = gate.get("allowed", [])
-    if "approve" in allowed and "continue" in allowed:
-        spec = spec_of(gate)
-        return "continue" if spec is not None and spec.primary == "approve" else "approve"
+    if "approve" in gate.allowed and "continue" in gate.allowed:
+        return "continue" if _spec(gate).primary == "approve" else "approve"
     return None
 
 
-def same_as(gate: dict[str, Any]) -> dict[str, str]:
+def same_as(gate: Gate) -> dict[str, str]:
     """At this gate, each answer with no key on screen → the shown answer that does the same: the one of
     approve/continue not shown (`alias`), and the kind's `same_as`. Their keys still answer."""
-    allowed = gate.get("allowed", [])
-    spec = spec_of(gate)
-    declared: dict[str, str] = {**spec.same_as} if spec is not None else {}
-    out = {a: s for a, s in declared.items() if a in allowed and s in allowed}
+    allowed = gate.allowed
+    out: dict[str, str] = {a: s for a, s in _spec(gate).same_as.items() if a in allowed and s in allowed}
     hidden = alias(gate)
     if hidden is not None:
         out[hidden] = "approve" if hidden == "continue" else "continue"
     return out
 
 
-def answer_keys(gate: dict[str, Any]) -> list[tuple[str, str, str]]:
+def answer_keys(gate: Gate) -> list[tuple[str, str, str]]:
     """(key, action, label) for the answers that make sense at this gate, the recommended one first.
 
     Every answer the gate allows can still be typed; keys are offered only where they do something
     here: none to skip or defer when nothing is left to try, one of approve/continue where both mean
     go ahead."""
-    spec = spec_of(gate)
-    facts = gate.get("facts") or {}
+    spec = _spec(gate)
     hidden = same_as(gate)
-    actions = [a for a in gate.get("allowed", []) if a in KEYS and a not in hidden]
+    actions: list[str] = [a for a in gate.allowed if a in KEYS and a not in hidden]
     # A gate that declares whether an option is left to try, saying none is: nothing to skip, defer or pick.
-    nothing_left = (
-        spec is not None and "has_next_step" in spec.facts.model_fields and facts.get("has_next_step") is False
-    )
+    nothing_left = "has_next_step" in spec.facts.model_fields and gate.facts.get("has_next_step") is False
     if nothing_left:
         actions = [a for a in actions if a not in ("skip", "defer", "select")]
-    meaning: dict[str, str] = {**spec.meaning} if spec is not None else {}
+    meaning: dict[str, str] = {**spec.meaning}
     labels = {a: meaning.get(a, LABELS.get(a, KEYS[a][1])) for a in actions}
     if nothing_left and "continue" in labels:
         labels["continue"] = "finish with the report"
@@ -188,7 +180,7 @@ class GateScreen(ModalScreen[str | None]):
         self.source = source
         self.pending = pending
         self.since = since  # what happened since the person last answered a gate (None: this is the first)
-        self.gate: dict[str, Any] = pending.gate
+        self.gate: Gate = pending.gate
         self.notice = notice  # e.g. the session rule the last line added, when the gate still waits
         self.prefill = prefill  # a line given on the command line: previewed at once, Enter confirms it
         self.typed: str | None = None  # the text whose echo is shown, awaiting Enter
@@ -202,16 +194,16 @@ class GateScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         g = self.gate
-        opt = f" · option #{g['option']}" if g.get("option") is not None else ""
-        parts = gate_text(str(g.get("question", "")), str(g.get("kind", "")))
+        parts = gate_text(g.question, g.kind)
         with Vertical():
-            yield Static(f"Gate {g['id']} · {g['kind']}{opt}", id="gate-title", markup=False)
+            yield Static(gate_title(g.id, g.kind, g.option), id="gate-title", markup=False)
             notice = Static(Text(self.notice or ""), id="gate-notice")
             notice.display = bool(self.notice)
             yield notice
             # Pinned: what is asked and what the policy says; below them, scrolling, what it rests on.
             yield Static(question(parts.ask), id="gate-ask")
-            yield Static(recommendation_text(g.get("recommendation")), id="gate-recommendation")
+            rec = g.recommendation.model_dump(mode="json") if g.recommendation is not None else None
+            yield Static(recommendation_text(rec), id="gate-recommendation")
             with VerticalScroll(id="gate-body"):
                 yield Static(self._summary(parts), id="gate-summary")
                 since = Static(self.since or "", id="gate-since")
@@ -246,13 +238,13 @@ class GateScreen(ModalScreen[str | None]):
         return text
 
     def _facts(self) -> Text:
-        shown = facts_shown(str(self.gate.get("kind")), self.gate.get("facts") or {})
+        shown = facts_shown(self.gate.kind, self.gate.facts)
         if not shown:
             return Text("")
         if not self.show_facts:
             return Text(f"facts: {len(shown)} — [f] shows them", style="dim")
         text = Text(f"facts ({len(shown)}) — [f] hides them\n", style="dim")
-        return text.append(facts_lines(str(self.gate.get("kind")), self.gate.get("facts") or {}))
+        return text.append(facts_lines(self.gate.kind, self.gate.facts))
 
     def action_facts(self) -> None:
         self.show_facts = not self.show_facts
@@ -399,7 +391,7 @@ class GateScreen(ModalScreen[str | None]):
         if action == "ask":
             self.dismiss(None)
             return
-        if action in ("skip", "defer") and (spec := spec_of(self.gate)) is not None and spec.takes_targets:
+        if action in ("skip", "defer") and _spec(self.gate).takes_targets:
             # Which option? Finish the line: "skip #".
             field = self.query_one("#gate-input", Input)
             field.value = f"{action} #"
@@ -441,7 +433,7 @@ class GateScreen(ModalScreen[str | None]):
 
     @work(thread=True, exclusive=True, group="gate-preview")
     def _preview(self, text: str) -> None:
-        result = self.source.preview(text, gate=self.gate["id"])
+        result = self.source.preview(text, gate=self.gate.id)
         self.app.call_from_thread(self._show, text, result)
 
     def _show(self, text: str, p: Preview) -> None:
@@ -459,7 +451,7 @@ class GateScreen(ModalScreen[str | None]):
         self.typed = text
         need = " (needs your confirmation)" if p.confirm else ""
         echo = Text(f"{p.echo}{need}", style="bold")
-        echo.append(f" — at gate {self.gate['id']}; Enter to confirm, Esc to edit", style="dim")
+        echo.append(f" — at gate {self.gate.id}; Enter to confirm, Esc to edit", style="dim")
         self._echo(echo)
         self.set_focus(None)
 
@@ -470,7 +462,7 @@ class GateScreen(ModalScreen[str | None]):
     def _confirm(self) -> None:
         if self.typed is None:
             return
-        self.source.answer(self.typed, gate=self.gate["id"])
+        self.source.answer(self.typed, gate=self.gate.id)
         self.dismiss(self.typed)
 
 

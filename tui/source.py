@@ -23,6 +23,7 @@ from tools.terminal import MAX_LINE, printable
 
 if TYPE_CHECKING:
     from agent.run.runner import Runner
+    from policies.gates import Gate
 
 
 def _runner(d: Session) -> Runner:
@@ -35,7 +36,7 @@ def _runner(d: Session) -> Runner:
 
 @dataclass
 class PendingGate:
-    gate: dict[str, Any]  # Gate JSON: id, kind, option, question, facts, allowed, options, recommendation
+    gate: Gate  # as the node made it: what the person answers
     deadline_at: datetime | None = None
     on_deadline: str | None = None
 
@@ -116,12 +117,19 @@ class SessionSource:
             self.error = " ".join(str(exc).split())
             return None
         self.holder = None
-        gate = out.pending_gate
+        pending = out.pending_gate
         self._pending = None
-        if gate is not None:
-            deadline = gate.get("deadline") or {}
+        if pending is not None:
+            from policies.gates import Gate  # loaded with the runner above
+
+            deadline = pending.get("deadline") or {}
             # `at` is rounded down to the second; the real deadline is within the next one.
             at = datetime.fromisoformat(deadline["at"]) + timedelta(seconds=1) if deadline.get("at") else None
+            try:
+                gate = Gate.model_validate(pending)
+            except ValueError as exc:  # a checkpoint's gate this version cannot read: say so, keep following
+                self.error = " ".join(f"the waiting gate cannot be read: {exc}".split())
+                return None
             self._pending = PendingGate(gate=gate, deadline_at=at, on_deadline=deadline.get("on_deadline"))
         self._pending_at = self.tail.offset
         return self._pending
@@ -293,7 +301,10 @@ class SanitizedSource:
 
     def pending(self) -> PendingGate | None:
         p = self.inner.pending()
-        return None if p is None else replace(p, gate=shown(p.gate), on_deadline=shown(p.on_deadline))
+        if p is None:
+            return None
+        gate = p.gate.model_validate(shown(p.gate.model_dump(mode="json")))
+        return replace(p, gate=gate, on_deadline=shown(p.on_deadline))
 
     def preview(self, text: str, *, gate: str | None = None) -> Preview:
         p = self.inner.preview(text, gate=gate)

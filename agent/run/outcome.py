@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from agent.errors import FAILED, FINISHED, PAUSED
 from agent.journal.view import TOKENS, SessionView, timestamp
 from agent.models import Campaign
-from policies.gates import suggested_answer
+from policies.gates import GATES, Gate
 
 if TYPE_CHECKING:  # agent.state pulls in LangGraph, which the TUI's first frame must not wait for
     from agent.state import State
@@ -83,13 +83,9 @@ def outcome_of(
     pending = None
     if snapshot.interrupts:
         value = snapshot.interrupts[0].value
-        g = value["gate"]
-        pending = {
-            k: g.get(k) for k in ("id", "kind", "option", "question", "facts", "allowed", "options", "recommendation")
-        }
-        # Extensions: a command gate's numbered commands, and a one-liner this gate takes.
-        pending["commands"] = g.get("commands") or []
-        pending["suggested"] = suggested_answer(g["kind"], g.get("facts") or {})
+        # The gate as the node made it, whole (a field added to `Gate` is here too), and a one-liner it takes.
+        gate = Gate.model_validate(value["gate"])
+        pending = gate.model_dump(mode="json") | {"suggested": GATES[gate.kind].suggested(gate.facts)}
         opened = opened_at(view, snapshot.interrupts[0].id)
         if value.get("deadline_s") and opened is not None:
             at = opened + timedelta(seconds=value["deadline_s"])

@@ -315,10 +315,8 @@ class Runner:
             self._journaled_gates.add(g["id"])
             # `recovered` is written only when true: gates journaled before it existed have none
             extra = {"recovered": True} if recovered else {}
+            self.journal.append(ev.GateOpened.of(g, recovered=recovered))
             opened = {"gate": g["id"], "gate_kind": g["kind"], "option": g.get("option")}
-            self.journal.append(
-                ev.GateOpened.model_validate({**opened, "question": g["question"], "facts": g["facts"], **extra})
-            )
             decided = {"decision": g["decision"], "by": by, "rule": g["decision"].get("rule")}
             self.journal.append(
                 ev.Decision.model_validate({**opened, **decided, "policy_sha256": self.policy.sha256, **extra})
@@ -329,17 +327,7 @@ class Runner:
         gate = interrupt.value["gate"]
         fresh = interrupt.id not in self.view().opened_interrupts  # not on a resume that is still waiting
         if fresh:
-            self.journal.append(
-                ev.GateOpened(
-                    gate=gate["id"],
-                    gate_kind=gate["kind"],
-                    option=gate.get("option"),
-                    question=gate["question"],
-                    facts=gate["facts"],
-                    interrupt=interrupt.id,
-                    recommendation=gate.get("recommendation"),
-                )
-            )
+            self.journal.append(ev.GateOpened.of(gate, interrupt=interrupt.id))
             self.journal.append(
                 ev.SessionPaused(gate=gate["id"], interrupt=interrupt.id, elapsed_s=round(elapsed or 0.0, 3))
             )

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent.journal.verify import verify
+from policies.gates import Gate
 from policies.load import load_policy_text
 from policies.schema import SourceError, lint
 from tests.conftest import ROOT, journal_events
@@ -177,6 +178,9 @@ def test_a_budget_gate_opens_before_the_next_option(cli, variant, tmp_path):
     assert r.code == 3, r.stderr
     gate = r.json()["pending_gate"]
     assert gate["kind"] == "budget" and gate["facts"]["options_tried"] == 1
+    # The gate whole, as its node made it (a field added to Gate reaches --json with nothing else to change).
+    assert set(Gate.model_fields) <= set(gate) and Gate.model_validate(gate).id == gate["id"]
+    assert gate["suggested"] == "continue"
     assert "1 options tried ≥ 1" in gate["question"]
     r = cli("decide", r.json()["session"], "stop", "--yes", "--json")
     assert r.code == 0 and r.json()["status"] == "stopped"

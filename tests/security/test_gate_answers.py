@@ -34,6 +34,7 @@ from agent.errors import SessionError
 from agent.run import deciding
 from agent.run.runner import Runner
 from agent.store.local import SessionDir
+from policies.gates import Gate
 from tests.conftest import DEMO, DEMO_DIR, ROOT, SIGNOFF, Result, fast, journal_events
 from tests.e2e.test_command_gates import ASKING, TWO
 from tui.app import SignoffApp
@@ -100,7 +101,7 @@ async def test_a_stale_dialogs_key_never_decides_the_gate_that_waits_now(
         # The state of the bug: the triage dialog, still open (on top) after its gate was decided elsewhere. The
         # app opens g3's own dialog once its first frame is drawn; the stale one goes over it.
         await _until(pilot, lambda: app.gate_open, "the dialog of the gate that waits")
-        stale = GateScreen(app.source, PendingGate(gate=recorded["g2"]))
+        stale = GateScreen(app.source, PendingGate(gate=Gate.model_validate(recorded["g2"])))
         await app.push_screen(stale)
         await pilot.press("c")  # at the triage: continue. At g3 that would keep #2, which wedged.
 

@@ -16,6 +16,7 @@ import pytest
 from textual import events
 from textual.widgets import Input, Static
 
+from policies.gates import Gate
 from tests.conftest import ROOT, Result
 from tests.tui.test_tui import ME, decisions, echo, gate_open, live_app, policy_asking_at_plan, wait_for
 from tui.app import SignoffApp
@@ -79,7 +80,7 @@ async def test_a_dialog_whose_gate_is_decided_elsewhere_closes_and_says_who_deci
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: gate_open(app), what="the triage gate")
         dialog = app.screen
-        assert dialog.gate["id"] == "g2"  # type: ignore[attr-defined]
+        assert dialog.gate.id == "g2"  # type: ignore[attr-defined]
         await pilot.press("slash", *"skip #2")  # half way through an answer…
         # …another shell answers the same gate; its resume runs #2 up to its safety gate (g3).
         r = cli("decide", d.id, "continue", "--by", "bob")
@@ -95,7 +96,7 @@ async def test_a_dialog_whose_gate_is_decided_elsewhere_closes_and_says_who_deci
         assert not gate_open(app) and not app.source.busy()
         await pilot.press("g")
         await wait_for(pilot, lambda: gate_open(app), what="the safety gate, opened with g")
-        assert app.screen.gate["id"] == "g3"  # type: ignore[attr-defined]
+        assert app.screen.gate.id == "g3"  # type: ignore[attr-defined]
         await pilot.press("q")
         await wait_for(pilot, lambda: app.return_value == "paused", what="the app to quit")
     assert [(x["gate"], x["by"]) for x in decisions(d) if x["gate"] in ("g2", "g3")] == [("g2", "human:bob")]
@@ -112,7 +113,8 @@ async def test_a_line_given_with_decide_is_offered_only_at_the_gate_it_was_given
     e = EVENTS[opened]
     paused = {**e, "kind": "session.paused", "seq": e["seq"] + 1}
     gate = {"id": "g3", "kind": "safety", "option": 2, "question": e["question"], "facts": e["facts"]}
-    source = FrozenSource([*EVENTS[: opened + 1], paused], PendingGate(gate={**gate, "allowed": ["skip", "stop"]}))
+    pending = PendingGate(gate=Gate.model_validate({**gate, "allowed": ["skip", "stop"]}))
+    source = FrozenSource([*EVENTS[: opened + 1], paused], pending)
     app = frozen_app(source)
     app.prefill, app.prefill_gate = "stop", "g2"
     async with app.run_test(size=(120, 40)) as pilot:

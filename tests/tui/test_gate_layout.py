@@ -16,7 +16,7 @@ import pytest
 from textual.containers import VerticalScroll
 from textual.widgets import Input, Static
 
-from policies.gates import ALLOWED, suggested_answer
+from policies.gates import ALLOWED, Gate, suggested_answer
 from tests.tui.test_tui import gate_open, wait_for
 from tests.tui.test_tui_snapshots import FrozenSource, frozen_app
 from tui import render
@@ -55,7 +55,7 @@ def dialog_app(e: dict[str, Any]) -> SignoffApp:
         "recommendation": e.get("recommendation"), "suggested": suggested_answer(e["gate_kind"], e["facts"]),
     }  # fmt: skip
     paused = {**e, "kind": "session.paused", "seq": e["seq"] + 1}
-    return frozen_app(EchoingSource([e, paused], PendingGate(gate=gate)))
+    return frozen_app(EchoingSource([e, paused], PendingGate(gate=Gate.model_validate(gate))))
 
 
 def on_screen(app: SignoffApp) -> str:
@@ -217,7 +217,7 @@ def test_the_question_is_taken_apart_by_what_decides() -> None:
 
 def test_at_a_safety_gate_one_key_rolls_back_and_every_answer_says_what_it_does() -> None:
     e = next(g for g in GATES if name(g) == "demo-g3-safety")
-    gate = {"kind": "safety", "facts": e["facts"], "allowed": list(ALLOWED["safety"]), "suggested": "skip"}
+    gate = Gate(id="g3", kind="safety", question="?", facts=e["facts"], allowed=list(ALLOWED["safety"]))
     labels = {action: label for _, action, label in answer_keys(gate)}
     assert "rollback" not in labels and labels["skip"] == "roll it back and move on"  # `r` did the same as `s`
     assert labels["ask"].startswith("answer later") and labels["stop"] == "roll it back and end the run"
@@ -285,9 +285,9 @@ async def test_the_gate_is_looked_up_only_once_the_first_frame_is_drawn() -> Non
 def test_a_policys_answer_shown_under_another_key_is_still_marked_recommended() -> None:
     from tui.screens import recommended
 
-    base = {"kind": "safety", "facts": {}, "allowed": list(ALLOWED["safety"])}
+    base = {"id": "g3", "kind": "safety", "question": "?", "facts": {}, "allowed": list(ALLOWED["safety"])}
     for said, marked in (("rollback", "skip"), ("approve", "continue"), ("skip", "skip")):
-        gate = {**base, "recommendation": {"action": said}}
+        gate = Gate.model_validate({**base, "recommendation": {"action": said}})
         keys = answer_keys(gate)
         assert recommended(gate) == marked and keys[0][1] == marked  # first, with the ▶
 

@@ -22,6 +22,7 @@ from textual.widgets import DataTable, Input, Label, RichLog, Static
 
 from agent.journal.view import fold, timestamp
 from agent.store.local import SessionDir
+from policies.gates import Gate
 from tests.conftest import ROOT
 from tests.tui.test_tui import FIXTURE, echo, gate_open, live_app, policy_asking_at_plan, wait_for
 from tui import render
@@ -124,8 +125,8 @@ async def test_at_80x24_the_gate_keeps_its_keys_input_and_echo_on_screen(
 # ---------------------------------------------------------------- the answers a gate offers
 
 
-def gate(kind: str, facts: dict[str, Any], allowed: list[str], **more: Any) -> dict[str, Any]:
-    return {"id": "g9", "kind": kind, "facts": facts, "allowed": allowed, "question": "?", **more}
+def gate(kind: str, facts: dict[str, Any], allowed: list[str], **more: Any) -> Gate:
+    return Gate.model_validate({"id": "g9", "kind": kind, "facts": facts, "allowed": allowed, "question": "?", **more})
 
 
 def test_the_recommended_answer_comes_first_and_only_answers_that_mean_something_get_a_key() -> None:
@@ -133,7 +134,7 @@ def test_the_recommended_answer_comes_first_and_only_answers_that_mean_something
 
     wedge = gate(
         "safety", {"verdict": "unsafe", "wedges": 1}, list(ALLOWED["safety"]),
-        recommendation={"action": "ask", "rule": "ask-when-unclear"}, suggested="skip",
+        recommendation={"action": "ask", "rule": "ask-when-unclear"},
     )  # fmt: skip
     keys = answer_keys(wedge)
     assert keys[0][:2] == ("s", "skip") and keys[0][2] == "roll it back and move on"
@@ -142,11 +143,11 @@ def test_the_recommended_answer_comes_first_and_only_answers_that_mean_something
     # Safe but no better (or the A/B could not tell): the cautious answer is to roll it back.
     for ab in ("no_effect", "inconclusive", "regressed"):
         flat = gate("safety", {"verdict": "safe", "ab_verdict": ab}, list(ALLOWED["safety"]))
-        flat["suggested"] = suggested_answer("safety", flat["facts"])
+        assert suggested_answer("safety", flat.facts) == "skip"
         assert answer_keys(flat)[0][1] == "skip", ab
     # Running a command or going past a budget is the person's call: nothing marked unless the policy says.
     for kind in ("command", "budget"):
-        asked = gate(kind, {}, list(ALLOWED[kind]), suggested=suggested_answer(kind, {}))  # type: ignore[arg-type]
+        asked = gate(kind, {}, list(ALLOWED[kind]))
         assert recommended(asked) is None
 
     # The policy's own answer wins over the cautious default.
@@ -155,13 +156,12 @@ def test_the_recommended_answer_comes_first_and_only_answers_that_mean_something
 
     done = gate(
         "continue_or_ask", {"has_next_step": False, "remaining": 0}, list(ALLOWED["continue_or_ask"]),
-        suggested="continue",
     )  # fmt: skip
     actions = [a for _, a, _ in answer_keys(done)]
     assert "skip" not in actions and "defer" not in actions and actions[0] == "continue"
     assert answer_keys(done)[0][2] == "finish with the report"
 
-    plan = gate("plan", {"options": 3}, list(ALLOWED["plan"]), suggested="approve")
+    plan = gate("plan", {"options": 3}, list(ALLOWED["plan"]))
     offered = [a for _, a, _ in answer_keys(plan)]
     assert offered[0] == "approve" and "continue" not in offered
 
@@ -173,11 +173,11 @@ async def test_the_gate_screen_marks_the_recommended_answer(home: Path) -> None:
     opened = next(i for i, e in enumerate(EVENTS) if e["kind"] == "gate.opened" and e["gate"] == "g3")
     e = EVENTS[opened]
     pending = PendingGate(
-        gate={
+        gate=Gate.model_validate({
             "id": "g3", "kind": "safety", "option": 2, "question": e["question"], "facts": e["facts"],
             "allowed": ["continue", "approve", "skip", "defer", "rollback", "retry", "stop", "ask"],
-            "recommendation": {"action": "ask", "rule": "ask-when-unclear"}, "suggested": "skip",
-        }
+            "recommendation": {"action": "ask", "rule": "ask-when-unclear"},
+        })
     )  # fmt: skip
     paused = {**e, "kind": "session.paused", "seq": e["seq"] + 1}
     app = SignoffApp(FrozenSource([*EVENTS[: opened + 1], paused], pending), mode="attach")
@@ -194,11 +194,11 @@ async def test_a_line_that_only_adds_a_rule_reopens_the_gate_saying_so(
     _d, app = live_app(variant, ASK_EVERYTHING)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: gate_open(app), what="the triage gate")
-        assert app.screen.gate["kind"] == "triage"
+        assert app.screen.gate.kind == "triage"
         await pilot.press("c")
         await wait_for(pilot, lambda: "Enter to confirm" in echo(app), what="the echo")
         await pilot.press("enter")
-        await wait_for(pilot, lambda: gate_open(app) and app.screen.gate["kind"] == "safety", what="the safety gate")
+        await wait_for(pilot, lambda: gate_open(app) and app.screen.gate.kind == "safety", what="the safety gate")
         asked = plain(app.screen.query_one("#gate-summary", Static))
         assert "Undo plan: `" in asked and "simserve.py revert" in asked and "{{" not in asked  # as it will run
         await pilot.press("slash", *"stop if the health check fails", "enter")
@@ -208,7 +208,7 @@ async def test_a_line_that_only_adds_a_rule_reopens_the_gate_saying_so(
         await pilot.press("enter")
         await wait_for(pilot, lambda: gate_open(app) and app.screen is not first, what="the gate again")
         notice = plain(app.screen.query_one("#gate-notice", Static))
-        assert app.screen.gate["kind"] == "safety" and app.screen.query_one("#gate-notice").display
+        assert app.screen.gate.kind == "safety" and app.screen.query_one("#gate-notice").display
         assert "session-rule:1" in notice and "this gate still needs an answer" in notice
         await pilot.press("q")
         await wait_for(pilot, lambda: app.return_value is not None, what="the app to quit")

@@ -13,7 +13,7 @@ import pytest
 from textual.widgets import Input
 
 from agent.store.local import SessionDir
-from policies.gates import ALLOWED, suggested_answer
+from policies.gates import ALLOWED, Gate, suggested_answer
 from tui.app import SignoffApp
 from tui.source import PendingGate, Preview, ReplaySource
 
@@ -93,7 +93,7 @@ def test_safety_gate(snap_compare: Any) -> None:
         "recommendation": {"action": "ask", "rule": "ask-when-unclear", "by": "policy:ask-when-unclear"},
         "suggested": suggested_answer(e["gate_kind"], e["facts"]),  # as Runner.outcome gives it
     }
-    source = FrozenSource([*EVENTS[: opened + 1], paused], PendingGate(gate=gate))
+    source = FrozenSource([*EVENTS[: opened + 1], paused], PendingGate(gate=Gate.model_validate(gate)))
     assert snap_compare(frozen_app(source), terminal_size=SIZE)
 
 

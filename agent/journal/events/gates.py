@@ -6,7 +6,8 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -24,6 +25,25 @@ class GateOpened(Event):
     recommendation: Json = None
     note: str | None = None
     recovered: bool | None = None  # journaled again after a crash (written only when true)
+
+    @classmethod
+    def of(cls, gate: Mapping[str, Any], *, interrupt: str | None = None, recovered: bool = False) -> GateOpened:
+        """The one way a gate is journaled as opened, from the gate as its node made it (`policies.gates.Gate` as
+        JSON: the interrupt's, or the state's record of a gate a policy decided). Only the fields given are written,
+        so the bytes are what they always were: a gate a person is asked at (`interrupt`) has its recommendation,
+        null or not; one a policy decided has neither; `recovered` is written only when true."""
+        fields: dict[str, Any] = {
+            "gate": gate["id"],
+            "gate_kind": gate["kind"],
+            "option": gate.get("option"),
+            "question": gate["question"],
+            "facts": gate["facts"],
+        }
+        if interrupt is not None:
+            fields |= {"interrupt": interrupt, "recommendation": gate.get("recommendation")}
+        if recovered:
+            fields["recovered"] = True
+        return cls.model_validate(fields)
 
 
 class Decision(Event):
