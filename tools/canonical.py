@@ -18,7 +18,7 @@ most 10,000 words), `${…}` beyond plain substitution, backquotes with a backsl
 bytes above 127, a descriptor bash may read as a word, a line continuation read two ways, anything that does not
 parse. The command policy asks about such a command, and a person who approves it approves it as written.
 
-The policy judges the canonical form too (tools/commands.py: classify), and a canonical form must be its own canonical
+The policy judges the canonical form too (tools/commands: classify), and a canonical form must be its own canonical
 form (a fixpoint), so what the grammar reads in it is what this module meant to write.
 """
 
@@ -105,7 +105,7 @@ def canonical(command: str) -> Canonical:
         return Canonical(None, f"over {MAX_RENDERED_BYTES // 1024} KB: it is run only as written")
     try:
         text = _render(source)
-        # A line continuation is read two ways by the classifier (tools/commands.py); both must write the same.
+        # A line continuation is read two ways by the classifier (tools/commands/); both must write the same.
         if b"\\\n" in source and _render(source.replace(b"\\\n", b"")) != text:
             raise _Unfaithful("a line continuation that the grammar and bash may read differently")
         if _render(text.encode("utf-8", "surrogatepass")) != text:

@@ -1,6 +1,6 @@
 """Reading shell text as bash does: the parser (tree-sitter-bash) and the value of each kind of quoted word.
 
-Shared by the command policy (tools/commands.py), which judges what a command does, and the canonical renderer
+Shared by the command policy (tools/commands/), which judges what a command does, and the canonical renderer
 (tools/canonical.py), which writes what will run: both must take a word to mean the same value.
 """
 

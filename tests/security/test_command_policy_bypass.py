@@ -1,4 +1,4 @@
-"""Finding H1 of issue 19: the command policy (tools/commands.py) was a regex/shlex classifier that an
+"""Finding H1 of issue 19: the command policy (now tools/commands/) was a regex/shlex classifier that an
 attacker got past under the `cautious` preset, its deny list included. Each case here is one of those
 bypasses, or a close variant of it: a denied command must classify `deny`, anything else the classifier
 cannot vouch for `ask`, and never `allow`. The commands the shipped campaigns run, and ordinary shell

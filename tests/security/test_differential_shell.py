@@ -10,6 +10,7 @@ last holes could not find the next one either.
 
 from __future__ import annotations
 
+import fnmatch
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,6 +19,7 @@ import pytest
 import yaml
 
 import tools.commands as commands
+import tools.commands.patterns as patterns
 from tests.shellfuzz import Scratch, corpus, run_traced, violations
 from tools.commands import analyse, classify
 from tools.transport import SHELL
@@ -132,7 +134,7 @@ def test_the_check_finds_a_program_matched_by_its_basename(
 ) -> None:
     """Allow patterns that compared basenames (`cat *` allowing `tools/cat`) are found, by the known line and by the
     corpus's own impostors."""
-    monkeypatch.setattr(commands, "program_matches", lambda word, pattern: commands.fnmatch.fnmatchcase(
+    monkeypatch.setattr(patterns, "program_matches", lambda word, pattern: fnmatch.fnmatchcase(
         word.rsplit("/", 1)[-1], pattern.rsplit("/", 1)[-1]))  # fmt: skip
     # classify remembers verdicts: none made by the old matcher may outlive this test, nor one from before serve it
     commands.forget_verdicts()
