@@ -25,6 +25,8 @@ from tools.artifacts import ArtifactStore, StorageFull
 from tools.output import LineCallback, StreamSink
 
 TAIL_CHARS = 4000
+# How a host's commands get there: each name has a transport in agent/run/connect.py: TRANSPORTS.
+TransportName = Literal["local", "ssh"]
 
 
 class Host(BaseModel):
@@ -35,7 +37,7 @@ class Host(BaseModel):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     """The host's name in commands (`on:`) and reports; for SSH also the ssh_config alias when `address` is
     not given."""
-    transport: Literal["local", "ssh"] = "local"
+    transport: TransportName = "local"
     """`local` runs on this machine; `ssh` over SSH (paramiko), the host resolved as `ssh -G` would (ssh_config
     aliases, user, port, keys, ProxyJump)."""
     address: str | None = None

@@ -1,31 +1,75 @@
-"""One `Transport` for a campaign: each host's commands go to the local or the SSH transport.
+"""One `Transport` for a campaign: each host's commands go to the transport its `transport:` names.
 
-paramiko is imported only when a campaign has SSH hosts.
+`TRANSPORTS` is the registry: a name (`tools.transport.TransportName`, what a campaign's host may say) → how to build
+that transport for a session (`Wiring`: the artifact store, the redactor and what SSH needs). Each is built the first
+time a host needs it, so paramiko is imported only when a campaign has SSH hosts. A new transport (a `kubectl exec`
+one, say) is its module under tools/, its name in `TransportName`, and one entry here.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from tools.artifacts import ArtifactStore
 from tools.output import LineCallback
-from tools.transport import CommandResult, Host, LocalTransport, Transport
+from tools.transport import CommandResult, Host, LocalTransport, Transport, TransportName
+
+
+@dataclass(frozen=True, kw_only=True)
+class Wiring:
+    """What a session gives the transports it builds."""
+
+    artifacts: ArtifactStore
+    redact: Callable[[str], str]
+    hosts_root: Path  # where local hosts' working directories go
+    hosts: list[Host]
+    campaign_dir: Path
+    pinned: Path  # the session's pinned SSH host keys
+    accept_new: bool
+    on_pin: Callable[[str, str, str], None]
+    session: str
+    ssh_config: str | None
+
+
+def local_transport(w: Wiring) -> Transport:
+    return LocalTransport(w.hosts_root, w.artifacts, redact=w.redact)
+
+
+def ssh_transport(w: Wiring) -> Transport:
+    from tools.ssh import KnownHosts, SSHTransport, user_known_hosts
+
+    files = [Path("~/.ssh/known_hosts").expanduser()]
+    for host in w.hosts:
+        if host.known_hosts:
+            p = Path(host.known_hosts).expanduser()
+            files.append(p if p.is_absolute() else w.campaign_dir / p)
+        if host.transport == "ssh":
+            files += user_known_hosts(host.address or host.name, w.ssh_config)
+    known = KnownHosts(list(dict.fromkeys(files)), w.pinned, accept_new=w.accept_new, on_pin=w.on_pin)
+    return SSHTransport(w.artifacts, known, redact=w.redact, session=w.session, ssh_config=w.ssh_config)
+
+
+TRANSPORTS: Mapping[TransportName, Callable[[Wiring], Transport]] = {"local": local_transport, "ssh": ssh_transport}
 
 
 class HostRouter:
-    def __init__(self, local: LocalTransport, ssh_factory: Callable[[], Transport]) -> None:
-        self.local = local
-        self._ssh_factory = ssh_factory
-        self._ssh: Transport | None = None
+    """The session's `Transport`: each call goes to the transport of the host it names, built on first use."""
+
+    def __init__(self, wiring: Wiring, registry: Mapping[TransportName, Callable[[Wiring], Transport]] = TRANSPORTS):
+        self.wiring = wiring
+        self.registry = registry
+        self.built: dict[TransportName, Transport] = {}
+        self._building = threading.Lock()  # commands on many hosts start at once: one transport of each kind
 
     def _for(self, host: Host) -> Transport:
-        if host.transport == "local":
-            return self.local
-        if self._ssh is None:
-            self._ssh = self._ssh_factory()
-        return self._ssh
+        if (made := self.built.get(host.transport)) is None:
+            with self._building:
+                if (made := self.built.get(host.transport)) is None:
+                    made = self.built[host.transport] = self.registry[host.transport](self.wiring)
+        return made
 
     def run(
         self,
@@ -50,34 +94,5 @@ class HostRouter:
         self._for(host).put(host, local, remote)
 
     def close(self) -> None:
-        self.local.close()
-        if self._ssh is not None:
-            self._ssh.close()
-
-
-def ssh_factory(
-    *,
-    artifacts: ArtifactStore,
-    hosts: list[Host],
-    campaign_dir: Path,
-    pinned: Path,
-    accept_new: bool,
-    on_pin: Callable[[str, str, str], None],
-    redact: Callable[[str], str],
-    session: str,
-    ssh_config: str | None,
-) -> Callable[[], Any]:
-    def build() -> Any:
-        from tools.ssh import KnownHosts, SSHTransport, user_known_hosts
-
-        files = [Path("~/.ssh/known_hosts").expanduser()]
-        for host in hosts:
-            if host.known_hosts:
-                p = Path(host.known_hosts).expanduser()
-                files.append(p if p.is_absolute() else campaign_dir / p)
-            if host.transport == "ssh":
-                files += user_known_hosts(host.address or host.name, ssh_config)
-        known = KnownHosts(list(dict.fromkeys(files)), pinned, accept_new=accept_new, on_pin=on_pin)
-        return SSHTransport(artifacts, known, redact=redact, session=session, ssh_config=ssh_config)
-
-    return build
+        for made in self.built.values():
+            made.close()

@@ -16,7 +16,7 @@ from agent.brain.rules import RuleBrain
 from agent.campaign import LoadedCampaign, load_campaign
 from agent.context import RunContext
 from agent.models import Campaign
-from agent.run.connect import HostRouter, ssh_factory
+from agent.run.connect import HostRouter, Wiring
 from agent.run.documents import ssh_config_file
 from agent.store.base import JournalWriter, Session
 from policies.engine import PolicyEngine
@@ -24,7 +24,6 @@ from policies.load import load_policy_text
 from policies.schema import Policy
 from tools.artifacts import ArtifactStore
 from tools.secrets import Redactor, is_secret_name
-from tools.transport import LocalTransport
 
 
 def session_documents(d: Session, meta: dict[str, Any], campaign_dir: Path) -> tuple[LoadedCampaign, Policy]:
@@ -56,18 +55,18 @@ def run_context(
     redact.add(*secrets.values())
     redact.add(*(os.environ.get(h.passphrase_env, "") for h in campaign.hosts if h.passphrase_env))
     transport = HostRouter(
-        LocalTransport(d.hosts, artifacts, redact=redact),
-        ssh_factory(
+        Wiring(
             artifacts=artifacts,
+            redact=redact,
+            hosts_root=d.hosts,
             hosts=campaign.hosts,
             campaign_dir=campaign_dir,
             pinned=d.pinned,
             accept_new=bool(meta.get("accept_new_host_keys")),
             on_pin=on_pin,
-            redact=redact,
             session=d.id,
             ssh_config=ssh_config_file(d),
-        ),
+        )
     )
     ctx = RunContext(
         session=d.id,
