@@ -52,7 +52,14 @@ def bench_once(
         if command:  # the same preparation in both arms, before every run
             prep = CommandSpec(run=command, on=spec.on, timeout=spec.timeout)
             prepared = run_spec(
-                ctx, prep, purpose=f"{step}:{arm}", option=option, approved=approved, only=only, levels=levels
+                ctx,
+                prep,
+                purpose=f"{step}:{arm}",
+                option=option,
+                approved=approved,
+                only=only,
+                levels=levels,
+                reads_only=step == "warmup",  # a warm-up only sends requests; a restart restarts
             )
             if not all(r.ok for r in prepared):
                 run = BenchRun(
@@ -60,7 +67,9 @@ def bench_once(
                 )
                 ctx.journal.append(ev.BenchRun(option=option, purpose=purpose, **_logged(run)))
                 return run
-    results = run_spec(ctx, spec, purpose=f"bench:{arm}", option=option, approved=approved, only=only, levels=levels)
+    results = run_spec(
+        ctx, spec, purpose=f"bench:{arm}", option=option, approved=approved, only=only, levels=levels, reads_only=True
+    )
     stalls = {r.host: _stall(ctx, r, option=option, approved=approved) for r in results if r.timed_out}
     readings = [_reading(ctx, r, stalls.get(r.host), level=level) for r in results]
     if len(results) == 1:

@@ -117,7 +117,9 @@ def _revert_on(state: State, runtime: Runtime[RunContext], hosts: list[str]) -> 
         health = [
             r
             for s in ctx.campaign.baseline.health
-            for r in run_spec(ctx, s, purpose="health", option=option.id, approved=approved, only=hosts)
+            for r in run_spec(
+                ctx, s, purpose="health", option=option.id, approved=approved, only=hosts, reads_only=True
+            )
         ]
     except (CommandRefused, MutationInDoubt) as exc:
         v = {"verified": False, "health_ok": False, "delta_pct": None, "detail": str(exc), "hosts": hosts}
@@ -220,7 +222,7 @@ def _revert_and_verify(state: State, runtime: Runtime[RunContext]) -> dict[str, 
         health = [
             r
             for s in ctx.campaign.baseline.health
-            for r in run_spec(ctx, s, purpose="health", option=option.id, approved=approved)
+            for r in run_spec(ctx, s, purpose="health", option=option.id, approved=approved, reads_only=True)
         ]
     except (CommandRefused, MutationInDoubt) as exc:
         v = {"verified": False, "health_ok": False, "delta_pct": None, "detail": str(exc)}

@@ -41,7 +41,9 @@ def setup(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         for spec in ctx.campaign.baseline.setup:
             failures += [r for r in run_spec(ctx, spec, purpose="setup", approved=approved) if not r.ok]
         for spec in ctx.campaign.baseline.health:
-            failures += [r for r in run_spec(ctx, spec, purpose="health", approved=approved) if not r.ok]
+            failures += [
+                r for r in run_spec(ctx, spec, purpose="health", approved=approved, reads_only=True) if not r.ok
+            ]
     except CommandRefused as exc:
         return {"route": "report", "stopping": True, "report": {"error": str(exc)}}
     if failures:

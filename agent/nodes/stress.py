@@ -177,7 +177,12 @@ def _at_deadline(
         diag = CommandSpec(run=spec.diagnose or "true", on=host.name, timeout=spec.diagnose_timeout)
         try:
             (result,) = run_spec(
-                ctx, diag, purpose=f"diagnose:{spec.name}", option=option, approved=state.get("approved", [])
+                ctx,
+                diag,
+                purpose=f"diagnose:{spec.name}",
+                option=option,
+                approved=state.get("approved", []),
+                reads_only=True,
             )
         except CommandRefused:
             return None  # journaled as command.refused; the wedge is still killed and recorded
@@ -196,7 +201,7 @@ def _checked(ctx: RunContext, spec: StressSpec, r: StressResult, option: int, st
     check = CommandSpec(run=spec.check or "true", on=r.host, timeout=STRESS_CHECK_TIMEOUT_S)
     try:
         (result,) = run_spec(
-            ctx, check, purpose=f"check:{spec.name}", option=option, approved=state.get("approved", [])
+            ctx, check, purpose=f"check:{spec.name}", option=option, approved=state.get("approved", []), reads_only=True
         )
     except CommandRefused as exc:
         return r.model_copy(update={"evidence": f"{r.evidence}; check not run: {exc}"})

@@ -67,17 +67,20 @@ def run_spec(
     last: bool = True,
     only: Sequence[str] | None = None,
     levels: Mapping[str, str] | None = None,
+    reads_only: bool = False,
 ) -> list[CommandResult]:
-    """Run `spec` on all its hosts in parallel (wall time ≈ the slowest host); refuse before running
-    anything on any host if one of the rendered commands is not permitted.
+    """Run `spec` on all its hosts in parallel (wall time ≈ the slowest host); refuse before running anything on any
+    host if one of the rendered commands is not permitted.
 
-    Inside a graph run each host's command is a LangGraph task, so a resumed node gets the results of
-    commands that completed before a crash instead of running them again; `effect` marks an apply or
-    revert, which also gets an idempotency key (agent/effects.py); `last` says whether it is the last
-    command of its list, the only one the option's `check` can speak for. Raises MutationInDoubt when
-    one was cut short and cannot be settled. `diagnose(host)` runs on a host whose command overran,
-    before the kill; what it returns is kept as the result's `diagnosis`. `only` narrows the spec's
-    hosts (a keep with exceptions rolls back on those hosts alone); `levels` sets a sweep's variable."""
+    Inside a graph run each host's command is a LangGraph task, so a resumed node gets the results of commands that
+    completed before a crash instead of running them again; `effect` marks an apply or revert, which also gets an
+    idempotency key (agent/effects.py); `last` says whether it is the last command of its list, the only one the
+    option's `check` can speak for. Raises MutationInDoubt when one was cut short and cannot be settled.
+    `diagnose(host)` runs on a host whose command overran, before the kill; what it returns is kept as the result's
+    `diagnosis`. `reads_only`: the caller knows the command only looks (a probe, a health check, a benchmark run: a
+    second run changes nothing on the host), so it runs again once when the link drops under it; nothing else ever
+    does (setup, restarts, stress, every apply and revert). `only` narrows the spec's hosts (a keep with exceptions
+    rolls back on those hosts alone); `levels` sets a sweep's variable."""
     allowed = set(approved)
     planned: list[Cleared] = []
     for p in plan(ctx, spec, only=only, levels=levels):
@@ -127,7 +130,10 @@ def run_spec(
         ]
     else:
         futures = [
-            _command_task(ctx, p, purpose=purpose, option=option, timeout=limit, diagnose=diagnose) for p in planned
+            _command_task(
+                ctx, p, purpose=purpose, option=option, timeout=limit, diagnose=diagnose, reads_only=reads_only
+            )
+            for p in planned
         ]
     results: list[CommandResult] = []
     doubt: MutationInDoubt | None = None
@@ -143,9 +149,6 @@ def run_spec(
     return results
 
 
-# Commands that only look (a second run changes nothing on the host): the ones worth running again
-# when the link dropped under them. Setup, restarts, stress and every mutation are not.
-READ_ONLY = ("probe:", "health", "check", "diagnose:", "bench:", "warmup:")
 _in_command: ContextVar[bool] = ContextVar("signoff_in_command", default=False)
 
 
@@ -160,13 +163,14 @@ def _command_task(
     option: int | None,
     timeout: float,
     diagnose: Callable[[Host], str | None] | None,
+    reads_only: bool = False,
 ) -> dict[str, Any]:
     token = _in_command.set(True)
     try:
         result = _run_diagnosed(ctx, p, purpose=purpose, option=option, timeout=timeout, diagnose=diagnose)
     finally:
         _in_command.reset(token)
-    if result.link_lost and purpose.startswith(READ_ONLY):
+    if result.link_lost and reads_only:  # said by the caller, never read off the purpose's name
         raise LinkLost(result)
     return result.model_dump(mode="json")
 

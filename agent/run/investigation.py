@@ -127,7 +127,12 @@ class Toolbox:
             return None
         try:
             results = run_spec(
-                self.ctx, probe, purpose=f"probe:{probe.name}", option=self.option.id, approved=list(self.approved)
+                self.ctx,
+                probe,
+                purpose=f"probe:{probe.name}",
+                option=self.option.id,
+                approved=list(self.approved),
+                reads_only=True,
             )
         except CommandRefused as exc:
             # A probe the policy will not run is reported (and counts against the option), never skipped.

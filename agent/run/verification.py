@@ -50,7 +50,7 @@ def state_check(
     for host in hosts:
         spec = CommandSpec(run=option.check.run, on=host, timeout=option.check.timeout)
         try:
-            (result,) = run_spec(ctx, spec, purpose=purpose, option=option_id, approved=approved)
+            (result,) = run_spec(ctx, spec, purpose=purpose, option=option_id, approved=approved, reads_only=True)
         except CommandRefused as exc:
             said[host] = "not run"
             problems.append(f"{host}: check not run ({exc})")

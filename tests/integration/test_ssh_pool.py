@@ -102,11 +102,13 @@ def test_sixteen_reads_in_flight_when_the_pooled_connection_is_killed(tmp_path: 
 
     @entrypoint(checkpointer=SqliteSaver(sqlite3.connect(tmp_path / "cp.sqlite", check_same_thread=False)))
     def burst(_: str) -> dict[str, Any]:
-        # A mutation among them: it writes a line, so a second run of it would show.
+        # A mutation among them: it writes a line, so a second run of it would show. Its purpose starts with a word
+        # read-only commands' purposes start with: whether a command runs again is what its caller says
+        # (`reads_only`), never read off that name (a prefix rule once would have run this twice).
         mutation = _command_task(
             ctx,
             allowed(Planned(host, "echo once >> mutation.log; sleep 1.5")),
-            purpose="setup",
+            purpose="check-and-restart",
             option=None,
             timeout=20,
             diagnose=None,
@@ -119,6 +121,7 @@ def test_sixteen_reads_in_flight_when_the_pooled_connection_is_killed(tmp_path: 
                 option=None,
                 timeout=20,
                 diagnose=None,
+                reads_only=True,
             )
             for i in range(READS)
         ]
@@ -170,7 +173,7 @@ def test_sixteen_reads_in_flight_when_the_pooled_connection_is_killed(tmp_path: 
         assert len(connects) <= 2, f"{len(connects)} reconnects for one dropped link"
 
         # The mutation was started once and never again, whatever became of it.
-        assert starts["setup"] == 1
+        assert starts["check-and-restart"] == 1
         log = ctx.transport.run(host, "cat mutation.log", timeout=10, cwd=workdir)
         assert log.ok and log.stdout_tail == "once\n"
 
