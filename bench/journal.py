@@ -44,10 +44,10 @@ def measure(path: Path) -> None:
     t0 = time.perf_counter()
     for i in range(N):
         if i % 50 == 49:
-            journal.append(events.Decision(gate=f"g{i}", by="policy:bench", decision={"action": "continue"}))
+            journal.append(events.DecisionEvent(gate=f"g{i}", by="policy:bench", decision={"action": "continue"}))
         else:
             # `pair` and `command` are extra fields (the models allow them): the line is what it always was.
-            journal.append(events.CommandFinished(exit=0, duration_s=0.27, pair=i, **payload))
+            journal.append(events.CommandFinishedEvent(exit=0, duration_s=0.27, pair=i, **payload))
     journal.close()
     append_s = time.perf_counter() - t0
     size_mb = path.stat().st_size / 1e6

@@ -71,12 +71,12 @@ def round_trips(session) -> list[float]:
             t = time.perf_counter()
             snapshot = graph.get_state(cfg)
             interrupt_id = snapshot.interrupts[0].id
-            journal.append(ev.GateOpened(gate_kind="safety", gate=f"g{k}", interrupt=interrupt_id))
-            journal.append(ev.SessionPaused(gate=f"g{k}", interrupt=interrupt_id))
+            journal.append(ev.GateOpenedEvent(gate_kind="safety", gate=f"g{k}", interrupt=interrupt_id))
+            journal.append(ev.SessionPausedEvent(gate=f"g{k}", interrupt=interrupt_id))
             session.claim_answer(interrupt_id, {"decision": "continue"})  # `signoff decide`
-            journal.append(ev.Decision(gate=f"g{k}", by="human:bench", interrupt=interrupt_id))
+            journal.append(ev.DecisionEvent(gate=f"g{k}", by="human:bench", interrupt=interrupt_id))
             ready = session.answers()
-            journal.append(ev.SessionResumed(answers=sorted(ready)))
+            journal.append(ev.SessionResumedEvent(answers=sorted(ready)))
             session.clear_answers(list(ready))
             graph.invoke(Command(resume=ready[interrupt_id]), cfg, durability="sync")
             times.append((time.perf_counter() - t) * 1000)
@@ -105,9 +105,9 @@ def events() -> list[ev.Event]:
     out: list[ev.Event] = []
     for i in range(N):
         if i % 50 == 0:
-            out.append(ev.Decision(gate=f"g{i}", by="human:bench", decision={"action": "continue"}))
+            out.append(ev.DecisionEvent(gate=f"g{i}", by="human:bench", decision={"action": "continue"}))
         else:
-            out.append(ev.CommandFinished(host="gpu-a", purpose="benchmark", exit=0, duration_s=0.27))
+            out.append(ev.CommandFinishedEvent(host="gpu-a", purpose="benchmark", exit=0, duration_s=0.27))
     return out
 
 

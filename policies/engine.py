@@ -17,10 +17,10 @@ from policies.gates import ALLOWED, FACTS, GATES, Decision, Gate, GateKind, chec
 from policies.schema import CompiledRule, Policy
 from policies.session_rules import SessionRule, kinds_for_condition
 
-__all__ = ["Explanation", "PolicyEngine", "SessionRule", "Step", "kinds_for_condition"]
+__all__ = ["Explanation", "PolicyEngine", "RuleStep", "SessionRule", "kinds_for_condition"]
 
 
-class Step(BaseModel):
+class RuleStep(BaseModel):
     rule: str
     outcome: Literal["matched", "no match", "error", "not applicable"]
     detail: str = ""
@@ -28,7 +28,7 @@ class Step(BaseModel):
 
 class Explanation(BaseModel):
     decision: Decision
-    steps: list[Step]  # the rules tried up to the one that decided
+    steps: list[RuleStep]  # the rules tried up to the one that decided
     matched: list[str] = Field(default_factory=list)  # every rule that matched, the one that decided first
 
 
@@ -98,7 +98,7 @@ class PolicyEngine:
         both skip an unsafe, inconclusive option, and the record should give the stronger reason (`matched`
         lists both). A session rule that decides otherwise ("ask me if it's unsafe", "retry it", "skip #2 for
         now") is what the person said, and stands."""
-        steps: list[Step] = []
+        steps: list[RuleStep] = []
         guards = [c for c in self.policy.rules.get(kind, []) if c.spec.guard]
 
         def said(decision: Decision) -> Explanation:
@@ -120,7 +120,7 @@ class PolicyEngine:
                 continue
             if rule.decision.action not in ALLOWED[kind]:
                 steps.append(
-                    Step(
+                    RuleStep(
                         rule=rule.id,
                         outcome="not applicable",
                         detail=f"{kind} takes no {rule.decision.action}",
@@ -128,7 +128,7 @@ class PolicyEngine:
                 )
                 continue
             matched, detail = _try(rule.when or "true", kind, facts)
-            steps.append(Step(rule=rule.id, outcome=matched, detail=detail))
+            steps.append(RuleStep(rule=rule.id, outcome=matched, detail=detail))
             if matched == "matched":
                 return said(rule.decision.model_copy(update={"by": rule.id, "rule": rule.id}))
             other = rule.decision.otherwise
@@ -145,7 +145,7 @@ class PolicyEngine:
             try:
                 hit = compiled.condition.evaluate(facts)
             except EvalError as exc:
-                steps.append(Step(rule=spec.id, outcome="error", detail=str(exc)))
+                steps.append(RuleStep(rule=spec.id, outcome="error", detail=str(exc)))
                 # An evaluation error never approves anything: the gate's on_error answer applies.
                 decision = Decision(
                     action=gate_policy.on_error,
@@ -155,9 +155,9 @@ class PolicyEngine:
                 )
                 return Explanation(decision=decision, steps=steps)
             if hit:
-                steps.append(Step(rule=spec.id, outcome="matched", detail=spec.when))
+                steps.append(RuleStep(rule=spec.id, outcome="matched", detail=spec.when))
                 return Explanation(decision=self._decided(compiled), steps=steps)
-            steps.append(Step(rule=spec.id, outcome="no match", detail=f"{spec.when} is false"))
+            steps.append(RuleStep(rule=spec.id, outcome="no match", detail=f"{spec.when} is false"))
         if (unnamed := GATES[kind].unnamed) is not None and not self.policy.rules.get(kind):
             action, why = unnamed
             return Explanation(

@@ -226,14 +226,14 @@ def toolbox(home: Path, variant: Callable[..., Path]) -> Iterator[tuple[Any, Pat
     """An investigation subagent's tools for option #2 of a fresh demo session under `cautious` (a README in gpu-a's
     working directory): (the toolbox, that directory, the session)."""
     from agent.run.create import create
-    from agent.run.investigation import Toolbox
+    from agent.run.investigation import HostToolbox
     from agent.run.runner import Runner
 
     d = create(variant(), "cautious")
     runner = Runner(d)
     workdir = Path(runner.ctx.transport.workdir(runner.ctx.campaign.hosts[0]))
     (workdir / "README").write_text("hello\n")
-    yield Toolbox(runner.ctx, runner.ctx.campaign.option(2), "investigator#2"), workdir, d
+    yield HostToolbox(runner.ctx, runner.ctx.campaign.option(2), "investigator#2"), workdir, d
     runner.journal.close()
 
 

@@ -103,7 +103,7 @@ class ClaudeBrain:
         try:
             return self._plan(campaign, findings)
         except ADVISORY as exc:
-            self.journal.append(ev.BrainFallback(step="plan", error=why(exc)), actor="planner")
+            self.journal.append(ev.BrainFallbackEvent(step="plan", error=why(exc)), actor="planner")
             return self.fallback.plan(campaign, findings)
 
     def investigate(self, option: Option, tools: Toolbox) -> Finding:
@@ -112,7 +112,7 @@ class ClaudeBrain:
             return self._investigate(option, tools, prior)
         except ADVISORY as exc:
             self.journal.append(
-                ev.BrainFallback(step="investigate", option=option.id, error=str(exc)), actor=tools.agent
+                ev.BrainFallbackEvent(step="investigate", option=option.id, error=str(exc)), actor=tools.agent
             )
             return prior
 
@@ -121,7 +121,9 @@ class ClaudeBrain:
         try:
             words = self._rationale(option, evidence, measured)
         except ADVISORY as exc:
-            self.journal.append(ev.BrainFallback(step="assess", option=option.id, error=why(exc)), actor="assessor")
+            self.journal.append(
+                ev.BrainFallbackEvent(step="assess", option=option.id, error=why(exc)), actor="assessor"
+            )
             return measured
         rationale = words.rationale + "".join(f"\n- concern: {c}" for c in words.concerns)
         return measured.model_copy(update={"rationale": rationale, "next_step": words.next_step or None})
@@ -137,7 +139,7 @@ class ClaudeBrain:
             except NotUnderstood:
                 raise  # the model read it and found no decision: that is an answer, not a failure
             except ADVISORY as exc:
-                self.journal.append(ev.BrainFallback(step="interpret", error=why(exc)), actor="interpreter")
+                self.journal.append(ev.BrainFallbackEvent(step="interpret", error=why(exc)), actor="interpreter")
                 raise grammar from None
 
     # ------------------------------------------------------------------ plan
@@ -259,7 +261,7 @@ class ClaudeBrain:
                 messages.append({"role": "assistant", "content": blocks})
             calls = [b for b in blocks if b["type"] == "tool_use"]
             self.journal.append(
-                ev.SubagentTurn(
+                ev.SubagentTurnEvent(
                     option=option.id, turn=turn, tools=[c["name"] for c in calls], said=self.redact(said_in(blocks))
                 ),
                 actor=agent,
@@ -276,7 +278,9 @@ class ClaudeBrain:
                             raise StepFailed(f"submit_finding invalid twice: {one_line(exc)}") from None
                         repaired = True
                         self.journal.append(
-                            ev.LlmInvalid(purpose="investigate", option=option.id, error=self.redact(one_line(exc))),
+                            ev.LlmInvalidEvent(
+                                purpose="investigate", option=option.id, error=self.redact(one_line(exc))
+                            ),
                             actor=agent,
                         )
                         results.append(
@@ -448,7 +452,7 @@ class ClaudeBrain:
                 except (ValidationError, ValueError) as exc:
                     error = one_line(exc)
             self.journal.append(
-                ev.LlmInvalid(purpose=purpose, option=option, attempt=attempt, error=error), actor=actor
+                ev.LlmInvalidEvent(purpose=purpose, option=option, attempt=attempt, error=error), actor=actor
             )
             if attempt == 1:
                 if blocks:  # the API refuses an assistant turn with no content in the next request

@@ -257,12 +257,12 @@ class LLMClient:
                 else:
                     failure = self._failed_again(failure)
                 self.journal.append(
-                    ev.LlmFailed(purpose=purpose, option=option, attempts=attempt, error=failure), actor=actor
+                    ev.LlmFailedEvent(purpose=purpose, option=option, attempts=attempt, error=failure), actor=actor
                 )
                 raise LLMError(f"{purpose}: {failure} (after {attempt} attempt(s))")
             wait = self._backoff(attempt, retry_after)
             self.journal.append(
-                ev.LlmRetry(
+                ev.LlmRetryEvent(
                     purpose=purpose, option=option, attempt=attempt, status=status, error=failure, wait_s=round(wait, 3)
                 ),
                 actor=actor,
@@ -281,7 +281,7 @@ class LLMClient:
         if reason == "max_tokens" and max_tokens == self.first_max_tokens and max_tokens < self.max_output:
             larger = min(max_tokens * 2, self.max_output)
             self.journal.append(
-                ev.LlmRetry(
+                ev.LlmRetryEvent(
                     purpose=purpose,
                     option=option,
                     attempt=attempt,
@@ -298,7 +298,7 @@ class LLMClient:
             category = getattr(details, "category", None)
             explanation = " ".join(str(getattr(details, "explanation", None) or "").split())[:300]
             self.journal.append(
-                ev.LlmFailed(
+                ev.LlmFailedEvent(
                     purpose=purpose,
                     option=option,
                     attempts=attempt,
@@ -314,7 +314,9 @@ class LLMClient:
             failure = "the conversation outgrew the model's context window"
         else:
             return None
-        self.journal.append(ev.LlmFailed(purpose=purpose, option=option, attempts=attempt, error=failure), actor=actor)
+        self.journal.append(
+            ev.LlmFailedEvent(purpose=purpose, option=option, attempts=attempt, error=failure), actor=actor
+        )
         raise LLMError(f"{purpose}: {failure}")
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
@@ -343,7 +345,7 @@ class LLMClient:
             "attempt": attempt,
             "duration_s": round(elapsed, 3),
         }
-        self.journal.append(ev.LlmCall(purpose=purpose, option=option, **record), actor=actor)
+        self.journal.append(ev.LlmCallEvent(purpose=purpose, option=option, **record), actor=actor)
         self.on_cost(cost)
         return record
 

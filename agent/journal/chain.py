@@ -165,9 +165,9 @@ class Journal:
             if not self._fh.closed:
                 fcntl.flock(self._fh, fcntl.LOCK_UN)
         if past is not None and adopt:
-            self.append(events.LogAdopted(**past))
+            self.append(events.LogAdoptedEvent(**past))
         if recovered is not None:
-            self.append(events.LogRecovered(**recovered))
+            self.append(events.LogRecoveredEvent(**recovered))
 
     @contextlib.contextmanager
     def _exclusive(self) -> Iterator[None]:

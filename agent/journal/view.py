@@ -102,17 +102,17 @@ class OptionView:
     ab_verdict: str | None = None
     gain_pct: float | None = None
     ci: list[float] | None = None
-    finding: ev.Finding | None = None
-    runs: list[ev.BenchRun] = field(default_factory=list)  # the A/B runs (arm, pair, value, valid)
+    finding: ev.FindingEvent | None = None
+    runs: list[ev.BenchRunEvent] = field(default_factory=list)  # the A/B runs (arm, pair, value, valid)
     # A sweep's A/B runs by level; `runs` is the level being measured, then the level judged.
-    levels: dict[float | None, list[ev.BenchRun]] = field(default_factory=dict)
-    sweep: ev.SweepResult | None = None  # a load sweep's outcome: levels, capacities, fits
-    searches: list[ev.SweepSearch] = field(default_factory=list)  # its capacity search's probes
-    ab: ev.ABResult | None = None
-    stress: list[ev.StressResult] = field(default_factory=list)
-    assessment: ev.Assessment | None = None
-    undo: ev.UndoRecorded | None = None
-    rollback: ev.Rollback | None = None
+    levels: dict[float | None, list[ev.BenchRunEvent]] = field(default_factory=dict)
+    sweep: ev.SweepResultEvent | None = None  # a load sweep's outcome: levels, capacities, fits
+    searches: list[ev.SweepSearchEvent] = field(default_factory=list)  # its capacity search's probes
+    ab: ev.ABResultEvent | None = None
+    stress: list[ev.StressResultEvent] = field(default_factory=list)
+    assessment: ev.AssessmentEvent | None = None
+    undo: ev.UndoRecordedEvent | None = None
+    rollback: ev.RollbackEvent | None = None
     decided_by: str | None = None
     after_rollback: str = "skipped"  # what it is once the rollback in progress is done
     reasons: list[str] = field(default_factory=list)  # the report's reasons for its outcome
@@ -167,7 +167,7 @@ class SessionView:
     campaign: str = ""
     policy: str = ""
     brain: str = ""
-    started_event: ev.SessionStarted | None = None
+    started_event: ev.SessionStartedEvent | None = None
     started_ts: str = ""
     user: str = ""
     started: datetime | None = None
@@ -192,17 +192,17 @@ class SessionView:
     level: float | None = None  # the sweep level being benchmarked now
     goal_pct: float | None = None
     noise_floor_pct: float | None = None  # the smallest effect this run's calibration can tell from noise
-    calibration: ev.Calibration | None = None  # the A/A calibration at setup, when the campaign asked for one
+    calibration: ev.CalibrationEvent | None = None  # the A/A calibration at setup, when the campaign asked for one
     bench: tuple[int, int] | None = None  # (pair, of) of the running benchmark
     stress_done: int = 0
     stress_total: int = 0
     seq: int = -1
     events: int = 0
     error: str | None = None
-    report: ev.Report | None = None
-    confirmation: ev.GoalConfirmed | None = None  # the last end-of-campaign A/B of the final configuration
-    ended: ev.SessionFinished | ev.SessionFailed | None = None
-    abandoned: ev.SessionAbandoned | None = None  # `signoff abandon` asked for it: the run rolls back and ends
+    report: ev.ReportEvent | None = None
+    confirmation: ev.GoalConfirmedEvent | None = None  # the last end-of-campaign A/B of the final configuration
+    ended: ev.SessionFinishedEvent | ev.SessionFailedEvent | None = None
+    abandoned: ev.SessionAbandonedEvent | None = None  # `signoff abandon` asked for it: the run rolls back and ends
     abandoned_at: str = ""
     run_s: float = 0.0  # time the runner spent running, summed over every run (start, resumes)
     rules_added: int = 0
@@ -290,120 +290,120 @@ class SessionView:
         e = entry.event
         self.last_kind = e.kind
         match e:
-            case ev.SessionStarted():
+            case ev.SessionStartedEvent():
                 self._started(e, entry)
-            case ev.SessionResumed() | ev.SessionRevisit():
+            case ev.SessionResumedEvent() | ev.SessionRevisitEvent():
                 self.status = "running"
                 self.ended = None
-            case ev.SessionAbandoned():
+            case ev.SessionAbandonedEvent():
                 self.abandoned, self.abandoned_at, self.status, self.ended = e, entry.ts, "running", None
                 for g in self.gates:
                     if g.gate == e.gate and g.action is None:  # left unanswered: closed, not waiting any more
                         g.action, g.by, g.decided = "abandoned", e.by, entry.ts
-            case ev.SessionWaiting():
+            case ev.SessionWaitingEvent():
                 self.ended = None
-            case ev.PolicyChanged():
+            case ev.PolicyChangedEvent():
                 if self.digests:
                     self.digests["policy.yaml"] = e.policy_sha256 or ""
                 self.policy_path = e.policy or self.policy_path
-            case ev.SessionPaused():
+            case ev.SessionPausedEvent():
                 self.status = "paused"
                 self.ended = None
                 self.run_s += e.elapsed_s or 0.0
-            case ev.SessionInterrupted():
+            case ev.SessionInterruptedEvent():
                 self.status = "interrupted"
-            case ev.SessionFinished() | ev.SessionFailed():
+            case ev.SessionFinishedEvent() | ev.SessionFailedEvent():
                 self.ended = e
-                self.status = e.status or ("failed" if isinstance(e, ev.SessionFailed) else "finished")
-                self.error = e.error or (e.reason if isinstance(e, ev.SessionFailed) else None)
+                self.status = e.status or ("failed" if isinstance(e, ev.SessionFailedEvent) else "finished")
+                self.error = e.error or (e.reason if isinstance(e, ev.SessionFailedEvent) else None)
                 self.run_s += e.elapsed_s or 0.0
                 self.phase, self.bench = "done", None
-            case ev.Plan():
+            case ev.PlanEvent():
                 self._plan(e)
-            case ev.SubagentStarted():
+            case ev.SubagentStartedEvent():
                 self.phase = "investigate"
                 self._option(e.option).status = "investigating"
-            case ev.Finding():
+            case ev.FindingEvent():
                 o = self._option(e.option)
                 o.finding = e
                 o.status = "no-go" if not e.feasible else ("hazard" if e.hazards else "clear")
-            case ev.Phase():
+            case ev.PhaseEvent():
                 self._phase(e)
-            case ev.BenchProgress():
+            case ev.BenchProgressEvent():
                 self.bench = (e.pair, e.of)
                 self.level = e.level
-            case ev.BenchExtended():
+            case ev.BenchExtendedEvent():
                 self.bench = (e.from_pairs, e.to_pairs)
-            case ev.BenchRun():
+            case ev.BenchRunEvent():
                 if e.option is not None and e.purpose in ("ab", None):
                     o = self._option(e.option)
                     o.runs = o.levels.setdefault(e.get("level"), [])  # a sweep plots one level at a time
                     o.runs.append(e)
-            case ev.SweepResult():
+            case ev.SweepResultEvent():
                 self._option(e.option).sweep = e
-            case ev.SweepSearch():
+            case ev.SweepSearchEvent():
                 if e.option is not None:
                     self._option(e.option).searches.append(e)
-            case ev.ABResult():
+            case ev.ABResultEvent():
                 o = self._option(e.option)
                 if (level := e.get("level")) in o.levels:
                     o.runs = o.levels[level]
                 o.ab, o.ab_verdict, o.gain_pct = e, e.verdict, e.effect_pct
                 o.ci = [e.ci_low, e.ci_high] if e.ci_low is not None and e.ci_high is not None else None
                 self.bench = None
-            case ev.StressResult():
+            case ev.StressResultEvent():
                 if e.option is not None:
                     self._option(e.option).stress.append(e)
                 self.stress_done += 1
-            case ev.Assessment():
+            case ev.AssessmentEvent():
                 o = self._option(e.option)
                 o.assessment, o.verdict, o.status = e, e.verdict, "assessed"
-            case ev.UndoRecorded():
+            case ev.UndoRecordedEvent():
                 self._option(e.option).undo = e
-            case ev.Rollback():
+            case ev.RollbackEvent():
                 o = self._option(e.option)
                 o.rollback, o.status = e, o.after_rollback
-            case ev.Kept():
+            case ev.KeptEvent():
                 o = self._option(e.option)
                 o.status, o.decided_by = "kept", e.by
-            case ev.LlmCall():
+            case ev.LlmCallEvent():
                 self.llm_calls += 1
                 self.llm_usd += float(e.cost_usd or 0.0)
                 for k in TOKENS:
                     value = e.get(k, 0)
                     self.llm_tokens[k] = self.llm_tokens.get(k, 0) + (value if isinstance(value, int) else 0)
-            case ev.LlmRetry():
+            case ev.LlmRetryEvent():
                 self.llm_retries += 1
-            case ev.BrainFallback():
+            case ev.BrainFallbackEvent():
                 self.brain_fallbacks += 1
                 where = e.step + (f" #{e.option}" if e.option is not None else "")
                 self.fallback_steps.append(f"{where}: {' '.join(str(e.error or '').split())[:200]}")
-            case ev.Calibration():
+            case ev.CalibrationEvent():
                 self.calibration = e
                 floor = e.get("noise_floor_pct")
                 if isinstance(floor, int | float) and not isinstance(floor, bool):
                     self.noise_floor_pct = float(floor)
-            case ev.GateOpened():
+            case ev.GateOpenedEvent():
                 self._gate_opened(e, entry)
-            case ev.Decision():
+            case ev.DecisionEvent():
                 self._decision(e, entry.ts)
-            case ev.RuleAdded():
+            case ev.RuleAddedEvent():
                 self.rules_added += 1
                 if isinstance(e.rule, Mapping) and isinstance(e.rule.get("id"), str):
                     self.rules[e.rule["id"]] = e.rule
-            case ev.Report():
+            case ev.ReportEvent():
                 self._report(e)
-            case ev.GoalConfirmed():
+            case ev.GoalConfirmedEvent():
                 self.confirmation = e
-            case ev.CommandStarted():
+            case ev.CommandStartedEvent():
                 if e.key:
                     self.mutations_started[e.key] = {**e.fields(), "kind": e.kind, "ts": entry.ts}
                 if e.effect in ("apply", "revert") and e.option is not None:
                     self.on_hosts.setdefault(e.host, {})[e.option] = "in doubt"  # until it finishes cleanly
-            case ev.CommandFinished() | ev.MutationRecovered():
+            case ev.CommandFinishedEvent() | ev.MutationRecoveredEvent():
                 if e.key and e.result:
                     self.mutations_finished[e.key] = e.result
-                if isinstance(e, ev.CommandFinished) and e.effect in ("apply", "revert") and e.option is not None:
+                if isinstance(e, ev.CommandFinishedEvent) and e.effect in ("apply", "revert") and e.option is not None:
                     on = self.on_hosts.setdefault(e.host, {})
                     if e.exit != 0 or e.timed_out or e.error:
                         on[e.option] = "in doubt"
@@ -411,7 +411,7 @@ class SessionView:
                         on[e.option] = "applied"
                     else:
                         on.pop(e.option, None)
-            case ev.Unrecognized():
+            case ev.UnrecognizedEvent():
                 self.unrecognized += 1
             case _:
                 pass
@@ -421,7 +421,7 @@ class SessionView:
             self.options[option] = OptionView(id=option, title=title or f"option {option}")
         return self.options[option]
 
-    def _started(self, e: ev.SessionStarted, entry: ev.Entry) -> None:
+    def _started(self, e: ev.SessionStartedEvent, entry: ev.Entry) -> None:
         self.started_event, self.started_ts, self.ended = e, entry.ts, None
         self.digests = {"campaign.yaml": e.campaign_sha256 or "", "policy.yaml": e.policy_sha256 or ""}
         for name, digest in (("ssh_config", "ssh_config_sha256"), ("campaign-files.json", "campaign_files_sha256")):
@@ -442,7 +442,7 @@ class SessionView:
         self.budget_usd = docs.budget_usd
         self.sweep_var = docs.sweep_var
 
-    def _plan(self, e: ev.Plan) -> None:
+    def _plan(self, e: ev.PlanEvent) -> None:
         for p in e.proposals:
             if isinstance(p, Mapping) and isinstance(p.get("id"), int):
                 self.options.setdefault(p["id"], OptionView(id=p["id"], title=f"{p.get('title', '')} (proposed)"))
@@ -451,7 +451,7 @@ class SessionView:
             self._option(o)
         self.phase = "plan"
 
-    def _phase(self, e: ev.Phase) -> None:
+    def _phase(self, e: ev.PhaseEvent) -> None:
         self.phase = e.phase
         if e.phase not in ("benchmark", "benchmark.level"):
             self.level = None
@@ -474,7 +474,7 @@ class SessionView:
             self.bench = (0, e.pairs or 0)
             self.level = e.level
 
-    def _gate_opened(self, e: ev.GateOpened, entry: ev.Entry) -> None:
+    def _gate_opened(self, e: ev.GateOpenedEvent, entry: ev.Entry) -> None:
         if e.interrupt:
             self.opened_interrupts.add(e.interrupt)
         last = self.gates[-1] if self.gates else None
@@ -497,7 +497,7 @@ class SessionView:
         if self.status not in ENDED:
             self.status = "waiting"
 
-    def _decision(self, e: ev.Decision, ts: str) -> None:
+    def _decision(self, e: ev.DecisionEvent, ts: str) -> None:
         decision = e.decision or {}
         action = decision.get("action")
         self.decided.add(e.gate)
@@ -520,7 +520,7 @@ class SessionView:
             if target is not None and target.status not in ("kept", "no-go"):
                 target.status = later
 
-    def _report(self, e: ev.Report) -> None:
+    def _report(self, e: ev.ReportEvent) -> None:
         self.report = e
         for r in e.options:
             oid = r.get("id")

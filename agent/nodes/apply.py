@@ -20,7 +20,7 @@ def apply(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     key = str(option.id)
     undo = [{"host": h.name, "command": c} for spec in option.revert for h, c in rendered(ctx, spec)]
     ctx.journal.append(
-        ev.UndoRecorded(
+        ev.UndoRecordedEvent(
             option=option.id,
             revert=undo,
             verify={
@@ -34,7 +34,7 @@ def apply(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
             },
         )
     )
-    ctx.journal.append(ev.Phase(phase="apply", option=option.id, title=option.title))
+    ctx.journal.append(ev.PhaseEvent(phase="apply", option=option.id, title=option.title))
     tried = {"tried": [option.id]}
     try:
         results = [
@@ -51,7 +51,7 @@ def apply(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         f = failed[0]
         said = (f.stderr_tail or f.stdout_tail).strip().splitlines()[-1:] or [""]
         reason = f"apply failed on {f.host}: {'timeout' if f.timed_out else f'exit {f.exit_code}'} {said[0]}".strip()
-        ctx.journal.append(ev.ApplyFailed(option=option.id, reason=reason))
+        ctx.journal.append(ev.ApplyFailedEvent(option=option.id, reason=reason))
         # Half-applied is the worst state to leave a host in: roll back.
         return {**tried, "route": "failed", "options": {key: {"outcome": "untested", "reasons": [reason]}}}
     return {**tried, "route": "benchmark"}

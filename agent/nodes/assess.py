@@ -26,7 +26,7 @@ def assess(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     }
     assessment = ctx.brain.assess(option, evidence)
     data = assessment.model_dump(mode="json")
-    ctx.journal.append(ev.Assessment(brain=ctx.brain.name, **data))
+    ctx.journal.append(ev.AssessmentEvent(brain=ctx.brain.name, **data))
     return {
         "assessments": {key: data},
         "options": {

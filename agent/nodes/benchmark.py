@@ -65,7 +65,7 @@ def bench_once(
                 run = BenchRun(
                     pair=pair, arm=arm, value=None, valid=False, reason=f"{step} command failed", level=level
                 )
-                ctx.journal.append(ev.BenchRun(option=option, purpose=purpose, **_logged(run)))
+                ctx.journal.append(ev.BenchRunEvent(option=option, purpose=purpose, **_logged(run)))
                 return run
     results = run_spec(
         ctx, spec, purpose=f"bench:{arm}", option=option, approved=approved, only=only, levels=levels, reads_only=True
@@ -92,7 +92,7 @@ def bench_once(
     else:
         run = _fleet_run(results, readings, pair=pair, arm=arm, level=level)
         run.stall = next((stalls[r.host][0] for r in results if r.host in stalls), None)
-    ctx.journal.append(ev.BenchRun(option=option, purpose=purpose, **_logged(run)))
+    ctx.journal.append(ev.BenchRunEvent(option=option, purpose=purpose, **_logged(run)))
     return run
 
 
@@ -294,18 +294,20 @@ def measure_level(
 
     def note(step: Step, runs: list[BenchRun]) -> None:
         if step.action == "pair":
-            ctx.journal.append(ev.BenchProgress(option=option, pair=step.pair + 1, of=step.of, **at))
+            ctx.journal.append(ev.BenchProgressEvent(option=option, pair=step.pair + 1, of=step.of, **at))
         elif step.action == "rerun":
             # An outlier pair is measured again and the first measurement kept in the journal, not dropped.
-            ctx.journal.append(ev.BenchOutlier(option=option, pair=step.pair, values=step.old, action="re-run", **at))
+            ctx.journal.append(
+                ev.BenchOutlierEvent(option=option, pair=step.pair, values=step.old, action="re-run", **at)
+            )
         elif step.action == "extend":
             ctx.journal.append(
-                ev.BenchExtended(option=option, from_pairs=target, to_pairs=step.of, reason=step.reason, **at)
+                ev.BenchExtendedEvent(option=option, from_pairs=target, to_pairs=step.of, reason=step.reason, **at)
             )
         elif step.result is not None and sequential and step.stopped_by is not None:
             r = step.result
             ctx.journal.append(
-                ev.BenchStopped(
+                ev.BenchStoppedEvent(
                     option=option,
                     pairs=r.pairs_run or 0,
                     valid_pairs=r.pairs,
@@ -331,7 +333,7 @@ def benchmark(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     key = str(option.id)
     approved = state.get("approved", [])
     target = state.get("retry_pairs") or spec.pairs
-    ctx.journal.append(ev.Phase(phase="benchmark", option=option.id, pairs=target))
+    ctx.journal.append(ev.PhaseEvent(phase="benchmark", option=option.id, pairs=target))
     arms = Arms(ctx, option, approved)
     levels: list[float | None] = list(spec.sweep.values) if spec.sweep else [None]
     measured: dict[float | None, tuple[list[BenchRun], ABResult | None]] = {}
@@ -339,7 +341,7 @@ def benchmark(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     try:
         for level in levels:
             if level is not None:
-                ctx.journal.append(ev.Phase(phase="benchmark.level", option=option.id, pairs=target, level=level))
+                ctx.journal.append(ev.PhaseEvent(phase="benchmark.level", option=option.id, pairs=target, level=level))
             measured[level] = measure_level(ctx, state, arms, level, target)
         if spec.sweep is not None and spec.sweep.search is not None:
             search = search_capacity(ctx, arms, spec.sweep.search, spec.slos(), option=option.id)
@@ -347,10 +349,10 @@ def benchmark(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     except MutationInDoubt as exc:
         from agent.nodes.apply import in_doubt
 
-        ctx.journal.append(ev.BenchAborted(option=option.id, reason=str(exc)))
+        ctx.journal.append(ev.BenchAbortedEvent(option=option.id, reason=str(exc)))
         return in_doubt(key, exc)
     except (CommandRefused, RuntimeError) as exc:
-        ctx.journal.append(ev.BenchAborted(option=option.id, reason=str(exc)))
+        ctx.journal.append(ev.BenchAbortedEvent(option=option.id, reason=str(exc)))
         return {"route": "failed", "options": {key: {"outcome": "untested", "reasons": [str(exc)]}}}
     sweep = summarize(ctx, measured, search, analyse_runs=lambda rs: _analyse(ctx, rs, state)) if spec.sweep else None
     level = sweep["level"] if sweep else None
@@ -389,9 +391,9 @@ def benchmark(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         ab["sweep"] = sweep
         ab["level"] = level
         extra["level"] = level
-        ctx.journal.append(ev.SweepResult(option=option.id, summary=sweep_summary(sweep), **sweep))
+        ctx.journal.append(ev.SweepResultEvent(option=option.id, summary=sweep_summary(sweep), **sweep))
     fields = {"option": option.id, "summary": result.summary(), **result.model_dump(mode="json"), **extra}
-    ctx.journal.append(ev.ABResult.model_validate(fields))
+    ctx.journal.append(ev.ABResultEvent.model_validate(fields))
     return {"ab": {key: ab}, "route": "stress"}
 
 
@@ -426,8 +428,8 @@ def _broken(ctx: RunContext, state: State, option_id: int, runs: list[BenchRun])
         "invalid": [{"pair": r.pair, "arm": r.arm, "reason": r.reason} for r in runs],
         **_arm_requests(runs),
     }
-    ctx.journal.append(ev.BenchBroken(option=option_id, runs=len(runs), reasons=reasons[:5]))
-    ctx.journal.append(ev.ABResult(option=option_id, summary=why, **result.model_dump(mode="json")))
+    ctx.journal.append(ev.BenchBrokenEvent(option=option_id, runs=len(runs), reasons=reasons[:5]))
+    ctx.journal.append(ev.ABResultEvent(option=option_id, summary=why, **result.model_dump(mode="json")))
     # Straight to the assessment: stressing an option nobody could measure proves nothing either.
     return {"ab": {str(option_id): ab}, "route": "assess"}
 

@@ -149,14 +149,14 @@ def confirm(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     why_not = _why_not(ctx, state, order)
     if why_not is not None:
         if order:
-            ctx.journal.append(ev.GoalConfirmed(kept=order, skipped=why_not))
+            ctx.journal.append(ev.GoalConfirmedEvent(kept=order, skipped=why_not))
         return {"route": "report", "confirmation": {"kept": order, "skipped": why_not} if order else None}
     pairs = state.get("confirm_pairs") or ctx.campaign.benchmark.pairs
     level = outside_level(ctx.campaign)
     ctx.journal.append(
-        ev.Phase(phase="confirm", pairs=pairs, level=level)
+        ev.PhaseEvent(phase="confirm", pairs=pairs, level=level)
         if level is not None
-        else ev.Phase(phase="confirm", pairs=pairs)
+        else ev.PhaseEvent(phase="confirm", pairs=pairs)
     )
     final = frozenset(order)
     configs = configurations(order, pairwise=ctx.campaign.confirm == "pairwise")
@@ -171,7 +171,7 @@ def confirm(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         for config in configs:
             arms.arms["B"] = config
             named = " + ".join(f"#{o}" for o in order if o in config)
-            ctx.journal.append(ev.Phase(phase="confirm.arm", pairs=pairs, title=f"{named} against the start"))
+            ctx.journal.append(ev.PhaseEvent(phase="confirm.arm", pairs=pairs, title=f"{named} against the start"))
             _, result = measure_level(ctx, measuring, arms, level, pairs, sequential=False)
             results[config] = result
     except (MutationInDoubt, CommandRefused, ConfigurationMismatch, RuntimeError) as exc:
@@ -180,10 +180,10 @@ def confirm(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         arms.switch(final, check=True)  # the hosts end on the final configuration, checked
     except (MutationInDoubt, CommandRefused, ConfigurationMismatch, RuntimeError) as exc:
         error = f"{error + '; ' if error else ''}the hosts could not be put back on the final configuration: {exc}"
-        ctx.journal.append(ev.GoalConfirmed(kept=order, error=error, rounds=rounds + 1))
+        ctx.journal.append(ev.GoalConfirmedEvent(kept=order, error=error, rounds=rounds + 1))
         return {"route": "report", "report": {"error": error}, "confirmation": {"kept": order, "error": error}}
     out = summarize(ctx, state, order, results, final, error=error, rounds=rounds + 1, level=level)
-    ctx.journal.append(ev.GoalConfirmed.model_validate(out))
+    ctx.journal.append(ev.GoalConfirmedEvent.model_validate(out))
     return {"route": "gate" if out.get("goal") else "report", "confirmation": out, "confirm_pairs": None}
 
 

@@ -20,7 +20,7 @@ from langgraph.types import Send
 from agent.context import RunContext
 from agent.journal import events as ev
 from agent.models import Finding
-from agent.run.investigation import Toolbox
+from agent.run.investigation import HostToolbox
 from agent.state import State
 
 
@@ -48,9 +48,9 @@ def explore(s: Subagent, runtime: Runtime[RunContext]) -> dict[str, Any]:
     option = ctx.campaign.option(s["option_id"])
     agent = f"investigator#{option.id}"
     ctx.journal.append(
-        ev.SubagentStarted(option=option.id, probes=len(option.probes), brain=ctx.brain.name), actor=agent
+        ev.SubagentStartedEvent(option=option.id, probes=len(option.probes), brain=ctx.brain.name), actor=agent
     )
-    tools = Toolbox(ctx, option, agent, approved=frozenset(s.get("approved", [])))
+    tools = HostToolbox(ctx, option, agent, approved=frozenset(s.get("approved", [])))
     finding = ctx.brain.investigate(option, tools)
     finding = finding.model_copy(update={"permission_requests": tools.requests})
     return {"finding": finding.model_dump(mode="json")}
@@ -59,7 +59,7 @@ def explore(s: Subagent, runtime: Runtime[RunContext]) -> dict[str, Any]:
 def conclude(s: Subagent, runtime: Runtime[RunContext]) -> dict[str, Any]:
     finding = Finding.model_validate(s.get("finding"))
     key = str(finding.option)
-    runtime.context.journal.append(ev.Finding(**finding.model_dump(mode="json")), actor=f"investigator#{key}")
+    runtime.context.journal.append(ev.FindingEvent(**finding.model_dump(mode="json")), actor=f"investigator#{key}")
     return {
         "findings": {key: finding.model_dump(mode="json")},
         "permission_requests": {key: finding.permission_requests},
@@ -104,5 +104,5 @@ def review(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     order = [o for o in ranked if o in plan] + [o for o in plan if o not in ranked]
     if [o for o in order if o in ranked] == [o for o in plan if o in ranked]:
         return {"route": "triage"}
-    ctx.journal.append(ev.PlanReranked(brain=ctx.brain.name, before=plan, after=order))
+    ctx.journal.append(ev.PlanRerankedEvent(brain=ctx.brain.name, before=plan, after=order))
     return {"route": "triage", "plan": order}

@@ -78,7 +78,7 @@ def _preflight(state: State, ctx: RunContext) -> dict[str, Any]:
     refused = denied(ctx, "campaign")
     if refused:
         for host, command, _ in refused:
-            ctx.journal.append(ev.CommandRefused(scope="campaign", host=host, command=command, klass="deny"))
+            ctx.journal.append(ev.CommandRefusedEvent(scope="campaign", host=host, command=command, klass="deny"))
         return {
             "route": "report",
             "stopping": True,
@@ -132,7 +132,7 @@ def pick_next(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     refused = denied(ctx, key)
     if refused:
         for host, command, _ in refused:
-            ctx.journal.append(ev.CommandRefused(option=current, host=host, command=command, klass="deny"))
+            ctx.journal.append(ev.CommandRefusedEvent(option=current, host=host, command=command, klass="deny"))
         reason = f"the policy denies {refused[0][1]!r}; option not tried"
         return {**update, "route": "skip", "options": {key: {"outcome": "untested", "reasons": [reason]}}}
     if pending_commands(state, ctx, key):

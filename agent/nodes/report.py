@@ -135,5 +135,5 @@ def build_report(state: State, campaign_name: str) -> dict[str, Any]:
 def report(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
     summary = build_report(state, ctx.campaign.name)
-    ctx.journal.append(ev.Report(**summary))
+    ctx.journal.append(ev.ReportEvent(**summary))
     return {"report": summary}

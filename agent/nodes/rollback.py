@@ -33,7 +33,7 @@ def keep(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     excepted = decided.get("except_hosts") or []
     if excepted:
         return _keep_except(state, runtime, excepted)
-    ctx.journal.append(ev.Kept(option=current(state), gain_pct=a["gain_pct"], ci=a["ci"], by=decided.get("by")))
+    ctx.journal.append(ev.KeptEvent(option=current(state), gain_pct=a["gain_pct"], ci=a["ci"], by=decided.get("by")))
     reason = f"kept by {decided.get('by')}: {a['reasons'][-1]}"
     # The kept option is the new known-good baseline; its candidate-arm runs measured exactly that.
     new_reference = state.get("ab", {}).get(key, {}).get("b_values") or state.get("reference", [])
@@ -55,7 +55,7 @@ def _keep_except(state: State, runtime: Runtime[RunContext], excepted: list[str]
     decided = state.get("gates", [])[-1]["decision"]
     kept_on = [h for h in option_hosts(ctx, current(state)) if h not in excepted]
     ctx.journal.append(
-        ev.Kept(
+        ev.KeptEvent(
             option=current(state),
             gain_pct=a["gain_pct"],
             ci=a["ci"],
@@ -109,7 +109,7 @@ def _revert_on(state: State, runtime: Runtime[RunContext], hosts: list[str]) -> 
     ctx = runtime.context
     option = ctx.campaign.option(current(state))
     approved = state.get("approved", [])
-    ctx.journal.append(ev.Phase(phase="rollback", option=option.id, hosts=hosts))
+    ctx.journal.append(ev.PhaseEvent(phase="rollback", option=option.id, hosts=hosts))
     try:
         reverted = [
             r for rs in run_effect(ctx, option, "revert", purpose="revert", approved=approved, only=hosts) for r in rs
@@ -125,7 +125,7 @@ def _revert_on(state: State, runtime: Runtime[RunContext], hosts: list[str]) -> 
         v = {"verified": False, "health_ok": False, "delta_pct": None, "detail": str(exc), "hosts": hosts}
         if isinstance(exc, MutationInDoubt):
             v["in_doubt"] = True
-        ctx.journal.append(ev.Rollback(option=option.id, **v))
+        ctx.journal.append(ev.RollbackEvent(option=option.id, **v))
         return v
     health_ok = all(r.ok for r in reverted) and all(r.ok for r in health)
     state_ok, state_detail, said = state_check(ctx, option.id, hosts, approved) if health_ok else (None, "", {})
@@ -193,7 +193,7 @@ def _revert_on(state: State, runtime: Runtime[RunContext], hosts: list[str]) -> 
         if not health_ok
         else "; ".join(problems or details),
     }
-    ctx.journal.append(ev.Rollback(option=option.id, **v))
+    ctx.journal.append(ev.RollbackEvent(option=option.id, **v))
     return v
 
 
@@ -216,7 +216,7 @@ def _revert_and_verify(state: State, runtime: Runtime[RunContext]) -> dict[str, 
         return {"verification": v, "options": {key: {"rollback": v}}}
     option = ctx.campaign.option(current(state))
     approved = state.get("approved", [])
-    ctx.journal.append(ev.Phase(phase="rollback", option=option.id))
+    ctx.journal.append(ev.PhaseEvent(phase="rollback", option=option.id))
     try:
         results = [r for rs in run_effect(ctx, option, "revert", purpose="revert", approved=approved) for r in rs]
         health = [
@@ -228,7 +228,7 @@ def _revert_and_verify(state: State, runtime: Runtime[RunContext]) -> dict[str, 
         v = {"verified": False, "health_ok": False, "delta_pct": None, "detail": str(exc)}
         if isinstance(exc, MutationInDoubt):
             v["in_doubt"] = True
-        ctx.journal.append(ev.Rollback(option=option.id, **v))
+        ctx.journal.append(ev.RollbackEvent(option=option.id, **v))
         return {"verification": v}
     revert_ok = all(r.ok for r in results)
     health_ok = revert_ok and all(r.ok for r in health)
@@ -239,7 +239,7 @@ def _revert_and_verify(state: State, runtime: Runtime[RunContext]) -> dict[str, 
             "delta_pct": None,
             "detail": "revert or health check failed" if revert_ok else "revert command failed",
         }
-        ctx.journal.append(ev.Rollback(option=option.id, **v))
+        ctx.journal.append(ev.RollbackEvent(option=option.id, **v))
         return _noted(state, option.id, v)
     hosts = option_hosts(ctx, option.id)
     state_ok, state_detail, _ = state_check(ctx, option.id, hosts, approved)
@@ -260,7 +260,7 @@ def _revert_and_verify(state: State, runtime: Runtime[RunContext]) -> dict[str, 
             + ("; " + state_detail if state_ok else "")
             + "; there is no valid baseline measurement to compare the metric with",
         }
-        ctx.journal.append(ev.Rollback(option=option.id, **v))
+        ctx.journal.append(ev.RollbackEvent(option=option.id, **v))
         return _noted(state, option.id, v)
     readings: list[float] = []
     verdict: dict[str, Any] = {}
@@ -306,7 +306,7 @@ def _revert_and_verify(state: State, runtime: Runtime[RunContext]) -> dict[str, 
     if state_ok:
         detail = f"{state_detail}; {detail}"
     v = {**j, "health_ok": True, "detail": detail}
-    ctx.journal.append(ev.Rollback(option=option.id, **v))
+    ctx.journal.append(ev.RollbackEvent(option=option.id, **v))
     update = _noted(state, option.id, v)
     return {**update, "baseline_now": after} if v["verified"] else update
 
@@ -335,7 +335,7 @@ def paired_back(
     arms.applied = False  # reverted by the rollback
     pairs: list[tuple[float, float]] = []
     n = rollback_pairs(rb.verify_runs)
-    ctx.journal.append(ev.Phase(phase="rollback.paired", option=option.id, pairs=n))
+    ctx.journal.append(ev.PhaseEvent(phase="rollback.paired", option=option.id, pairs=n))
     try:
         for i in range(n):
             got: dict[str, float | None] = {}
@@ -384,7 +384,9 @@ def measure_back(
         wait = settle_pause(taken - spec.verify_runs, max(durations), spec.settle_wait_s)
         if taken == spec.verify_runs:
             ctx.journal.append(
-                ev.RollbackSettling(option=option_id, runs=taken, up_to=taken + spec.settle_runs, first_wait_s=wait)
+                ev.RollbackSettlingEvent(
+                    option=option_id, runs=taken, up_to=taken + spec.settle_runs, first_wait_s=wait
+                )
             )
         time.sleep(wait)
         durations.append(take(taken))

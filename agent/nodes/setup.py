@@ -30,12 +30,12 @@ def setup(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         verdict = upload_class(up.src, dest)
         if verdict.klass != "allow" and upload_command(up.src, dest) not in approved:
             message = f"baseline upload of {up.src} refused: {verdict.reason} (not approved at the command gate)"
-            ctx.journal.append(ev.CommandRefused(purpose="upload", command=verdict.part, klass=verdict.klass))
+            ctx.journal.append(ev.CommandRefusedEvent(purpose="upload", command=verdict.part, klass=verdict.klass))
             return {"route": "report", "stopping": True, "report": {"error": message}}
         errors = upload(ctx, ctx.campaign_dir / up.src, dest, up.on)
         if errors:
             message = f"baseline upload of {up.src} failed: {errors[0]}"
-            ctx.journal.append(ev.SetupFailed(error=message))
+            ctx.journal.append(ev.SetupFailedEvent(error=message))
             return {"route": "report", "stopping": True, "report": {"error": message}}
     try:
         for spec in ctx.campaign.baseline.setup:
@@ -54,12 +54,12 @@ def setup(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
             why = "timed out" if f.timed_out else f"exit {f.exit_code}"
             detail = (f.stderr_tail or f.stdout_tail).strip().splitlines()[-1:] or [""]
             message = f"baseline setup failed on {f.host}: {f.command!r} {why} {detail[0]}".strip()
-        ctx.journal.append(ev.SetupFailed(error=message))
+        ctx.journal.append(ev.SetupFailedEvent(error=message))
         return {"route": "report", "stopping": True, "report": {"error": message}}
     calibration = calibrate(ctx, state.get("approved", []))
     # The known-good baseline that every rollback is verified against, measured before anything changed
     # (a revert can be broken, so it must never help produce its own reference).
-    ctx.journal.append(ev.Phase(phase="baseline"))
+    ctx.journal.append(ev.PhaseEvent(phase="baseline"))
     reference = []
     for i in range(ctx.campaign.rollback.verify_runs):
         run = bench_once(ctx, pair=i, arm="A", option=None, approved=state.get("approved", []), purpose="baseline")
@@ -74,7 +74,7 @@ def calibrate(ctx: RunContext, approved: list[str]) -> dict[str, Any] | None:
     spec = ctx.campaign.benchmark
     if not spec.calibrate_pairs:
         return None
-    ctx.journal.append(ev.Phase(phase="calibration", pairs=spec.calibrate_pairs))
+    ctx.journal.append(ev.PhaseEvent(phase="calibration", pairs=spec.calibrate_pairs))
     runs = [
         bench_once(ctx, pair=i, arm=arm, option=None, approved=approved, purpose="calibrate")
         for i in range(spec.calibrate_pairs)
@@ -87,7 +87,7 @@ def calibrate(ctx: RunContext, approved: list[str]) -> dict[str, Any] | None:
     ]
     if len(logs) < 2:
         result: dict[str, Any] = {"pairs": len(logs), "error": "too few valid A/A pairs to estimate the noise"}
-        ctx.journal.append(ev.Calibration(**result))
+        ctx.journal.append(ev.CalibrationEvent(**result))
         return result
     sd = statistics.stdev(logs)
     floor = t975(spec.max_pairs - 1) * sd / math.sqrt(spec.max_pairs) * 100
@@ -115,7 +115,7 @@ def calibrate(ctx: RunContext, approved: list[str]) -> dict[str, Any] | None:
             f"the noise estimate rests on {len(logs)} A/A pair(s); at least {MIN_RUNS} are needed to trust it "
             "(set benchmark.calibrate_pairs ≥ 4), so verdicts judge by the spread of the A/B's own readings"
         )
-    ctx.journal.append(ev.Calibration(**result))
+    ctx.journal.append(ev.CalibrationEvent(**result))
     return result
 
 
@@ -124,7 +124,7 @@ def plan(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     p = ctx.brain.plan(ctx.campaign, [])
     proposals = [o.model_dump(mode="json") for o in p.proposals]
     ctx.journal.append(
-        ev.Plan(
+        ev.PlanEvent(
             brain=ctx.brain.name,
             order=p.order,
             rationale={str(k): v for k, v in p.rationale.items()},

@@ -26,7 +26,7 @@ def stress(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
     option = current(state)
     results: list[dict[str, Any]] = []
-    ctx.journal.append(ev.Phase(phase="stress", option=option, scenarios=len(ctx.campaign.stress)))
+    ctx.journal.append(ev.PhaseEvent(phase="stress", option=option, scenarios=len(ctx.campaign.stress)))
     for spec in ctx.campaign.stress:
         for run in range(1, spec.runs + 1):
             alive: dict[str, tuple[bool | None, bool | None]] = {}  # host → (health passed, process there)
@@ -60,7 +60,7 @@ def stress(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
                     r = _checked(ctx, spec, r, option, state)
                 if r.diagnosis:
                     r.evidence += f"; diagnosis before the kill: artifacts/{r.diagnosis}"
-                ctx.journal.append(ev.StressResult(option=option, **r.model_dump(mode="json")))
+                ctx.journal.append(ev.StressResultEvent(option=option, **r.model_dump(mode="json")))
                 results.append(r.model_dump(mode="json"))
     results += degraded_check(ctx, state, option)
     return {"stress": {str(option): results}, "route": "assess"}
@@ -145,7 +145,7 @@ def degraded_check(ctx: RunContext, state: State, option: int) -> list[dict[str,
         timeout_s=ctx.campaign.benchmark.timeout,
         evidence=evidence,
     )
-    ctx.journal.append(ev.StressResult(option=option, **r.model_dump(mode="json"), **extra))
+    ctx.journal.append(ev.StressResultEvent(option=option, **r.model_dump(mode="json"), **extra))
     return [{**r.model_dump(mode="json"), **extra}]
 
 
@@ -187,7 +187,7 @@ def _at_deadline(
         except CommandRefused:
             return None  # journaled as command.refused; the wedge is still killed and recorded
         ctx.journal.append(
-            ev.StressDiagnosis(
+            ev.StressDiagnosisEvent(
                 option=option, scenario=spec.name, host=host.name, exit=result.exit_code, artifact=result.artifact
             )
         )

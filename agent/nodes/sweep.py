@@ -66,7 +66,7 @@ def search_capacity(
             )
             steps[arm].append(step.model_dump(mode="json"))
             why = "; ".join(c.why for c in checks)
-            ctx.journal.append(ev.SweepSearch(option=option, why=why, **step.model_dump(mode="json")))
+            ctx.journal.append(ev.SweepSearchEvent(option=option, why=why, **step.model_dump(mode="json")))
     return {
         arm: {
             "capacity": b.passing,

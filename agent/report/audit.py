@@ -45,7 +45,7 @@ def _duration(seconds: float) -> str:
 # ---------------------------------------------------------------------- Markdown
 
 
-def _goal_lines(c: ev.GoalConfirmed | None) -> list[str]:
+def _goal_lines(c: ev.GoalConfirmedEvent | None) -> list[str]:
     """The goal as the end-of-campaign A/B measured it (or why it was not)."""
     if c is None:
         return []
@@ -60,7 +60,7 @@ def _goal_lines(c: ev.GoalConfirmed | None) -> list[str]:
 
 
 def markdown(view: SessionView) -> str:
-    s = view.started_event or ev.SessionStarted()
+    s = view.started_event or ev.SessionStartedEvent()
     status = view.ended.status if view.ended is not None and view.ended.status else view.status
     out = [
         f"# signoff session {view.session}",
@@ -406,7 +406,7 @@ def to_json(view: SessionView, verification: Mapping[str, Any] | None = None) ->
     """The report as data: what the Markdown says, option by option (its one effect and one noise figure,
     each labelled, and the texts as the report shows them), with the figures the summary leaves out under
     `other_figures`, each named."""
-    s = view.started_event or ev.SessionStarted()
+    s = view.started_event or ev.SessionStartedEvent()
     status = view.ended.status if view.ended is not None and view.ended.status else view.status
     calibration = _fields(view.calibration) or None
     options = []
@@ -477,7 +477,7 @@ def to_json(view: SessionView, verification: Mapping[str, Any] | None = None) ->
     }
 
 
-def _stress_run(st: ev.StressResult) -> dict[str, Any]:
+def _stress_run(st: ev.StressResultEvent) -> dict[str, Any]:
     return {"scenario": st.scenario, "run": st.run, "outcome": st.outcome, "evidence": plain(st.evidence or "")}
 
 

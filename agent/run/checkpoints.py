@@ -34,7 +34,7 @@ def session_graph(d: Session, journal: JournalWriter) -> Iterator[Any]:
         saver = stack.enter_context(d.saver())
     except CheckpointUnreadable as exc:
         where, _, error = str(exc).rpartition(": ")
-        journal.append(ev.CheckpointUnreadable(path=where, error=error))
+        journal.append(ev.CheckpointUnreadableEvent(path=where, error=error))
         raise RunFailed(
             f"its checkpoint DB cannot be read ({error}), so it cannot resume; the journal is kept "
             f"apart from it: `signoff replay {d.id} --verify` checks it and `--export` reports it"
@@ -47,7 +47,7 @@ def session_graph(d: Session, journal: JournalWriter) -> Iterator[Any]:
             saver.get_tuple({"configurable": {"thread_id": d.id, "checkpoint_ns": ""}})
         if foreign:
             error = f"it names code to run on load ({', '.join(sorted(set(foreign))[:3])}), which signoff never writes"
-            journal.append(ev.CheckpointUnreadable(path=d.label, error=error))
+            journal.append(ev.CheckpointUnreadableEvent(path=d.label, error=error))
             raise RunFailed(
                 f"its checkpoint DB was tampered with: {error}; nothing was run. The journal is kept apart "
                 f"from it: `signoff replay {d.id} --verify` checks it and `--export` reports it"

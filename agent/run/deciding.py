@@ -111,7 +111,7 @@ def refuse(
     if not record:
         raise GateNotWaiting(message)
     journal.append(
-        ev.DecisionRejected(
+        ev.DecisionRejectedEvent(
             gate=waiting.id if waiting else None,
             gate_kind=waiting.kind if waiting else None,
             raw=journaled(text),
@@ -132,7 +132,7 @@ def parse(at: AtGate, text: str, *, by: str) -> tuple[Decision, Answer]:
         return decision, answer_gate(gate, decision, next_rule=at.next_rule)
     except DecisionError as exc:
         at.journal.append(
-            ev.DecisionRejected(gate=gate.id, gate_kind=gate.kind, raw=journaled(text), by=by, error=str(exc))
+            ev.DecisionRejectedEvent(gate=gate.id, gate_kind=gate.kind, raw=journaled(text), by=by, error=str(exc))
         )
         raise
 
@@ -173,7 +173,7 @@ def _answered_first(at: AtGate, text: str, *, by: str, for_gate: str | None, app
         )
     gate = at.gate
     rejected = {"gate": gate.id, "gate_kind": gate.kind, "raw": journaled(text), "by": by, "error": message}
-    at.journal.append(ev.DecisionRejected.model_validate({**rejected, **named(for_gate)}))
+    at.journal.append(ev.DecisionRejectedEvent.model_validate({**rejected, **named(for_gate)}))
     raise GateNotWaiting(message)
 
 
@@ -196,7 +196,7 @@ def decide(at: AtGate, text: str, *, by: str, confirmed: bool, for_gate: str | N
         if keeps_unsafe(gate, result.decision):
             why = "keep-an-unsafe-option"
         message = f"understood as: {result.echo} — a {why} decision needs confirmation: repeat it with --yes"
-        journal.append(ev.DecisionRejected(gate=gate.id, gate_kind=gate.kind, raw=text, by=by, error=message))
+        journal.append(ev.DecisionRejectedEvent(gate=gate.id, gate_kind=gate.kind, raw=text, by=by, error=message))
         raise DecisionError(message)
     with d.deciding():
         # Read before the journal: a runner journals `session.resumed` before it clears the answer it took.
@@ -205,7 +205,7 @@ def decide(at: AtGate, text: str, *, by: str, confirmed: bool, for_gate: str | N
             # Someone else answered this gate first (here or on another machine): theirs stands.
             _answered_first(at, text, by=by, for_gate=for_gate, applied=not answered)
         for rule in result.rules:
-            journal.append(ev.RuleAdded(rule=rule.model_dump(mode="json"), gate=gate.id, by=by, raw=text))
+            journal.append(ev.RuleAddedEvent(rule=rule.model_dump(mode="json"), gate=gate.id, by=by, raw=text))
         decided = {
             "gate": gate.id,
             "gate_kind": gate.kind,
@@ -217,12 +217,12 @@ def decide(at: AtGate, text: str, *, by: str, confirmed: bool, for_gate: str | N
             "echo": result.echo,
             "interrupt": at.interrupt,
         }
-        journal.append(ev.Decision.model_validate({**decided, **named(for_gate)}))
+        journal.append(ev.DecisionEvent.model_validate({**decided, **named(for_gate)}))
         mine = {**result.payload(), "echo": result.echo, "answer_id": secrets.token_hex(8)}
         standing = d.claim_answer(at.interrupt, mine)
     if standing.get("answer_id") != mine["answer_id"]:  # pragma: no cover - every decider holds `deciding()`
         message = f"gate {gate.id} was answered first by another decision ({standing.get('echo', 'see journal')})"
-        journal.append(ev.DecisionRejected(gate=gate.id, gate_kind=gate.kind, raw=text, by=by, error=message))
+        journal.append(ev.DecisionRejectedEvent(gate=gate.id, gate_kind=gate.kind, raw=text, by=by, error=message))
         raise SessionError(message)
     return Decided(at.interrupt, result.echo, where(gate))
 
@@ -249,7 +249,7 @@ def deadline_answer(
         if standing is not None:
             return standing  # a person's answer (from another machine) arrived just before the deadline
         journal.append(
-            ev.Decision(
+            ev.DecisionEvent(
                 gate=gate["id"],
                 gate_kind=gate["kind"],
                 option=gate.get("option"),

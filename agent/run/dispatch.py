@@ -56,7 +56,7 @@ def _run_one(
     # What bash is given, when it is not the text as written (the canonical form of an allowed command).
     runs = {"runs": ctx.redact(c.runs)} if c.runs != p.command else {}
     event = ctx.journal.append(
-        ev.CommandStarted(
+        ev.CommandStartedEvent(
             host=p.host.name,
             command=ctx.redact(p.command),
             purpose=purpose,
@@ -70,7 +70,7 @@ def _run_one(
     if key:
         ctx.ledger.started[key] = {**event.data, "ts": event.ts}
     spool = _spool(ctx, event.seq)
-    progress = Progress(spool.on_line if spool else None)
+    progress = OutputProgress(spool.on_line if spool else None)
     try:
         result = ctx.transport.run(
             p.host,
@@ -96,7 +96,7 @@ def _run_one(
     return result
 
 
-class Progress:
+class OutputProgress:
     """When a command last printed, as of its deadline: a run past its deadline that was still printing is
     progressing too slowly (saturated), one that had gone quiet is stuck (tools/stress.py)."""
 
@@ -136,7 +136,7 @@ def _finished(
         )
         keyed = {**keyed, "result": recorded.model_dump(mode="json")}
     ctx.journal.append(
-        ev.CommandFinished(
+        ev.CommandFinishedEvent(
             host=p.host.name,
             purpose=purpose,
             option=option,

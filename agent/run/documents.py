@@ -119,7 +119,7 @@ def check_documents(d: Session, journal: JournalWriter | None = None) -> None:
     if problem is None:
         return
     if view.last_kind not in ENDING_KINDS:
-        journal.append(ev.DocumentsMismatch(problem=problem))
+        journal.append(ev.DocumentsMismatchEvent(problem=problem))
     raise DocumentsChanged(d.id, problem)
 
 
@@ -138,7 +138,7 @@ def accept_policy_change(d: Session, *, by: str) -> str:
     # refuses to run under, and the drift stays visible, so accepting again completes it.
     with closing(d.open_journal()) as journal:
         journal.append(
-            ev.PolicyChanged(
+            ev.PolicyChangedEvent(
                 policy=str(path),
                 policy_name=new.name,
                 policy_text=new.text,

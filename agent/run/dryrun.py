@@ -39,7 +39,7 @@ from tools.transport import Host
 CHECK_SESSION = "SESSION"  # what {{session}} reads as here: a run's own id is made when it starts
 
 
-class Finding(BaseModel):
+class CheckFinding(BaseModel):
     level: Literal["error", "warning"]
     where: str  # the campaign or policy part, e.g. options[2].probes[0]
     file: str | None = None
@@ -105,14 +105,14 @@ class CheckReport(BaseModel):
     commands: list[CheckedCommand] = Field(default_factory=list)
     gates: list[GateStop] = Field(default_factory=list)
     estimate: Estimate | None = None
-    findings: list[Finding] = Field(default_factory=list)
+    findings: list[CheckFinding] = Field(default_factory=list)
 
     @property
-    def errors(self) -> list[Finding]:
+    def errors(self) -> list[CheckFinding]:
         return [f for f in self.findings if f.level == "error"]
 
     @property
-    def warnings(self) -> list[Finding]:
+    def warnings(self) -> list[CheckFinding]:
         return [f for f in self.findings if f.level == "warning"]
 
 
@@ -182,12 +182,16 @@ def check(
     return report
 
 
-def _error_of(exc: SourceError, where: str) -> Finding:
-    return Finding(level="error", where=where, file=exc.path, line=exc.line, message=exc.message)
+def _error_of(exc: SourceError, where: str) -> CheckFinding:
+    return CheckFinding(level="error", where=where, file=exc.path, line=exc.line, message=exc.message)
 
 
-def _at(loaded: LoadedCampaign, loc: tuple[str | int, ...], level: Literal["error", "warning"], msg: str) -> Finding:
-    return Finding(level=level, where=_dotted(loc), file=str(loaded.path), line=loaded.source.line(loc), message=msg)
+def _at(
+    loaded: LoadedCampaign, loc: tuple[str | int, ...], level: Literal["error", "warning"], msg: str
+) -> CheckFinding:
+    return CheckFinding(
+        level=level, where=_dotted(loc), file=str(loaded.path), line=loaded.source.line(loc), message=msg
+    )
 
 
 def _dotted(loc: tuple[str | int, ...]) -> str:
@@ -333,7 +337,7 @@ def _commands(ctx: RunContext, loaded: LoadedCampaign, policy: Policy, report: C
     for row in rows:
         if row.klass == "deny" and not row.where.startswith("notify"):
             report.findings.append(
-                Finding(
+                CheckFinding(
                     level="error",
                     where=row.where,
                     file=str(loaded.path),
@@ -378,7 +382,7 @@ def _gates(policy: Policy, c: Campaign, report: CheckReport) -> list[GateStop]:
         )
     if asked:
         report.findings.append(
-            Finding(
+            CheckFinding(
                 level="warning",
                 where="commands",
                 message=f"{len(asked)} command(s) the policy asks about: a headless run pauses (exit 3) at the first "

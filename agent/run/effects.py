@@ -45,7 +45,7 @@ def mutate(
 
     def recovered(action: str, **extra: Any) -> None:
         ctx.journal.append(
-            ev.MutationRecovered(key=key, host=p.host.name, effect=effect, option=option, action=action, **extra)
+            ev.MutationRecoveredEvent(key=key, host=p.host.name, effect=effect, option=option, action=action, **extra)
         )
 
     done = ctx.ledger.finished.get(key)
@@ -102,7 +102,7 @@ def took_effect(
                 return in_effect if effect == "apply" else not in_effect
             failure = r.error or ("timeout" if r.timed_out else "no exit status")
             why = f"its check {checking.command!r} gave no answer ({failure})"
-    ctx.journal.append(ev.MutationInDoubt(key=key, host=p.host.name, effect=effect, option=option, reason=why))
+    ctx.journal.append(ev.MutationInDoubtEvent(key=key, host=p.host.name, effect=effect, option=option, reason=why))
     raise MutationInDoubt(key, p.host.name, effect, option, why)
 
 
@@ -114,6 +114,6 @@ def _outwait(ctx: RunContext, p: Cleared, started: dict[str, Any], *, key: str) 
     wait = (until - datetime.now(UTC)).total_seconds()
     if wait > 0:
         ctx.journal.append(
-            ev.MutationWaiting(key=key, host=p.host.name, until=until.isoformat(), seconds=round(wait, 3))
+            ev.MutationWaitingEvent(key=key, host=p.host.name, until=until.isoformat(), seconds=round(wait, 3))
         )
         time.sleep(wait)

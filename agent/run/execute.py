@@ -90,7 +90,7 @@ def run_spec(
             planned.append(cleared)
         else:
             ctx.journal.append(
-                ev.CommandRefused(
+                ev.CommandRefusedEvent(
                     purpose=purpose,
                     option=option,
                     host=p.host.name,
@@ -240,7 +240,7 @@ def upload(ctx: RunContext, src: Path, dest: str, on: str) -> list[str]:
             ctx.transport.put(host, src, dest)
         except (TransportError, OSError) as exc:
             errors.append(f"{host.name}: {exc}")
-            ctx.journal.append(ev.FileUploadFailed(host=host.name, src=src.name, dest=dest, error=str(exc)))
+            ctx.journal.append(ev.FileUploadFailedEvent(host=host.name, src=src.name, dest=dest, error=str(exc)))
             continue
-        ctx.journal.append(ev.FileUploaded(host=host.name, src=src.name, dest=dest, sha256=digest))
+        ctx.journal.append(ev.FileUploadedEvent(host=host.name, src=src.name, dest=dest, sha256=digest))
     return errors

@@ -101,7 +101,7 @@ class ToolCall:
 
 
 @dataclass
-class Toolbox:
+class HostToolbox:
     """One subagent's tools, bound to its option. `calls` is what it may cite as a source."""
 
     ctx: RunContext
@@ -214,7 +214,9 @@ class Toolbox:
         if request not in self.requests:
             self.requests.append(request)
             self.ctx.journal.append(
-                ev.PermissionRequested(option=self.option.id, host=host, command=self.ctx.redact(command), why=why),
+                ev.PermissionRequestedEvent(
+                    option=self.option.id, host=host, command=self.ctx.redact(command), why=why
+                ),
                 actor=self.agent,
             )
 
@@ -269,7 +271,9 @@ class Toolbox:
         cleared = clear(Planned(host=host, command=command), verdict, {command} if approved else ())
         if cleared is None:  # the callers checked the verdict; this is what makes that check the one that counts
             return f"REFUSED by the command policy ({verdict.klass}); it was not run", True
-        self.ctx.journal.append(ev.SubagentTool(option=self.option.id, tool=tool, host=host.name), actor=self.agent)
+        self.ctx.journal.append(
+            ev.SubagentToolEvent(option=self.option.id, tool=tool, host=host.name), actor=self.agent
+        )
         result = run_one(
             self.ctx, cleared, purpose=f"investigate:{tool}", option=self.option.id, timeout=TOOL_TIMEOUT_S
         )
@@ -301,7 +305,7 @@ class Toolbox:
 
     def _refused(self, host: str, command: str, pattern: str | None, part: str) -> None:
         self.ctx.journal.append(
-            ev.CommandRefused(
+            ev.CommandRefusedEvent(
                 purpose="investigate",
                 option=self.option.id,
                 host=host,

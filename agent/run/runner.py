@@ -130,7 +130,9 @@ class Runner:
     def _pinned(self, hostname: str, key_type: str, fingerprint: str) -> None:
         self.dir.pinned_changed()
         self.journal.append(
-            ev.HostkeyPinned(host=hostname, key_type=key_type, fingerprint=fingerprint, by="--accept-new-host-keys")
+            ev.HostkeyPinnedEvent(
+                host=hostname, key_type=key_type, fingerprint=fingerprint, by="--accept-new-host-keys"
+            )
         )
 
     # -- the LangGraph side
@@ -144,7 +146,7 @@ class Runner:
     @_own_with
     def start(self) -> Outcome:
         self.journal.append(
-            ev.SessionStarted(
+            ev.SessionStartedEvent(
                 campaign=self.meta["campaign"],
                 campaign_name=self.meta["campaign_name"],
                 campaign_sha256=self.meta["campaign_sha256"],
@@ -194,7 +196,7 @@ class Runner:
                 ready = {first.id: expired}
             gates = {i: str(pending[i].value["gate"]["id"]) for i in ready}
             deciding.recorded_answers(self.dir.id, self.dir.events(), ready, gates)
-            self.journal.append(ev.SessionResumed(answers=sorted(ready)))
+            self.journal.append(ev.SessionResumedEvent(answers=sorted(ready)))
             ready = {k: {n: v for n, v in answer.items() if n != "answer_id"} for k, answer in ready.items()}
             self.dir.clear_answers(list(ready))
             return self._drive(Command(resume=ready))
@@ -202,12 +204,12 @@ class Runner:
             return self.outcome(snapshot)  # abandoned before anything ran: there is nothing to go on with
         if snapshot.created_at is None:
             # Killed before the graph saved its first checkpoint: nothing ran yet, so start it.
-            self.journal.append(ev.SessionResumed(answers=[], from_step=None))
+            self.journal.append(ev.SessionResumedEvent(answers=[], from_step=None))
             return self._drive({})
         if snapshot.next or snapshot.tasks:
             # Interrupted by a crash or a signal: continue from the last checkpoint. (After a hard kill
             # `next` can be empty while tasks of the step are still pending, so both are looked at.)
-            self.journal.append(ev.SessionResumed(answers=[], from_step=snapshot.metadata.get("step")))
+            self.journal.append(ev.SessionResumedEvent(answers=[], from_step=snapshot.metadata.get("step")))
             return self._drive(None)
         ended = ended_as(self.view())
         if ended is None:
@@ -236,7 +238,9 @@ class Runner:
         opened = self._opened_at(interrupt_id)
         due = opened + timedelta(seconds=value["deadline_s"]) if value.get("deadline_s") and opened else None
         self.dir.write_meta({**self.dir.meta(), "waiting": owner()})
-        self.journal.append(ev.SessionWaiting(interrupt=interrupt_id, runner=owner(), deadline=due and due.isoformat()))
+        self.journal.append(
+            ev.SessionWaitingEvent(interrupt=interrupt_id, runner=owner(), deadline=due and due.isoformat())
+        )
         try:
             while not stop_requested():
                 left = (due - datetime.now(UTC)).total_seconds() if due else 1.0
@@ -274,7 +278,7 @@ class Runner:
                 snapshot = graph.get_state(cfg)
         except KeyboardInterrupt:
             # The last checkpoint stands; `signoff resume` continues from the step that was running.
-            self.journal.append(ev.SessionInterrupted(reason=stop_reason() if stop_requested() else "SIGINT"))
+            self.journal.append(ev.SessionInterruptedEvent(reason=stop_reason() if stop_requested() else "SIGINT"))
             self._set_status("interrupted")
             raise
         except StorageFull as exc:
@@ -282,14 +286,14 @@ class Runner:
             message = f"disk full: {exc.strerror}; free space, then `signoff resume {self.dir.id}` continues"
             # The journal and meta.json may sit on the same full disk: the message goes out regardless.
             with contextlib.suppress(OSError):
-                self.journal.append(ev.SessionFailed(error=message, errno=exc.errno, reason="storage-full"))
+                self.journal.append(ev.SessionFailedEvent(error=message, errno=exc.errno, reason="storage-full"))
             with contextlib.suppress(OSError):
                 self._set_status("failed")
             raise RunFailed(message) from exc
         except RunFailed:
             raise  # the checkpoint DB was refused before anything ran: journaled as such
         except Exception as exc:  # the run failed: record why, keep the checkpoint for resume
-            self.journal.append(ev.SessionFailed(error=f"{type(exc).__name__}: {exc}"))
+            self.journal.append(ev.SessionFailedEvent(error=f"{type(exc).__name__}: {exc}"))
             self._set_status("failed")
             raise RunFailed(f"{type(exc).__name__}: {exc}") from exc
         if snapshot.interrupts:
@@ -300,7 +304,7 @@ class Runner:
         values = snapshot.values
         report = values.get("report") or {}
         status: Status = "failed" if report.get("error") else ("stopped" if values.get("stopping") else "finished")
-        ended = ev.SessionFailed if status == "failed" else ev.SessionFinished
+        ended = ev.SessionFailedEvent if status == "failed" else ev.SessionFinishedEvent
         self.journal.append(ended(status=status, elapsed_s=round(elapsed, 3), error=report.get("error")))
         self._set_status(status)
         return self.outcome(snapshot)  # the graph's state as the run left it: no second connection to read it again
@@ -315,11 +319,11 @@ class Runner:
             self._journaled_gates.add(g["id"])
             # `recovered` is written only when true: gates journaled before it existed have none
             extra = {"recovered": True} if recovered else {}
-            self.journal.append(ev.GateOpened.of(g, recovered=recovered))
+            self.journal.append(ev.GateOpenedEvent.of(g, recovered=recovered))
             opened = {"gate": g["id"], "gate_kind": g["kind"], "option": g.get("option")}
             decided = {"decision": g["decision"], "by": by, "rule": g["decision"].get("rule")}
             self.journal.append(
-                ev.Decision.model_validate({**opened, **decided, "policy_sha256": self.policy.sha256, **extra})
+                ev.DecisionEvent.model_validate({**opened, **decided, "policy_sha256": self.policy.sha256, **extra})
             )
 
     def _outcome_paused(self, snapshot: Any, *, elapsed: float | None = None, note: str | None = None) -> Outcome:
@@ -327,9 +331,9 @@ class Runner:
         gate = interrupt.value["gate"]
         fresh = interrupt.id not in self.view().opened_interrupts  # not on a resume that is still waiting
         if fresh:
-            self.journal.append(ev.GateOpened.of(gate, interrupt=interrupt.id))
+            self.journal.append(ev.GateOpenedEvent.of(gate, interrupt=interrupt.id))
             self.journal.append(
-                ev.SessionPaused(gate=gate["id"], interrupt=interrupt.id, elapsed_s=round(elapsed or 0.0, 3))
+                ev.SessionPausedEvent(gate=gate["id"], interrupt=interrupt.id, elapsed_s=round(elapsed or 0.0, 3))
             )
         self._set_status("paused")
         out = self.outcome(snapshot)
@@ -361,7 +365,9 @@ class Runner:
             error = self.ctx.redact(" ".join(f"{type(exc).__name__}: {exc}".split()))[:200]
             results += [notify.NotifyResult(target=notify.spec_label(s), ok=False, error=error) for s in specs]
         for result in results:
-            self.journal.append(ev.NotifySent(gate=str(gate["id"]), interrupt=interrupt_id, **result.event_fields()))
+            self.journal.append(
+                ev.NotifySentEvent(gate=str(gate["id"]), interrupt=interrupt_id, **result.event_fields())
+            )
 
     def _refusal(self, spec: Any) -> str | None:
         """Why the command policy does not let a campaign's notify command run (None: it allows it)."""
@@ -442,7 +448,7 @@ class Runner:
                 {"queue": deferred, "stopping": False, "route": "next", "report": None, "options": reopened},
                 as_node="continue_gate",
             )
-        self.journal.append(ev.SessionRevisit(options=deferred, user=getpass.getuser()))
+        self.journal.append(ev.SessionRevisitEvent(options=deferred, user=getpass.getuser()))
         return self._drive(None)
 
     @_own_with
@@ -470,7 +476,7 @@ class Runner:
             gate = snapshot.interrupts[0].value["gate"]["id"] if snapshot.interrupts else None
             on = {host: {str(o): was for o, was in sorted(states.items())} for host, states in view.on_hosts.items()}
             roll = to_roll_back(snapshot.values or {}, view.on_hosts)
-            self.journal.append(ev.SessionAbandoned(by=by, on_hosts=on, gate=gate, roll_back=roll))
+            self.journal.append(ev.SessionAbandonedEvent(by=by, on_hosts=on, gate=gate, roll_back=roll))
             self._abandon_asked = True
         return self._abandon(snapshot)
 
@@ -489,7 +495,7 @@ class Runner:
         assert asked is not None
         if snapshot.created_at is None:
             # Killed before the graph's first checkpoint: nothing ran on a host, and there is no graph to drive.
-            self.journal.append(ev.SessionFinished(status="stopped", elapsed_s=0.0))
+            self.journal.append(ev.SessionFinishedEvent(status="stopped", elapsed_s=0.0))
             self._abandon_asked = False
             self._set_status("stopped")
             return self.outcome(snapshot)

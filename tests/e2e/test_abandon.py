@@ -120,7 +120,7 @@ def test_an_abandon_killed_before_the_graph_took_it_up_is_taken_up_by_resume(
     d = stopped_mid_benchmark(variant)
     # As a kill right after `session.abandoned` was journaled leaves it: the graph still has #2's benchmark pending.
     with d.locked(), Runner(d, headless=True) as runner:
-        runner.journal.append(ev.SessionAbandoned(by=ME, roll_back=[2]))
+        runner.journal.append(ev.SessionAbandonedEvent(by=ME, roll_back=[2]))
     with d.locked():
         out = Runner(d, headless=True).resume()
     assert out.status == "stopped" and out.abandoned is not None
@@ -200,7 +200,7 @@ def test_a_gate_an_abandon_closed_takes_no_answer_even_when_the_abandon_was_cut_
     gate = out.pending_gate
     assert gate is not None and gate["kind"] == "safety" and gate["option"] == 3
     with d.locked(), Runner(d, headless=True) as runner:  # killed right after the journal line
-        runner.journal.append(ev.SessionAbandoned(by=ME, gate=gate["id"], roll_back=[3]))
+        runner.journal.append(ev.SessionAbandonedEvent(by=ME, gate=gate["id"], roll_back=[3]))
     with d.locked(), pytest.raises(SessionError, match="was abandoned by human:tester"):
         Runner(d, headless=True).decide("keep it", by=ME, confirmed=True)  # #3 is unsafe: keeping it is no answer now
     with d.locked():
@@ -283,7 +283,7 @@ def test_an_abandon_cut_short_after_the_pending_step_was_dropped_goes_on_with_ab
 
     d = stopped_mid_benchmark(variant)
     with d.locked(), Runner(d, headless=True) as runner:  # as a kill between the two leaves it
-        runner.journal.append(ev.SessionAbandoned(by=ME, roll_back=[2]))
+        runner.journal.append(ev.SessionAbandonedEvent(by=ME, roll_back=[2]))
         with runner._graph() as graph:
             graph.update_state(runner._config(), None, as_node=END)
     with d.locked():
@@ -297,7 +297,7 @@ def test_a_session_killed_before_its_first_checkpoint_is_abandoned_without_runni
 ) -> None:
     d = create(variant(), AUTONOMOUS)
     with d.locked(), Runner(d, headless=True) as runner:
-        runner.journal.append(ev.SessionStarted(user="tester"))  # and killed before the graph saved anything
+        runner.journal.append(ev.SessionStartedEvent(user="tester"))  # and killed before the graph saved anything
     with d.locked():
         out = Runner(d, headless=True).abandon(by=ME)
     assert out.status == "stopped"

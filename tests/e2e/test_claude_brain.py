@@ -305,9 +305,9 @@ def test_a_long_prompt_is_billed_at_its_band_rate() -> None:
 def test_a_finding_must_cite_calls_the_subagent_made_and_probe_blockers_survive() -> None:
     from agent.brain.checks import merge_finding as _merge
     from agent.brain.schemas import FindingSubmission
-    from agent.run.investigation import Toolbox, ToolCall
+    from agent.run.investigation import HostToolbox, ToolCall
 
-    tools = Toolbox.__new__(Toolbox)  # only its call log matters to the citation check
+    tools = HostToolbox.__new__(HostToolbox)  # only its call log matters to the citation check
     tools.calls = [ToolCall("read_file", "gpu-a", path="src/scheduler.py")]
     made_up = FindingSubmission.model_validate(
         {
@@ -340,9 +340,9 @@ def test_a_blocker_must_quote_the_output_it_rests_on() -> None:
     # A no-go vetoes an option: it must carry the exact output line of the call it cites, and that line must be in
     # what the call printed (the model's claim is checked against it, not taken on its word).
     from agent.brain.schemas import FindingSubmission
-    from agent.run.investigation import Toolbox, ToolCall
+    from agent.run.investigation import HostToolbox, ToolCall
 
-    tools = Toolbox.__new__(Toolbox)
+    tools = HostToolbox.__new__(HostToolbox)
     tools.calls = [
         ToolCall("run_readonly", "gpu-a", command="nvidia-smi -L", output="GPU 0: H100 80GB\nGPU 1: H100 80GB\n"),
         ToolCall("read_file", "gpu-a", path="src/ep.py", output="12:     # expert parallel dispatch is not wired\n"),

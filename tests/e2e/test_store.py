@@ -28,7 +28,7 @@ from agent.journal import events as ev
 from agent.journal.chain import Journal
 j = Journal(Path(sys.argv[1]), "s")
 for i in range(200):
-    j.append(ev.CommandFinished(host="h", writer=sys.argv[2], i=i))
+    j.append(ev.CommandFinishedEvent(host="h", writer=sys.argv[2], i=i))
 j.close()
 """
 

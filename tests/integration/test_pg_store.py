@@ -44,10 +44,10 @@ def test_store_init_without_a_store_or_with_an_unreachable_one_says_so_in_one_li
 
 def test_the_journal_in_postgres_exports_to_the_same_file_format_and_verifies(store, tmp_path):
     pj = PgJournal(store, "s-1")
-    pj.append(ev.SessionStarted(policy_text="x", gain=1.5, big=2**60, bad=float("inf")))
+    pj.append(ev.SessionStartedEvent(policy_text="x", gain=1.5, big=2**60, bad=float("inf")))
     for i in range(20):
-        pj.append(ev.CommandFinished(host="gpu-a", exit=0, i=i, note="ünïcode ✓"))
-    pj.append(ev.SessionFinished(status="finished"))
+        pj.append(ev.CommandFinishedEvent(host="gpu-a", exit=0, i=i, note="ünïcode ✓"))
+    pj.append(ev.SessionFinishedEvent(status="finished"))
     exported = tmp_path / "exported" / "journal.jsonl"
     assert pj.export(exported) == 22
     pj.close()
@@ -56,7 +56,7 @@ def test_the_journal_in_postgres_exports_to_the_same_file_format_and_verifies(st
     # The same events through the file journal give lines of the same shape, field for field.
     (tmp_path / "file").mkdir()
     j = Journal(tmp_path / "file" / "journal.jsonl", "s-1")
-    j.append(ev.SessionStarted(policy_text="x", gain=1.5, big=2**60, bad=float("inf")))
+    j.append(ev.SessionStartedEvent(policy_text="x", gain=1.5, big=2**60, bad=float("inf")))
     j.close()
     from_pg, from_file = next(read_events(exported)), next(read_events(tmp_path / "file" / "journal.jsonl"))
     assert {k: v for k, v in from_pg.items() if k != "ts"} == {k: v for k, v in from_file.items() if k != "ts"}
@@ -64,7 +64,7 @@ def test_the_journal_in_postgres_exports_to_the_same_file_format_and_verifies(st
 
 def test_update_delete_and_truncate_on_the_journal_are_refused(store):
     pj = PgJournal(store, "s-2")
-    pj.append(ev.SessionStarted(note="x"))
+    pj.append(ev.SessionStartedEvent(note="x"))
     pj.close()
     with psycopg.connect(store, autocommit=True) as conn:
         for sql in (
@@ -82,7 +82,7 @@ def test_writers_in_parallel_extend_one_gapless_chain(store, tmp_path):
 
     def write(j: PgJournal, w: int) -> None:
         for i in range(25):
-            j.append(ev.CommandFinished(host="h", writer=w, i=i))
+            j.append(ev.CommandFinishedEvent(host="h", writer=w, i=i))
 
     threads = [threading.Thread(target=write, args=(j, w)) for w, j in enumerate(writers)]
     for t in threads:
@@ -90,7 +90,7 @@ def test_writers_in_parallel_extend_one_gapless_chain(store, tmp_path):
     for t in threads:
         t.join()
     assert list(writers[0].lines())  # a read in between must not hold the next appends back
-    writers[0].append(ev.SessionFinished(status="finished"))
+    writers[0].append(ev.SessionFinishedEvent(status="finished"))
     with psycopg.connect(store) as other:  # committed: another connection sees every line
         assert other.execute("SELECT count(*) FROM signoff_journal WHERE session = 's-3'").fetchone()[0] == 101
     path = tmp_path / "journal.jsonl"
@@ -144,7 +144,7 @@ def test_a_watcher_reads_the_journal_only_when_a_commit_wakes_it(store):
     from agent.store.pg import PgTail
 
     writer = PgJournal(store, "watched")
-    writer.append(ev.SessionStarted(n=0))
+    writer.append(ev.SessionStartedEvent(n=0))
     tail = PgTail(store, "watched")
     try:
         assert [e["kind"] for e in tail.read()] == ["session.started"]
@@ -153,8 +153,8 @@ def test_a_watcher_reads_the_journal_only_when_a_commit_wakes_it(store):
             assert tail.read() == []
         tail.wait(0.2)
         assert tail.queries == 1
-        writer.append(ev.GateOpened(gate_kind="safety", gate="g1"))
-        writer.append(ev.Decision(gate="g1"))
+        writer.append(ev.GateOpenedEvent(gate_kind="safety", gate="g1"))
+        writer.append(ev.DecisionEvent(gate="g1"))
         tail.wait(5.0)  # returns on the NOTIFY the commit sent, not on the timeout
         assert [e["seq"] for e in tail.read()] == [1, 2]
         assert tail.queries == 2

@@ -31,11 +31,11 @@ from tests.conftest import ed25519_keypair
 
 SESSION = "s-intent"
 STEERING: dict[str, Callable[[], ev.Event]] = {
-    "session.started": lambda: ev.SessionStarted(policy_text="commands: {default: ask}"),
-    "policy.changed": lambda: ev.PolicyChanged(policy_text="commands: {default: allow}", by="alice"),
-    "decision": lambda: ev.Decision(gate="g1", gate_kind="triage", decision={"action": "skip"}, raw="skip #2"),
-    "rule.added": lambda: ev.RuleAdded(gate="g1", by="alice", raw="always skip unsafe", rule={"skip": "unsafe"}),
-    "plan": lambda: ev.Plan(brain="claude", order=[1], proposals=[{"id": 9, "apply": "sysctl -w vm.x=1"}]),
+    "session.started": lambda: ev.SessionStartedEvent(policy_text="commands: {default: ask}"),
+    "policy.changed": lambda: ev.PolicyChangedEvent(policy_text="commands: {default: allow}", by="alice"),
+    "decision": lambda: ev.DecisionEvent(gate="g1", gate_kind="triage", decision={"action": "skip"}, raw="skip #2"),
+    "rule.added": lambda: ev.RuleAddedEvent(gate="g1", by="alice", raw="always skip unsafe", rule={"skip": "unsafe"}),
+    "plan": lambda: ev.PlanEvent(brain="claude", order=[1], proposals=[{"id": 9, "apply": "sysctl -w vm.x=1"}]),
 }
 
 
@@ -53,7 +53,7 @@ POINTS = journal_points()
 def lines_before(kind: str) -> list[ev.Event]:
     if kind == "session.started":
         return []
-    return [STEERING["session.started"](), ev.CommandFinished(host="h", i=0)]
+    return [STEERING["session.started"](), ev.CommandFinishedEvent(host="h", i=0)]
 
 
 def writer(path: Path, kind: str, at: str) -> bool:
@@ -65,7 +65,7 @@ def writer(path: Path, kind: str, at: str) -> bool:
         try:
             crashpoints._point, crashpoints._target, crashpoints._seen = point, int(nth or 1), 0
             journal = chain.Journal(path, SESSION)
-            for line in [*lines_before(kind), STEERING[kind](), ev.CommandFinished(host="h", i=1)]:
+            for line in [*lines_before(kind), STEERING[kind](), ev.CommandFinishedEvent(host="h", i=1)]:
                 journal.append(line)
             journal.close()
         finally:
@@ -193,7 +193,7 @@ def test_an_intent_whose_line_never_came_is_harmless_and_dropped_by_the_next_hea
     (copy,) = {h.intent for _, h in checkpoint.read_all(path)}
     assert copy is not None and kinds(path)[-1] != "policy.changed"
     journal = next_writer(path, trust)
-    journal.append(ev.CommandFinished(host="h", i=2))  # another line where the announced one would have been
+    journal.append(ev.CommandFinishedEvent(host="h", i=2))  # another line where the announced one would have been
     # The stale intent stands over a line it does not name: it vouches for nothing past the head.
     report = verify(path)
     assert report.ok and report.events == 3 and report.head_events == report.vouched_events == 2, report

@@ -1,5 +1,5 @@
-"""One `Gate` travels from the node to the journal, the outcome and the TUI: `GateOpened.of` is the one way a gate is
-journaled as opened, and it writes the bytes journals have always had; the TUI redraws a gate on any change."""
+"""One `Gate` travels from the node to the journal, the outcome and the TUI: `GateOpenedEvent.of` is the one way a
+gate is journaled as opened, and it writes the bytes journals have always had; the TUI redraws a gate on any change."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def test_gate_opened_of_writes_the_bytes_an_old_journal_has(line: bytes) -> None
         "allowed": ["continue", "stop", "ask"],
         "recommendation": record.get("recommendation"),
     }
-    event = ev.GateOpened.of(gate, interrupt=record.get("interrupt"), recovered=bool(record.get("recovered")))
+    event = ev.GateOpenedEvent.of(gate, interrupt=record.get("interrupt"), recovered=bool(record.get("recovered")))
     again, _ = encode(
         seq=record["seq"],
         prev=record["prev"],

@@ -193,7 +193,7 @@ class InProcess:
         )
         self.config = {"configurable": {"thread_id": SESSION}, "max_concurrency": 8, "recursion_limit": 500}
         self.journal.append(
-            ev.SessionStarted(
+            ev.SessionStartedEvent(
                 campaign_name=self.campaign.name,
                 campaign_text=yaml.safe_dump(self.campaign.model_dump(mode="json")),
                 policy_name=policy.name,

@@ -13,9 +13,9 @@ from agent.journal.verify import verify
 
 def make(tmp_path: Path, n: int = 5) -> Path:
     j = Journal(tmp_path / "journal.jsonl", "s")
-    j.append(ev.SessionStarted(policy_text="x", gain=1.0, big=2**60, bad=float("inf")))
+    j.append(ev.SessionStartedEvent(policy_text="x", gain=1.0, big=2**60, bad=float("inf")))
     for i in range(n - 1):
-        j.append(ev.CommandFinished(host="h", i=i))
+        j.append(ev.CommandFinishedEvent(host="h", i=i))
     j.close()
     return tmp_path / "journal.jsonl"
 
@@ -53,9 +53,9 @@ def test_rewritten_chain_is_caught_by_the_head_file(tmp_path):
     (tmp_path / "journal.jsonl").unlink()
     (tmp_path / "head").unlink()
     forged = Journal(path, "s")
-    forged.append(ev.SessionStarted(policy_text="forged"))
-    forged.append(ev.CommandFinished(host="h", i=0))
-    forged.append(ev.CommandFinished(host="h", i=1))
+    forged.append(ev.SessionStartedEvent(policy_text="forged"))
+    forged.append(ev.CommandFinishedEvent(host="h", i=0))
+    forged.append(ev.CommandFinishedEvent(host="h", i=1))
     forged.close()
     (tmp_path / "head").write_text(json.dumps(head))
     report = verify(path)
@@ -67,7 +67,7 @@ def test_torn_last_line_is_cut_and_recorded(tmp_path):
     with path.open("ab") as fh:
         fh.write(b'{"kind":"comm')
     j = Journal(path, "s")
-    j.append(ev.SessionResumed())
+    j.append(ev.SessionResumedEvent())
     j.close()
     events = list(read_events(path))
     assert [e["kind"] for e in events[-2:]] == ["log.recovered", "session.resumed"]
@@ -77,13 +77,13 @@ def test_torn_last_line_is_cut_and_recorded(tmp_path):
 
 def test_nested_keys_named_seq_or_prev_do_not_confuse_the_verifier(tmp_path):
     j = Journal(tmp_path / "journal.jsonl", "s")
-    j.append(ev.SessionStarted(policy_text="x"))
+    j.append(ev.SessionStartedEvent(policy_text="x"))
     j.append(
-        ev.GateOpened(
+        ev.GateOpenedEvent(
             gate="g", gate_kind="safety", facts={"prev": "0" * 64, "seq": 0}, note='say "prev":"x" and "seq":7,'
         )
     )
-    j.append(ev.Decision(gate="g", by="policy:x"))
+    j.append(ev.DecisionEvent(gate="g", by="policy:x"))
     j.close()
     assert verify(tmp_path / "journal.jsonl").ok
     # And the checkpoint DB holds the head too, so a rewritten head file alone is caught.
@@ -109,18 +109,18 @@ from tools.artifacts import StorageFull
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write fails with EFBIG instead of killing us
 path = Path({str(tmp_path / "journal.jsonl")!r})
 j = Journal(path, "s")
-j.append(ev.SessionStarted(note="x"))
+j.append(ev.SessionStartedEvent(note="x"))
 _, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
 resource.setrlimit(resource.RLIMIT_FSIZE, (path.stat().st_size + 100, hard))
 refused = 0
 for i in range(20):
     try:
-        j.append(ev.CommandFinished(host="h", i=i, padding="p" * 60))
+        j.append(ev.CommandFinishedEvent(host="h", i=i, padding="p" * 60))
     except StorageFull as exc:
         refused += 1
         assert "no space left for the journal" in str(exc)
 resource.setrlimit(resource.RLIMIT_FSIZE, (hard, hard))
-j.append(ev.SessionFailed(reason="storage-full"))
+j.append(ev.SessionFailedEvent(reason="storage-full"))
 j.close()
 print(refused)
 """

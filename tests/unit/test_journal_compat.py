@@ -35,7 +35,7 @@ def test_every_old_line_reads_into_its_typed_event_and_writes_back_to_the_same_b
     for line in lines(name):
         record = json.loads(line)
         event = ev.parse(record)
-        assert not isinstance(event, ev.Unrecognized), (record["kind"], event)
+        assert not isinstance(event, ev.UnrecognizedEvent), (record["kind"], event)
         assert type(event) is ev.MODELS[record["kind"]]
         again, _ = encode(
             seq=record["seq"],

@@ -107,12 +107,12 @@ def notes(n: int, **extra: Any) -> list[dict[str, Any]]:
 def journaled(tmp_path: Path, n: int = 300) -> Path:
     """A journal as the runner writes it: mostly commands, a durable decision every 7th (a head each)."""
     j = Journal(tmp_path / "journal.jsonl", "sess")
-    j.append(ev.SessionStarted(policy_text="p"))
+    j.append(ev.SessionStartedEvent(policy_text="p"))
     for i in range(1, n):
         if i % 7 == 0:
-            j.append(ev.Decision(gate=f"g{i}", by="policy:x", decision={"action": "continue"}))
+            j.append(ev.DecisionEvent(gate=f"g{i}", by="policy:x", decision={"action": "continue"}))
         else:
-            j.append(ev.CommandFinished(host="h", exit=0, duration_s=0.25, command=f"run {i} " + "y" * (i % 50)))
+            j.append(ev.CommandFinishedEvent(host="h", exit=0, duration_s=0.25, command=f"run {i} " + "y" * (i % 50)))
     j.close()
     return tmp_path / "journal.jsonl"
 
@@ -330,14 +330,14 @@ def test_a_crlf_line_end_is_part_of_the_line_it_ends(tmp_path, check):
 def test_events_after_the_end_behind_an_older_head(tmp_path, check):
     """The end is found inside a bulk-checked batch, even when a nested object mimics it elsewhere."""
     j = Journal(tmp_path / "journal.jsonl", "sess")
-    j.append(ev.SessionStarted(policy_text="p"))
+    j.append(ev.SessionStartedEvent(policy_text="p"))
     for i in range(1, 120):
         if i == 30:
-            j.append(ev.Decision(gate="g", by="policy:x", decision={"kind": "session.finished"}))
+            j.append(ev.DecisionEvent(gate="g", by="policy:x", decision={"kind": "session.finished"}))
             older = (tmp_path / "head").read_text()
         else:
-            j.append(ev.CommandFinished(host="h", exit=0, command=f"run {i}"))
-    j.append(ev.SessionFinished())
+            j.append(ev.CommandFinishedEvent(host="h", exit=0, command=f"run {i}"))
+    j.append(ev.SessionFinishedEvent())
     j.close()
     path = tmp_path / "journal.jsonl"
     assert check(path, bulk=True).final

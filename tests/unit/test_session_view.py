@@ -86,7 +86,7 @@ def test_a_line_that_fits_no_model_is_counted_not_fatal(line: dict) -> None:
 
 def test_a_forged_line_cannot_set_what_the_model_decides() -> None:
     event = ev.parse({"kind": "nonsense", "problem": "none", "seq": 1})
-    assert isinstance(event, ev.Unrecognized) and event.problem == "unknown kind 'nonsense'"
+    assert isinstance(event, ev.UnrecognizedEvent) and event.problem == "unknown kind 'nonsense'"
 
 
 def test_a_sweep_plots_the_level_being_measured_then_the_level_judged() -> None:

@@ -9,7 +9,7 @@ Writing keeps the bytes a journal has always had: a model dumps the fields it wa
 them are the same line, and old sessions verify and replay unchanged. Models allow extra fields, since a
 journal recorded by a newer signoff (or an older one) may carry fields this one does not name; readers
 use the declared ones. A line whose fields do not fit its kind's model (a forged or foreign journal) is read
-as an `Unrecognized` event rather than crash a reader.
+as an `UnrecognizedEvent` event rather than crash a reader.
 """
 
 # Each model narrows `kind` to its literal (that is what makes the union discriminated); models are frozen,
@@ -24,217 +24,217 @@ from typing import Annotated, Any
 
 from pydantic import Field, ValidationError
 
-from agent.journal.events.base import ENVELOPE, Event, Json, OptionId, Unrecognized
-from agent.journal.events.brain import BrainFallback, LlmCall, LlmFailed, LlmInvalid, LlmRetry
+from agent.journal.events.base import ENVELOPE, Event, Json, OptionId, UnrecognizedEvent
+from agent.journal.events.brain import BrainFallbackEvent, LlmCallEvent, LlmFailedEvent, LlmInvalidEvent, LlmRetryEvent
 from agent.journal.events.commands import (
-    CommandFinished,
-    CommandRefused,
-    CommandStarted,
-    FileUploaded,
-    FileUploadFailed,
-    MutationInDoubt,
-    MutationRecovered,
-    MutationWaiting,
+    CommandFinishedEvent,
+    CommandRefusedEvent,
+    CommandStartedEvent,
+    FileUploadedEvent,
+    FileUploadFailedEvent,
+    MutationInDoubtEvent,
+    MutationRecoveredEvent,
+    MutationWaitingEvent,
 )
 from agent.journal.events.gates import (
-    Decision,
-    DecisionRejected,
-    GateOpened,
-    GoalConfirmed,
-    NotifySent,
-    Report,
-    RuleAdded,
+    DecisionEvent,
+    DecisionRejectedEvent,
+    GateOpenedEvent,
+    GoalConfirmedEvent,
+    NotifySentEvent,
+    ReportEvent,
+    RuleAddedEvent,
 )
 from agent.journal.events.investigation import (
-    Finding,
-    PermissionRequested,
-    Plan,
-    PlanReranked,
-    SubagentStarted,
-    SubagentTool,
-    SubagentTurn,
+    FindingEvent,
+    PermissionRequestedEvent,
+    PlanEvent,
+    PlanRerankedEvent,
+    SubagentStartedEvent,
+    SubagentToolEvent,
+    SubagentTurnEvent,
 )
 from agent.journal.events.option import (
-    ABResult,
-    ApplyFailed,
-    Assessment,
-    BenchAborted,
-    BenchBroken,
-    BenchExtended,
-    BenchOutlier,
-    BenchProgress,
-    BenchRun,
-    BenchStopped,
-    Kept,
-    Rollback,
-    RollbackSettling,
-    StressDiagnosis,
-    StressResult,
-    SweepResult,
-    SweepSearch,
-    UndoRecorded,
+    ABResultEvent,
+    ApplyFailedEvent,
+    AssessmentEvent,
+    BenchAbortedEvent,
+    BenchBrokenEvent,
+    BenchExtendedEvent,
+    BenchOutlierEvent,
+    BenchProgressEvent,
+    BenchRunEvent,
+    BenchStoppedEvent,
+    KeptEvent,
+    RollbackEvent,
+    RollbackSettlingEvent,
+    StressDiagnosisEvent,
+    StressResultEvent,
+    SweepResultEvent,
+    SweepSearchEvent,
+    UndoRecordedEvent,
 )
 from agent.journal.events.session import (
-    Calibration,
-    CheckpointUnreadable,
-    DocumentsMismatch,
-    HostkeyPinned,
-    LogAdopted,
-    LogRecovered,
-    Phase,
-    PolicyChanged,
-    SessionAbandoned,
-    SessionFailed,
-    SessionFinished,
-    SessionInterrupted,
-    SessionPaused,
-    SessionResumed,
-    SessionRevisit,
-    SessionStarted,
-    SessionWaiting,
-    SetupFailed,
+    CalibrationEvent,
+    CheckpointUnreadableEvent,
+    DocumentsMismatchEvent,
+    HostkeyPinnedEvent,
+    LogAdoptedEvent,
+    LogRecoveredEvent,
+    PhaseEvent,
+    PolicyChangedEvent,
+    SessionAbandonedEvent,
+    SessionFailedEvent,
+    SessionFinishedEvent,
+    SessionInterruptedEvent,
+    SessionPausedEvent,
+    SessionResumedEvent,
+    SessionRevisitEvent,
+    SessionStartedEvent,
+    SessionWaitingEvent,
+    SetupFailedEvent,
 )
 
 __all__ = [
     "ENVELOPE",
     "MODELS",
-    "ABResult",
-    "ApplyFailed",
-    "Assessment",
-    "BenchAborted",
-    "BenchBroken",
-    "BenchExtended",
-    "BenchOutlier",
-    "BenchProgress",
-    "BenchRun",
-    "BenchStopped",
-    "BrainFallback",
-    "Calibration",
-    "CheckpointUnreadable",
-    "CommandFinished",
-    "CommandRefused",
-    "CommandStarted",
-    "Decision",
-    "DecisionRejected",
-    "DocumentsMismatch",
+    "ABResultEvent",
+    "ApplyFailedEvent",
+    "AssessmentEvent",
+    "BenchAbortedEvent",
+    "BenchBrokenEvent",
+    "BenchExtendedEvent",
+    "BenchOutlierEvent",
+    "BenchProgressEvent",
+    "BenchRunEvent",
+    "BenchStoppedEvent",
+    "BrainFallbackEvent",
+    "CalibrationEvent",
+    "CheckpointUnreadableEvent",
+    "CommandFinishedEvent",
+    "CommandRefusedEvent",
+    "CommandStartedEvent",
+    "DecisionEvent",
+    "DecisionRejectedEvent",
+    "DocumentsMismatchEvent",
     "Entry",
     "Event",
-    "FileUploadFailed",
-    "FileUploaded",
-    "Finding",
-    "GateOpened",
-    "GoalConfirmed",
-    "HostkeyPinned",
+    "FileUploadFailedEvent",
+    "FileUploadedEvent",
+    "FindingEvent",
+    "GateOpenedEvent",
+    "GoalConfirmedEvent",
+    "HostkeyPinnedEvent",
     "Json",
-    "Kept",
+    "KeptEvent",
     "KnownEvent",
-    "LlmCall",
-    "LlmFailed",
-    "LlmInvalid",
-    "LlmRetry",
-    "LogAdopted",
-    "LogRecovered",
-    "MutationInDoubt",
-    "MutationRecovered",
-    "MutationWaiting",
-    "NotifySent",
+    "LlmCallEvent",
+    "LlmFailedEvent",
+    "LlmInvalidEvent",
+    "LlmRetryEvent",
+    "LogAdoptedEvent",
+    "LogRecoveredEvent",
+    "MutationInDoubtEvent",
+    "MutationRecoveredEvent",
+    "MutationWaitingEvent",
+    "NotifySentEvent",
     "OptionId",
-    "PermissionRequested",
-    "Phase",
-    "Plan",
-    "PlanReranked",
-    "PolicyChanged",
-    "Report",
-    "Rollback",
-    "RollbackSettling",
-    "RuleAdded",
-    "SessionAbandoned",
-    "SessionFailed",
-    "SessionFinished",
-    "SessionInterrupted",
-    "SessionPaused",
-    "SessionResumed",
-    "SessionRevisit",
-    "SessionStarted",
-    "SessionWaiting",
-    "SetupFailed",
-    "StressDiagnosis",
-    "StressResult",
-    "SubagentStarted",
-    "SubagentTool",
-    "SubagentTurn",
-    "SweepResult",
-    "SweepSearch",
-    "UndoRecorded",
-    "Unrecognized",
+    "PermissionRequestedEvent",
+    "PhaseEvent",
+    "PlanEvent",
+    "PlanRerankedEvent",
+    "PolicyChangedEvent",
+    "ReportEvent",
+    "RollbackEvent",
+    "RollbackSettlingEvent",
+    "RuleAddedEvent",
+    "SessionAbandonedEvent",
+    "SessionFailedEvent",
+    "SessionFinishedEvent",
+    "SessionInterruptedEvent",
+    "SessionPausedEvent",
+    "SessionResumedEvent",
+    "SessionRevisitEvent",
+    "SessionStartedEvent",
+    "SessionWaitingEvent",
+    "SetupFailedEvent",
+    "StressDiagnosisEvent",
+    "StressResultEvent",
+    "SubagentStartedEvent",
+    "SubagentToolEvent",
+    "SubagentTurnEvent",
+    "SweepResultEvent",
+    "SweepSearchEvent",
+    "UndoRecordedEvent",
+    "UnrecognizedEvent",
     "entry",
     "parse",
 ]
 
 KnownEvent = Annotated[
-    SessionStarted
-    | SessionResumed
-    | SessionRevisit
-    | SessionAbandoned
-    | SessionWaiting
-    | SessionPaused
-    | SessionInterrupted
-    | SessionFailed
-    | SessionFinished
-    | DocumentsMismatch
-    | PolicyChanged
-    | CheckpointUnreadable
-    | LogRecovered
-    | LogAdopted
-    | HostkeyPinned
-    | Phase
-    | SetupFailed
-    | Calibration
-    | SubagentStarted
-    | SubagentTool
-    | SubagentTurn
-    | PermissionRequested
-    | Finding
-    | Plan
-    | PlanReranked
-    | CommandStarted
-    | CommandFinished
-    | CommandRefused
-    | FileUploaded
-    | FileUploadFailed
-    | MutationRecovered
-    | MutationInDoubt
-    | MutationWaiting
-    | ApplyFailed
-    | UndoRecorded
-    | BenchRun
-    | BenchProgress
-    | BenchOutlier
-    | BenchExtended
-    | BenchStopped
-    | BenchAborted
-    | BenchBroken
-    | ABResult
-    | SweepResult
-    | SweepSearch
-    | StressResult
-    | StressDiagnosis
-    | Assessment
-    | Kept
-    | RollbackSettling
-    | Rollback
-    | GateOpened
-    | Decision
-    | DecisionRejected
-    | RuleAdded
-    | NotifySent
-    | GoalConfirmed
-    | Report
-    | BrainFallback
-    | LlmCall
-    | LlmRetry
-    | LlmInvalid
-    | LlmFailed,
+    SessionStartedEvent
+    | SessionResumedEvent
+    | SessionRevisitEvent
+    | SessionAbandonedEvent
+    | SessionWaitingEvent
+    | SessionPausedEvent
+    | SessionInterruptedEvent
+    | SessionFailedEvent
+    | SessionFinishedEvent
+    | DocumentsMismatchEvent
+    | PolicyChangedEvent
+    | CheckpointUnreadableEvent
+    | LogRecoveredEvent
+    | LogAdoptedEvent
+    | HostkeyPinnedEvent
+    | PhaseEvent
+    | SetupFailedEvent
+    | CalibrationEvent
+    | SubagentStartedEvent
+    | SubagentToolEvent
+    | SubagentTurnEvent
+    | PermissionRequestedEvent
+    | FindingEvent
+    | PlanEvent
+    | PlanRerankedEvent
+    | CommandStartedEvent
+    | CommandFinishedEvent
+    | CommandRefusedEvent
+    | FileUploadedEvent
+    | FileUploadFailedEvent
+    | MutationRecoveredEvent
+    | MutationInDoubtEvent
+    | MutationWaitingEvent
+    | ApplyFailedEvent
+    | UndoRecordedEvent
+    | BenchRunEvent
+    | BenchProgressEvent
+    | BenchOutlierEvent
+    | BenchExtendedEvent
+    | BenchStoppedEvent
+    | BenchAbortedEvent
+    | BenchBrokenEvent
+    | ABResultEvent
+    | SweepResultEvent
+    | SweepSearchEvent
+    | StressResultEvent
+    | StressDiagnosisEvent
+    | AssessmentEvent
+    | KeptEvent
+    | RollbackSettlingEvent
+    | RollbackEvent
+    | GateOpenedEvent
+    | DecisionEvent
+    | DecisionRejectedEvent
+    | RuleAddedEvent
+    | NotifySentEvent
+    | GoalConfirmedEvent
+    | ReportEvent
+    | BrainFallbackEvent
+    | LlmCallEvent
+    | LlmRetryEvent
+    | LlmInvalidEvent
+    | LlmFailedEvent,
     Field(discriminator="kind"),
 ]
 
@@ -242,7 +242,7 @@ KnownEvent = Annotated[
 MODELS: dict[str, type[Event]] = {
     cls.model_fields["kind"].default: cls
     for cls in Event.__subclasses__()
-    if cls is not Unrecognized and isinstance(cls.model_fields["kind"].default, str)
+    if cls is not UnrecognizedEvent and isinstance(cls.model_fields["kind"].default, str)
 }
 
 
@@ -262,18 +262,18 @@ class Entry:
 
 
 def parse(record: Mapping[str, Any]) -> Event:
-    """The typed event a journal line (as a JSON object) records; `Unrecognized` when it fits no model."""
+    """The typed event a journal line (as a JSON object) records; `UnrecognizedEvent` when it fits no model."""
     kind = record.get("kind")
     fields = {k: v for k, v in record.items() if k not in ENVELOPE}
     model = MODELS.get(kind) if isinstance(kind, str) else None
     if model is None:
-        return Unrecognized(kind=str(kind), problem=f"unknown kind {kind!r}", **_safe(fields))
+        return UnrecognizedEvent(kind=str(kind), problem=f"unknown kind {kind!r}", **_safe(fields))
     try:
         return model.model_validate({**fields, "kind": kind})
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ()))
-        return Unrecognized(kind=str(kind), problem=f"{where}: {first.get('msg')}", **_safe(fields))
+        return UnrecognizedEvent(kind=str(kind), problem=f"{where}: {first.get('msg')}", **_safe(fields))
 
 
 def entry(record: Mapping[str, Any]) -> Entry:

@@ -38,7 +38,7 @@ class Event(BaseModel):
         return (self.model_extra or {}).get(name, default)
 
 
-class Unrecognized(Event):
+class UnrecognizedEvent(Event):
     """A line of a kind this signoff does not know, or whose fields do not fit its kind (read, never written)."""
 
     problem: str | None = Field(default=None, exclude=True)

@@ -11,14 +11,14 @@ from typing import Literal
 from agent.journal.events.base import Event, OptionId
 
 
-class BrainFallback(Event):
+class BrainFallbackEvent(Event):
     kind: Literal["brain.fallback"] = "brain.fallback"
     step: str
     option: OptionId = None
     error: str | None = None
 
 
-class LlmCall(Event):
+class LlmCallEvent(Event):
     kind: Literal["llm.call"] = "llm.call"
     purpose: str | None = None
     option: OptionId = None
@@ -26,7 +26,7 @@ class LlmCall(Event):
     cost_usd: float = 0.0
 
 
-class LlmRetry(Event):
+class LlmRetryEvent(Event):
     kind: Literal["llm.retry"] = "llm.retry"
     purpose: str | None = None
     option: OptionId = None
@@ -36,7 +36,7 @@ class LlmRetry(Event):
     error: str | None = None
 
 
-class LlmInvalid(Event):
+class LlmInvalidEvent(Event):
     kind: Literal["llm.invalid"] = "llm.invalid"
     purpose: str | None = None
     option: OptionId = None
@@ -44,7 +44,7 @@ class LlmInvalid(Event):
     error: str | None = None
 
 
-class LlmFailed(Event):
+class LlmFailedEvent(Event):
     kind: Literal["llm.failed"] = "llm.failed"
     purpose: str | None = None
     option: OptionId = None

@@ -13,7 +13,7 @@ from pydantic import Field
 from agent.journal.events.base import Event, Json, OptionId
 
 
-class CommandStarted(Event):
+class CommandStartedEvent(Event):
     kind: Literal["command.started"] = "command.started"
     host: str
     command: str
@@ -28,7 +28,7 @@ class CommandStarted(Event):
     runs: str | None = None
 
 
-class CommandFinished(Event):
+class CommandFinishedEvent(Event):
     kind: Literal["command.finished"] = "command.finished"
     host: str
     purpose: str | None = None
@@ -46,7 +46,7 @@ class CommandFinished(Event):
     result: Json = None
 
 
-class CommandRefused(Event):
+class CommandRefusedEvent(Event):
     kind: Literal["command.refused"] = "command.refused"
     command: str | None = None
     host: str | None = None
@@ -58,7 +58,7 @@ class CommandRefused(Event):
     pattern: str | None = None
 
 
-class FileUploaded(Event):
+class FileUploadedEvent(Event):
     kind: Literal["file.uploaded"] = "file.uploaded"
     host: str
     src: str
@@ -66,7 +66,7 @@ class FileUploaded(Event):
     sha256: str | None = None
 
 
-class FileUploadFailed(Event):
+class FileUploadFailedEvent(Event):
     kind: Literal["file.upload_failed"] = "file.upload_failed"
     host: str
     src: str
@@ -74,7 +74,7 @@ class FileUploadFailed(Event):
     error: str | None = None
 
 
-class MutationRecovered(Event):
+class MutationRecoveredEvent(Event):
     kind: Literal["mutation.recovered"] = "mutation.recovered"
     key: str
     host: str
@@ -84,7 +84,7 @@ class MutationRecovered(Event):
     result: Json = None
 
 
-class MutationInDoubt(Event):
+class MutationInDoubtEvent(Event):
     kind: Literal["mutation.in_doubt"] = "mutation.in_doubt"
     key: str
     host: str
@@ -93,7 +93,7 @@ class MutationInDoubt(Event):
     reason: str | None = None
 
 
-class MutationWaiting(Event):
+class MutationWaitingEvent(Event):
     kind: Literal["mutation.waiting"] = "mutation.waiting"
     key: str
     host: str

@@ -14,7 +14,7 @@ from pydantic import Field
 from agent.journal.events.base import Event, Json, OptionId
 
 
-class GateOpened(Event):
+class GateOpenedEvent(Event):
     kind: Literal["gate.opened"] = "gate.opened"
     gate: str
     gate_kind: str
@@ -27,7 +27,7 @@ class GateOpened(Event):
     recovered: bool | None = None  # journaled again after a crash (written only when true)
 
     @classmethod
-    def of(cls, gate: Mapping[str, Any], *, interrupt: str | None = None, recovered: bool = False) -> GateOpened:
+    def of(cls, gate: Mapping[str, Any], *, interrupt: str | None = None, recovered: bool = False) -> GateOpenedEvent:
         """The one way a gate is journaled as opened, from the gate as its node made it (`policies.gates.Gate` as
         JSON: the interrupt's, or the state's record of a gate a policy decided). Only the fields given are written,
         so the bytes are what they always were: a gate a person is asked at (`interrupt`) has its recommendation,
@@ -46,7 +46,7 @@ class GateOpened(Event):
         return cls.model_validate(fields)
 
 
-class Decision(Event):
+class DecisionEvent(Event):
     kind: Literal["decision"] = "decision"
     gate: str
     gate_kind: str | None = None
@@ -64,7 +64,7 @@ class Decision(Event):
     for_gate: str | None = None  # the gate the answer was given for (a dialog's, `decide --gate`), when it named one
 
 
-class DecisionRejected(Event):
+class DecisionRejectedEvent(Event):
     kind: Literal["decision.rejected"] = "decision.rejected"
     gate: str | None = None
     gate_kind: str | None = None
@@ -74,7 +74,7 @@ class DecisionRejected(Event):
     for_gate: str | None = None  # the gate the refused answer was given for, when it named one
 
 
-class RuleAdded(Event):
+class RuleAddedEvent(Event):
     kind: Literal["rule.added"] = "rule.added"
     gate: str | None = None
     by: str | None = None
@@ -82,7 +82,7 @@ class RuleAdded(Event):
     rule: Json = None
 
 
-class Report(Event):
+class ReportEvent(Event):
     kind: Literal["report"] = "report"
     campaign: str | None = None
     options: list[dict[str, Json]] = Field(default_factory=list)
@@ -94,7 +94,7 @@ class Report(Event):
     confirmation: dict[str, Json] | None = None  # the goal as measured at the end (goal.confirmed), when it was
 
 
-class GoalConfirmed(Event):
+class GoalConfirmedEvent(Event):
     """The end-of-campaign A/B of the final configuration against the start (agent/nodes/confirm.py): the goal judged
     by its CI, and whether the kept options stack. `skipped` says why none ran; `error` why it stopped short."""
 
@@ -112,7 +112,7 @@ class GoalConfirmed(Event):
     error: str | None = None
 
 
-class NotifySent(Event):
+class NotifySentEvent(Event):
     """One attempt to tell someone that a gate waits for a person (agent/run/notify.py). `target` is
     redacted (scheme://host[:port] and a path hint, or the command); `status` is the HTTP status,
     `exit` a command's exit code; `error` one line when `ok` is false."""

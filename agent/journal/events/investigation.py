@@ -13,21 +13,21 @@ from pydantic import Field
 from agent.journal.events.base import Event, Json, OptionId
 
 
-class SubagentStarted(Event):
+class SubagentStartedEvent(Event):
     kind: Literal["subagent.started"] = "subagent.started"
     option: int
     brain: str | None = None
     probes: int | None = None
 
 
-class SubagentTool(Event):
+class SubagentToolEvent(Event):
     kind: Literal["subagent.tool"] = "subagent.tool"
     option: int
     tool: str
     host: str | None = None
 
 
-class SubagentTurn(Event):
+class SubagentTurnEvent(Event):
     kind: Literal["subagent.turn"] = "subagent.turn"
     option: int
     turn: int
@@ -35,7 +35,7 @@ class SubagentTurn(Event):
     tools: list[Json] = Field(default_factory=list)
 
 
-class PermissionRequested(Event):
+class PermissionRequestedEvent(Event):
     kind: Literal["permission.requested"] = "permission.requested"
     option: OptionId = None
     host: str | None = None
@@ -43,7 +43,7 @@ class PermissionRequested(Event):
     why: str | None = None
 
 
-class Finding(Event):
+class FindingEvent(Event):
     kind: Literal["finding"] = "finding"
     option: int
     feasible: bool | None = None
@@ -53,7 +53,7 @@ class Finding(Event):
     model_only: bool | None = None  # a no-go no failed probe is behind: only a model's reading found it
 
 
-class Plan(Event):
+class PlanEvent(Event):
     kind: Literal["plan"] = "plan"
     brain: str | None = None
     order: list[int] = Field(default_factory=list)
@@ -61,7 +61,7 @@ class Plan(Event):
     proposals: list[Json] = Field(default_factory=list)
 
 
-class PlanReranked(Event):
+class PlanRerankedEvent(Event):
     kind: Literal["plan.reranked"] = "plan.reranked"
     brain: str | None = None
     before: list[int] = Field(default_factory=list)

@@ -14,20 +14,20 @@ from pydantic import Field
 from agent.journal.events.base import Event, Json, OptionId
 
 
-class ApplyFailed(Event):
+class ApplyFailedEvent(Event):
     kind: Literal["apply.failed"] = "apply.failed"
     option: int
     reason: str | None = None
 
 
-class UndoRecorded(Event):
+class UndoRecordedEvent(Event):
     kind: Literal["undo.recorded"] = "undo.recorded"
     option: int
     revert: list[Json] = Field(default_factory=list)
     verify: Json = None
 
 
-class BenchRun(Event):
+class BenchRunEvent(Event):
     kind: Literal["bench.run"] = "bench.run"
     option: OptionId = None
     purpose: str | None = None
@@ -40,7 +40,7 @@ class BenchRun(Event):
     artifact: str | None = None
 
 
-class BenchProgress(Event):
+class BenchProgressEvent(Event):
     kind: Literal["bench.progress"] = "bench.progress"
     option: int | None  # None: the end-of-campaign confirmation A/B, which no one option owns
     pair: int
@@ -48,7 +48,7 @@ class BenchProgress(Event):
     level: float | None = None  # the sweep level being measured
 
 
-class BenchOutlier(Event):
+class BenchOutlierEvent(Event):
     kind: Literal["bench.outlier"] = "bench.outlier"
     option: int | None  # None: the end-of-campaign confirmation A/B, which no one option owns
     pair: int
@@ -57,7 +57,7 @@ class BenchOutlier(Event):
     level: float | None = None
 
 
-class BenchExtended(Event):
+class BenchExtendedEvent(Event):
     kind: Literal["bench.extended"] = "bench.extended"
     option: int | None  # None: the end-of-campaign confirmation A/B, which no one option owns
     from_pairs: int
@@ -66,7 +66,7 @@ class BenchExtended(Event):
     level: float | None = None
 
 
-class BenchStopped(Event):
+class BenchStoppedEvent(Event):
     """Where a sequential A/B stopped (tools.sequential): after how many pairs of its budget, why (`stopped_by`:
     improved, regressed, equivalent, guardrail, futile or budget, and in words) and its always-valid 95%
     confidence sequence then (%)."""
@@ -85,20 +85,20 @@ class BenchStopped(Event):
     level: float | None = None
 
 
-class BenchAborted(Event):
+class BenchAbortedEvent(Event):
     kind: Literal["bench.aborted"] = "bench.aborted"
     option: int
     reason: str | None = None
 
 
-class BenchBroken(Event):
+class BenchBrokenEvent(Event):
     kind: Literal["bench.broken"] = "bench.broken"
     option: int
     runs: int
     reasons: list[str] = Field(default_factory=list)
 
 
-class ABResult(Event):
+class ABResultEvent(Event):
     kind: Literal["ab.result"] = "ab.result"
     option: int
     summary: str | None = None
@@ -128,7 +128,7 @@ class ABResult(Event):
     without_flagged: list[float] | None = None  # [effect, CI low, CI high] % without them
 
 
-class SweepResult(Event):
+class SweepResultEvent(Event):
     """A load sweep's outcome for one option: the A/B per level, each arm's SLO capacity, the fitted
     step-time model per arm and the level the goal was judged at (the `ab.result` that follows)."""
 
@@ -143,7 +143,7 @@ class SweepResult(Event):
     fit: Json = None
 
 
-class SweepSearch(Event):
+class SweepSearchEvent(Event):
     """One probe of a capacity search: an arm at a level, its SLO judgement, and the bracket it left."""
 
     kind: Literal["sweep.search"] = "sweep.search"
@@ -156,7 +156,7 @@ class SweepSearch(Event):
     why: str | None = None
 
 
-class StressResult(Event):
+class StressResultEvent(Event):
     kind: Literal["stress.result"] = "stress.result"
     option: OptionId = None
     scenario: str | None = None
@@ -171,7 +171,7 @@ class StressResult(Event):
     diagnosis: str | None = None
 
 
-class StressDiagnosis(Event):
+class StressDiagnosisEvent(Event):
     kind: Literal["stress.diagnosis"] = "stress.diagnosis"
     option: OptionId = None
     scenario: str | None = None
@@ -180,7 +180,7 @@ class StressDiagnosis(Event):
     artifact: str | None = None
 
 
-class Assessment(Event):
+class AssessmentEvent(Event):
     kind: Literal["assessment"] = "assessment"
     option: int
     brain: str | None = None
@@ -191,7 +191,7 @@ class Assessment(Event):
     recommendation: str | None = None
 
 
-class Kept(Event):
+class KeptEvent(Event):
     kind: Literal["kept"] = "kept"
     option: int
     gain_pct: float | None = None
@@ -201,7 +201,7 @@ class Kept(Event):
     except_hosts: list[str] | None = None
 
 
-class RollbackSettling(Event):
+class RollbackSettlingEvent(Event):
     kind: Literal["rollback.settling"] = "rollback.settling"
     option: int
     runs: int | None = None
@@ -226,7 +226,7 @@ def rollback_verdict(verified: bool, by: Sequence[str] | None) -> str:
     return "verified only loosely (no check, and the metric cannot tell the option apart)"
 
 
-class Rollback(Event):
+class RollbackEvent(Event):
     kind: Literal["rollback"] = "rollback"
     option: int
     verified: bool = False

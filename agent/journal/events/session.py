@@ -13,7 +13,7 @@ from pydantic import Field
 from agent.journal.events.base import Event, Json, OptionId
 
 
-class SessionStarted(Event):
+class SessionStartedEvent(Event):
     kind: Literal["session.started"] = "session.started"
     campaign: str | None = None
     campaign_name: str | None = None
@@ -41,19 +41,19 @@ class SessionStarted(Event):
     accept_new_host_keys: bool | None = None
 
 
-class SessionResumed(Event):
+class SessionResumedEvent(Event):
     kind: Literal["session.resumed"] = "session.resumed"
     answers: list[Json] = Field(default_factory=list)
     from_step: int | None = None
 
 
-class SessionRevisit(Event):
+class SessionRevisitEvent(Event):
     kind: Literal["session.revisit"] = "session.revisit"
     options: list[int] = Field(default_factory=list)
     user: str | None = None
 
 
-class SessionAbandoned(Event):
+class SessionAbandonedEvent(Event):
     """A person gave the session up (`signoff abandon`): what the journal showed on the hosts then, the gate left
     unanswered if one waited, and the options the run rolls back (and verifies) before it ends, in that order."""
 
@@ -64,26 +64,26 @@ class SessionAbandoned(Event):
     roll_back: list[int] = Field(default_factory=list)
 
 
-class SessionWaiting(Event):
+class SessionWaitingEvent(Event):
     kind: Literal["session.waiting"] = "session.waiting"
     interrupt: str | None = None
     runner: str | None = None
     deadline: str | None = None
 
 
-class SessionPaused(Event):
+class SessionPausedEvent(Event):
     kind: Literal["session.paused"] = "session.paused"
     gate: str | None = None
     interrupt: str | None = None
     elapsed_s: float | None = None
 
 
-class SessionInterrupted(Event):
+class SessionInterruptedEvent(Event):
     kind: Literal["session.interrupted"] = "session.interrupted"
     reason: str | None = None
 
 
-class SessionFailed(Event):
+class SessionFailedEvent(Event):
     kind: Literal["session.failed"] = "session.failed"
     status: str | None = None
     reason: str | None = None
@@ -92,19 +92,19 @@ class SessionFailed(Event):
     elapsed_s: float | None = None
 
 
-class SessionFinished(Event):
+class SessionFinishedEvent(Event):
     kind: Literal["session.finished"] = "session.finished"
     status: str | None = None
     elapsed_s: float | None = None
     error: str | None = None
 
 
-class DocumentsMismatch(Event):
+class DocumentsMismatchEvent(Event):
     kind: Literal["documents.mismatch"] = "documents.mismatch"
     problem: str
 
 
-class PolicyChanged(Event):
+class PolicyChangedEvent(Event):
     kind: Literal["policy.changed"] = "policy.changed"
     by: str | None = None
     policy: str | None = None
@@ -115,19 +115,19 @@ class PolicyChanged(Event):
     previous_sha256: str | None = None
 
 
-class CheckpointUnreadable(Event):
+class CheckpointUnreadableEvent(Event):
     kind: Literal["checkpoint.unreadable"] = "checkpoint.unreadable"
     path: str | None = None
     error: str | None = None
 
 
-class LogRecovered(Event):
+class LogRecoveredEvent(Event):
     kind: Literal["log.recovered"] = "log.recovered"
     torn_bytes: int
     torn_digest: str
 
 
-class LogAdopted(Event):
+class LogAdoptedEvent(Event):
     """Lines a runner found past every copy of the head when it took the session (a run killed before it
     wrote its head again) and went on from: written, and signed over, with the range it did not see written."""
 
@@ -138,7 +138,7 @@ class LogAdopted(Event):
     last: str | None = None  # the hash of the last line adopted
 
 
-class HostkeyPinned(Event):
+class HostkeyPinnedEvent(Event):
     kind: Literal["hostkey.pinned"] = "hostkey.pinned"
     host: str
     key_type: str | None = None
@@ -146,7 +146,7 @@ class HostkeyPinned(Event):
     by: str | None = None
 
 
-class Phase(Event):
+class PhaseEvent(Event):
     kind: Literal["phase"] = "phase"
     phase: str
     option: OptionId = None
@@ -157,10 +157,10 @@ class Phase(Event):
     level: float | None = None  # benchmark.level: the sweep level measured next
 
 
-class SetupFailed(Event):
+class SetupFailedEvent(Event):
     kind: Literal["setup.failed"] = "setup.failed"
     error: str
 
 
-class Calibration(Event):
+class CalibrationEvent(Event):
     kind: Literal["calibration"] = "calibration"
