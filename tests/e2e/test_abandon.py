@@ -254,7 +254,7 @@ def test_a_run_that_failed_among_parallel_investigations_can_be_abandoned(
     from agent.errors import RunFailed
     from agent.nodes import investigate
 
-    real = investigate.Toolbox
+    real = investigate.HostToolbox
 
     def failing(ctx: Any, option: Any, *args: Any, **kwargs: Any) -> Any:
         if option.id == 3:
@@ -263,10 +263,10 @@ def test_a_run_that_failed_among_parallel_investigations_can_be_abandoned(
         return real(ctx, option, *args, **kwargs)
 
     d = create(variant(), AUTONOMOUS)
-    monkeypatch.setattr(investigate, "Toolbox", failing)
+    monkeypatch.setattr(investigate, "HostToolbox", failing)
     with d.locked(), pytest.raises(RunFailed):
         Runner(d, headless=True).start()
-    monkeypatch.setattr(investigate, "Toolbox", real)
+    monkeypatch.setattr(investigate, "HostToolbox", real)
     with d.locked():
         out = Runner(d, headless=True).abandon(by=ME)
     assert out.status == "stopped" and out.abandoned is not None and out.abandoned["roll_back"] == []
