@@ -1,5 +1,5 @@
 """Keep an option (it joins the baseline), or roll it back and verify the rollback over the transport:
-health checks pass, the option's `check` says it is off, and the metric is back (agent/verification.py).
+health checks pass, the option's `check` says it is off, and the metric is back (agent/run/verification.py).
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ def session_graph(d: Session, journal: JournalWriter) -> Iterator[Any]:
         ) from None
     with stack:
         # A checkpoint DB someone else could write (a shared store, a copied directory) is read by a
-        # serializer that never runs what it names (agent/serde.py); one that names code at all was
+        # serializer that never runs what it names (agent/store/serde.py); one that names code at all was
         # not written by signoff, and resuming from it is refused in one line.
         with blocked_types() as foreign:
             saver.get_tuple({"configurable": {"thread_id": d.id, "checkpoint_ns": ""}})

@@ -3,7 +3,7 @@ and resume any session (issue 10).
 
 What lives where: the graph's checkpoints in LangGraph's own tables (`PostgresSaver` over a
 connection pool, created by `signoff store init`); the journal, its head and the artifacts it cites in
-`agent/pgjournal.py`'s tables; the session's small documents (meta, the campaign and policy texts,
+`agent/journal/pg.py`'s tables; the session's small documents (meta, the campaign and policy texts,
 model parses, pinned host keys) in `signoff_docs`; answers waiting for a resume in
 `signoff_answers`. The runner lease is a PostgreSQL advisory lock (`pgjournal.Lease`). What must sit
 on the runner's own disk — local hosts' working directories and an artifact cache — goes under
