@@ -7,12 +7,12 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from agent.errors import FAILED, FINISHED, PAUSED
 from agent.journal.view import TOKENS, SessionView, timestamp
 from agent.models import Campaign
-from policies.gates import GATES, Gate
+from policies.gates import GATES, Gate, spec_for
 
 if TYPE_CHECKING:  # agent.state pulls in LangGraph, which the TUI's first frame must not wait for
     from agent.state import State
@@ -71,6 +71,20 @@ def opened_at(view: SessionView, interrupt_id: str) -> datetime | None:
     return None if gate is None else timestamp(gate.opened)
 
 
+def _pending(raw: dict[str, Any]) -> dict[str, Any]:
+    """The gate a session waits at, as the node made it and whole (a field added to `Gate` is here too), and a
+    one-liner it takes. A gate an older signoff paused at that this one's `Gate` does not take is given as it was
+    checkpointed, never a traceback: `decide` still reads it, and the TUI says it cannot."""
+    try:
+        gate = Gate.model_validate(raw)
+    except ValidationError:
+        kind, facts = raw.get("kind"), raw.get("facts")
+        spec = spec_for(kind)
+        suggested = spec.suggested(facts if isinstance(facts, dict) else {}) if spec is not None else "ask"
+        return {**raw, "suggested": suggested}
+    return gate.model_dump(mode="json") | {"suggested": GATES[gate.kind].suggested(gate.facts)}
+
+
 def outcome_of(
     snapshot: Any, view: SessionView, *, session: str, journal: str, campaign: Campaign, brain: str, status: str | None
 ) -> Outcome:
@@ -83,9 +97,7 @@ def outcome_of(
     pending = None
     if snapshot.interrupts:
         value = snapshot.interrupts[0].value
-        # The gate as the node made it, whole (a field added to `Gate` is here too), and a one-liner it takes.
-        gate = Gate.model_validate(value["gate"])
-        pending = gate.model_dump(mode="json") | {"suggested": GATES[gate.kind].suggested(gate.facts)}
+        pending = _pending(value["gate"])
         opened = opened_at(view, snapshot.interrupts[0].id)
         if value.get("deadline_s") and opened is not None:
             at = opened + timedelta(seconds=value["deadline_s"])

@@ -11,6 +11,7 @@ import pytest
 from agent.journal import events as ev
 from agent.journal.chain import encode
 from agent.journal.view import GateView
+from policies.gates import Gate
 from tests.conftest import FIXTURES
 from tui.render import gate_key
 
@@ -67,3 +68,16 @@ def test_a_gate_panel_redraws_when_any_field_of_its_gate_changes() -> None:
         assert gate_key(g) != shown, f.name  # the view updates its gates in place; a copy tells the change
         setattr(g, f.name, before)
     assert gate_key(g) == shown
+
+
+def test_a_gate_this_version_cannot_read_is_given_as_checkpointed_never_a_traceback() -> None:
+    from agent.run.outcome import _pending
+
+    made = {"id": "g2", "kind": "triage", "question": "Go on?", "facts": {"has_next_step": True}, "allowed": ["stop"]}
+    whole = _pending(made)
+    assert set(Gate.model_fields) <= set(whole) and whole["suggested"] == "continue"
+    # An older signoff's recommendation with a field this one's Decision refuses, and a kind it does not know.
+    older = {**made, "recommendation": {"action": "ask", "retired_field": 1}}
+    assert _pending(older) == {**older, "suggested": "continue"}
+    stranger = {**made, "kind": "warmup"}
+    assert _pending(stranger) == {**stranger, "suggested": "ask"}
