@@ -419,7 +419,9 @@ def test_a_request_that_could_not_leave_goes_once_on_a_new_connection_and_runs_o
     refused: list[bytes] = []
 
     def refuse_once(m):
-        if not refused:
+        # The exec request, and only it: under load another message may go first (ci121, two CPU hogs: a channel
+        # close, `a\x00\x00\x00\x01`, was refused instead and the exec request then went out as usual).
+        if not refused and b"exec" in m.asbytes():
             refused.append(m.asbytes())
             raise OSError(32, "Broken pipe")
         return real(m)
