@@ -78,9 +78,10 @@ def _pending(raw: dict[str, Any]) -> dict[str, Any]:
     try:
         gate = Gate.model_validate(raw)
     except ValidationError:
-        kind, facts = raw.get("kind"), raw.get("facts")
-        spec = spec_for(kind)
-        suggested = spec.suggested(facts if isinstance(facts, dict) else {}) if spec is not None else "ask"
+        facts = raw.get("facts")
+        known: dict[str, Any] = cast("dict[str, Any]", facts) if isinstance(facts, dict) else {}
+        spec = spec_for(raw.get("kind"))
+        suggested = spec.suggested(known) if spec is not None else "ask"
         return {**raw, "suggested": suggested}
     return gate.model_dump(mode="json") | {"suggested": GATES[gate.kind].suggested(gate.facts)}
 
