@@ -72,6 +72,9 @@ def _kind(node: ast.expr | None) -> bool:
     return isinstance(node, ast.Tuple) and bool(node.elts) and _kind(node.elts[0])
 
 
+WRAPS = ("frozenset", "set", "tuple")
+
+
 def tables_by_gate_kind(source: str) -> list[tuple[int, str]]:
     """(line, what) for each table keyed by gate kind in `source`: a dict whose keys, two or more, are all gate kinds
     (or tuples led by one), or a tuple, list or set of two or more gate kinds given a name, wherever it is."""
@@ -81,17 +84,10 @@ def tables_by_gate_kind(source: str) -> list[tuple[int, str]]:
         if isinstance(node, ast.Dict) and len(node.keys) >= 2 and all(map(_kind, node.keys)):
             found.append((node.lineno, "a dict keyed by gate kind"))
         value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+        # frozenset([...]), set(...), tuple(...) of a display is the display
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in WRAPS and value.args:
+            value = value.args[0]
         if isinstance(value, (ast.Tuple, ast.List, ast.Set)) and len(value.elts) >= 2 and all(map(_kind, value.elts)):
-            found.append((node.lineno, "a named collection of gate kinds"))
-        if (
-            isinstance(value, ast.Call)
-            and isinstance(value.func, ast.Name)
-            and value.func.id in ("frozenset", "set", "tuple")
-            and value.args
-            and isinstance(arg := value.args[0], (ast.Tuple, ast.List, ast.Set))
-            and len(arg.elts) >= 2
-            and all(map(_kind, arg.elts))
-        ):
             found.append((node.lineno, "a named collection of gate kinds"))
     return found
 
