@@ -37,7 +37,7 @@ from table import record  # noqa: E402
 from agent.run.create import create  # noqa: E402
 from agent.run.runner import Runner  # noqa: E402
 from agent.store.local import SessionDir  # noqa: E402
-from tools.transport import CommandResult, Host  # noqa: E402
+from tools.transport import CommandRequest, CommandResult, Host  # noqa: E402
 
 
 class _Hang(Exception):
@@ -70,9 +70,10 @@ class InstantTarget:
     def close(self) -> None:
         return None
 
-    def run(self, host: Host, command: str, *, timeout: float, **_: Any) -> CommandResult:
+    def execute(self, request: CommandRequest) -> CommandResult:
         from langgraph.config import get_config
 
+        host, command = request.host, request.command
         node = get_config()["configurable"]["checkpoint_ns"].split("|")[0]
         InstantTarget.calls[node.partition(":")[2]] += 1
         argv = shlex.split(command)

@@ -16,58 +16,20 @@ threads at once (a command on many hosts runs in parallel) and must guard its ow
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from tools.artifacts import ArtifactStore
 from tools.output import LineCallback
-from tools.transport import CommandResult, Host, finish, open_sinks
+from tools.transport import CommandRequest, CommandResult, Host, KeywordRun, finish, open_sinks
 
-
-class CommandRequest(BaseModel):
-    """One command as a transport received it: what a handler answers, and what `.requests` records."""
-
-    model_config = ConfigDict(frozen=True)
-
-    host: str
-    command: str  # the script as it would run (a secret is read from stdin first, never on this line)
-    timeout: float
-    stdin: bytes | None = None
-    env: dict[str, str] = Field(default_factory=dict)
-    cwd: str
-
-    def result(
-        self, stdout: str = "", *, exit_code: int = 0, stderr: str = "", duration_s: float = 0.0
-    ) -> CommandResult:
-        """The command ran to its end with this output."""
-        return CommandResult(
-            host=self.host,
-            command=self.command,
-            exit_code=exit_code,
-            duration_s=duration_s,
-            stdout_tail=stdout,
-            stderr_tail=stderr,
-        )
-
-    def hang(self, stdout: str = "", *, killed: bool = True) -> CommandResult:
-        """The command overran its deadline and was killed (`killed=False`: the kill did not take)."""
-        return CommandResult(
-            host=self.host,
-            command=self.command,
-            exit_code=None,
-            timed_out=True,
-            killed=killed,
-            duration_s=self.timeout,
-            stdout_tail=stdout,
-        )
+__all__ = ["CommandRequest", "Handler", "MockTransport"]
 
 
 Handler = Callable[[CommandRequest], CommandResult | str | int]
 
 
-class MockTransport:
+class MockTransport(KeywordRun):
     """A `Transport` whose hosts are `handler`: see the module docstring."""
 
     def __init__(
@@ -88,39 +50,20 @@ class MockTransport:
         self.closed = False
         self._lock = threading.Lock()
 
-    def run(
-        self,
-        host: Host,
-        command: str,
-        *,
-        timeout: float,
-        on_line: LineCallback | None = None,
-        env: Mapping[str, str] | None = None,
-        cwd: str | None = None,
-        stdin: bytes | None = None,
-        on_timeout: Callable[[], None] | None = None,
-    ) -> CommandResult:
-        if timeout <= 0:
-            raise ValueError("every command needs a positive timeout")
-        request = CommandRequest(
-            host=host.name,
-            command=command,
-            timeout=timeout,
-            stdin=stdin,
-            env=dict(env or {}),
-            cwd=cwd or self.workdir(host),
-        )
+    def execute(self, request: CommandRequest) -> CommandResult:
+        # The handler sees where the command runs, as the host would.
+        request = request.model_copy(update={"cwd": request.cwd or self.workdir(request.host)})
         with self._lock:
             self.requests.append(request)
         result = self._as_result(request, self.handler(request))  # outside the lock: a hook may run more
-        if result.timed_out and on_timeout is not None:
-            on_timeout()
-        return self._output(result, on_line)
+        if result.timed_out and request.on_timeout is not None:
+            request.on_timeout()
+        return self._output(result, request.on_line)
 
     def sent(self, containing: str = "", *, host: str | None = None) -> list[CommandRequest]:
         """The requests so far whose command contains `containing` (on `host`, when given), in order."""
         with self._lock:
-            return [r for r in self.requests if containing in r.command and host in (None, r.host)]
+            return [r for r in self.requests if containing in r.command and host in (None, r.host.name)]
 
     def workdir(self, host: Host) -> str:
         return host.workdir or f"{self.root}/{host.name}"

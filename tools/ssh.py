@@ -35,12 +35,14 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from tools.artifacts import ArtifactStore
-from tools.output import LineCallback, StreamSink
+from tools.output import StreamSink
 from tools.transport import (
     ABSOLUTE_PATH,
     SHELL,
+    CommandRequest,
     CommandResult,
     Host,
+    KeywordRun,
     TransportError,
     backstop,
     finish,
@@ -376,7 +378,7 @@ def _open_ahead(transport: Any) -> _Spare | None:
     return _Spare(chan, event)
 
 
-class SSHTransport:
+class SSHTransport(KeywordRun):
     """The `Transport` for remote hosts. Thread-safe: one pooled connection per host."""
 
     def __init__(
@@ -555,13 +557,9 @@ class SSHTransport:
         if known is not None:
             return known
         path = host.workdir or f"signoff/{self.session}/{host.name}"
-        result = self._exec(
-            host,
-            f"command -v bash >/dev/null 2>&1 || {{ echo {NO_BASH}; exit 127; }}; "
-            f"mkdir -p {shlex.quote(path)} && cd {shlex.quote(path)} && pwd",
-            timeout=20,
-            shell=False,
-        )
+        setup = f"command -v bash >/dev/null 2>&1 || {{ echo {NO_BASH}; exit 127; }}; "
+        setup += f"mkdir -p {shlex.quote(path)} && cd {shlex.quote(path)} && pwd"
+        result = self._exec(CommandRequest(host=host, command=setup, timeout=20), shell=False)
         if result.error is not None:
             raise TransportError(result.error)
         if result.exit_code == 127 and NO_BASH in result.stdout_tail:
@@ -575,29 +573,18 @@ class SSHTransport:
             self._workdirs[host.name] = resolved
         return resolved
 
-    def run(
-        self,
-        host: Host,
-        command: str,
-        *,
-        timeout: float,
-        on_line: LineCallback | None = None,
-        env: Mapping[str, str] | None = None,
-        cwd: str | None = None,
-        stdin: bytes | None = None,
-        on_timeout: Callable[[], None] | None = None,
-    ) -> CommandResult:
-        if timeout <= 0:
-            raise ValueError("every command needs a positive timeout")
+    def execute(self, request: CommandRequest) -> CommandResult:
         try:
-            workdir = cwd or self.workdir(host)
+            workdir = request.cwd or self.workdir(request.host)
         except TransportError as exc:
             return CommandResult(
-                host=host.name, command=self.redact(command), exit_code=None, duration_s=0.0, error=str(exc)
+                host=request.host.name,
+                command=self.redact(request.command),
+                exit_code=None,
+                duration_s=0.0,
+                error=str(exc),
             )
-        return self._exec(
-            host, command, timeout=timeout, on_line=on_line, cwd=workdir, env=env, stdin=stdin, on_timeout=on_timeout
-        )
+        return self._exec(request.model_copy(update={"cwd": workdir}))
 
     def _open(self, host: Host) -> tuple[_Connection, Any]:
         """A session channel on the pooled connection; reconnect once if the connection died."""
@@ -664,24 +651,13 @@ class SSHTransport:
                 raise TransportError(f"{conn.endpoint.label()}: {why}; the command was not sent (two channels tried)")
         raise AssertionError("unreachable")
 
-    def _exec(
-        self,
-        host: Host,
-        command: str,
-        *,
-        timeout: float,
-        on_line: LineCallback | None = None,
-        cwd: str | None = None,
-        env: Mapping[str, str] | None = None,
-        stdin: bytes | None = None,
-        on_timeout: Callable[[], None] | None = None,
-        shell: bool = True,
-    ) -> CommandResult:
+    def _exec(self, request: CommandRequest, *, shell: bool = True) -> CommandResult:
         """`shell`: run with bash (every campaign command); False for signoff's own setup, which must also say
         when a host has no bash."""
+        host, command, on_timeout = request.host, request.command, request.on_timeout
         started = time.monotonic()
         shown = self.redact(command)
-        out, err = open_sinks(self.artifacts, on_line, self.redact)
+        out, err = open_sinks(self.artifacts, request.on_line, self.redact)
         pgid: list[int] = []
 
         def grab_pgid(line: str) -> bool:
@@ -694,11 +670,11 @@ class SSHTransport:
         err.filter = grab_pgid
         script = wrap(
             command,
-            timeout=timeout,
-            cwd=cwd,
-            env=env,
+            timeout=request.timeout,
+            cwd=request.cwd,
+            env=request.env,
             diagnosed=on_timeout is not None,
-            stdin=stdin is not None,
+            stdin=request.stdin is not None,
             bash=shell,
         )
         try:
@@ -721,15 +697,15 @@ class SSHTransport:
         try:
             conn.last_used = time.monotonic()
             chan._wait_for_event()  # sshd's answer to the exec request: raises as `exec_command` does
-            if stdin is not None:
-                chan.sendall(stdin)
+            if request.stdin is not None:
+                chan.sendall(request.stdin)
                 # paramiko sends an EOF even on a channel the server has already closed, and OpenSSH then
                 # drops the whole connection ("ieof packet referred to nonexistent channel"), taking every
                 # command pooled on it along. A command that finished first needs no EOF.
                 if not (chan.closed or chan.eof_received or chan.status_event.is_set()):
                     chan.shutdown_write()
             conn.open_spare()  # while the host runs the command: for the next one
-            deadline = started + timeout
+            deadline = started + request.timeout
             timed_out = not _drain(chan, out, err, deadline)
             if timed_out:
                 if on_timeout is not None:
@@ -741,7 +717,7 @@ class SSHTransport:
                 # -1: killed by a signal (paramiko drops exit-signal), which is how the watchdog's TERM or KILL
                 # ends the command's shell; 124/137: `timeout` fired (signoff's own `sh` commands).
                 exit_code = None if status == -1 else status
-                if status in (-1, 124, 137) and time.monotonic() - started >= timeout:
+                if status in (-1, 124, 137) and time.monotonic() - started >= request.timeout:
                     timed_out = True
                 if status == -1:
                     # No exit status: either the process died by a signal or the link went down.
@@ -792,7 +768,8 @@ class SSHTransport:
         # `kill -0` would still see zombies that only wait to be reaped; count live members instead.
         alive = f"ps -A -o pgid=,stat= | awk -v g={pgid} '$1 == g && $2 !~ /^Z/ {{n++}} END {{exit n > 0 ? 0 : 1}}'"
         for sig in ("TERM", "KILL"):
-            probe = self._exec(host, f"kill -{sig} -{pgid} 2>/dev/null; sleep 0.3; {alive}", timeout=10, shell=False)
+            kill = f"kill -{sig} -{pgid} 2>/dev/null; sleep 0.3; {alive}"
+            probe = self._exec(CommandRequest(host=host, command=kill, timeout=10), shell=False)
             if probe.exit_code == 1:
                 return True  # no live process left in the group
         return False

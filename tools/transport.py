@@ -15,6 +15,7 @@ import signal
 import subprocess
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Literal, Protocol
@@ -174,7 +175,74 @@ class TransportError(RuntimeError):
     """A command could not be run on its host; the message says why in one line."""
 
 
+class CommandRequest(BaseModel):
+    """One command for one host: the seam's one argument (`Transport.execute`), and what `MockTransport` records."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    host: Host
+    command: str
+    """The script as it will run (a secret is read from stdin first, never on this line)."""
+    timeout: float = Field(gt=0)
+    """Seconds; every command has one. On expiry `on_timeout` runs, then the command's process group is killed."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """Variables set for the command, beyond the host's environment."""
+    cwd: str | None = None
+    """Where it runs (default: the transport's working directory for the host)."""
+    stdin: bytes | None = None
+    """What the command reads (its secrets); without it the command reads /dev/null."""
+    reads_only: bool = False
+    """Said by the caller: the command only looks (a probe, a health check, a benchmark run), so running it twice
+    does no harm (agent/run/execute.py retries such a command once when the link drops under it)."""
+    on_line: LineCallback | None = Field(default=None, exclude=True, repr=False)
+    """Each line of output as it arrives, (stream name, line), redacted."""
+    on_timeout: Callable[[], None] | None = Field(default=None, exclude=True, repr=False)
+    """Runs at the deadline, before the kill, while the command is still up (e.g. a py-spy dump)."""
+
+    def result(
+        self, stdout: str = "", *, exit_code: int = 0, stderr: str = "", duration_s: float = 0.0
+    ) -> CommandResult:
+        """The command ran to its end with this output."""
+        return CommandResult(
+            host=self.host.name,
+            command=self.command,
+            exit_code=exit_code,
+            duration_s=duration_s,
+            stdout_tail=stdout,
+            stderr_tail=stderr,
+        )
+
+    def hang(self, stdout: str = "", *, killed: bool = True) -> CommandResult:
+        """The command overran its deadline and was killed (`killed=False`: the kill did not take)."""
+        return CommandResult(
+            host=self.host.name,
+            command=self.command,
+            exit_code=None,
+            timed_out=True,
+            killed=killed,
+            duration_s=self.timeout,
+            stdout_tail=stdout,
+        )
+
+
 class Transport(Protocol):
+    """How commands reach hosts: one request in, one result out (agent/run/connect.py: TRANSPORTS names them)."""
+
+    def execute(self, request: CommandRequest) -> CommandResult: ...
+
+    def workdir(self, host: Host) -> str: ...
+
+    def put(self, host: Host, local: Path, remote: str) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class KeywordRun(ABC):
+    """`run`, the keyword form of `execute`, for every transport: written here once."""
+
+    @abstractmethod
+    def execute(self, request: CommandRequest) -> CommandResult: ...
+
     def run(
         self,
         host: Host,
@@ -185,17 +253,24 @@ class Transport(Protocol):
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
         stdin: bytes | None = None,
-        on_timeout: Callable[[], None] | None = None,  # runs before the kill (e.g. a py-spy dump)
-    ) -> CommandResult: ...
+        on_timeout: Callable[[], None] | None = None,
+        reads_only: bool = False,
+    ) -> CommandResult:
+        request = CommandRequest(
+            host=host,
+            command=command,
+            timeout=timeout,
+            env=dict(env or {}),
+            cwd=cwd,
+            stdin=stdin,
+            reads_only=reads_only,
+            on_line=on_line,
+            on_timeout=on_timeout,
+        )
+        return self.execute(request)
 
-    def workdir(self, host: Host) -> str: ...
 
-    def put(self, host: Host, local: Path, remote: str) -> None: ...
-
-    def close(self) -> None: ...
-
-
-class LocalTransport:
+class LocalTransport(KeywordRun):
     """Runs commands with bash (`SHELL`) in a per-host working directory on this machine."""
 
     def __init__(self, hosts_root: Path, artifacts: ArtifactStore, redact: Callable[[str], str] = str) -> None:
@@ -215,34 +290,22 @@ class LocalTransport:
             d.mkdir(mode=0o711, exist_ok=True, parents=d is self.hosts_root)
         return str(path)
 
-    def run(
-        self,
-        host: Host,
-        command: str,
-        *,
-        timeout: float,
-        on_line: LineCallback | None = None,
-        env: Mapping[str, str] | None = None,
-        cwd: str | None = None,
-        stdin: bytes | None = None,
-        on_timeout: Callable[[], None] | None = None,
-    ) -> CommandResult:
-        if timeout <= 0:
-            raise ValueError("every command needs a positive timeout")
+    def execute(self, request: CommandRequest) -> CommandResult:
+        host, timeout, stdin, on_timeout = request.host, request.timeout, request.stdin, request.on_timeout
         try:
-            workdir = cwd or self.workdir(host)
+            workdir = request.cwd or self.workdir(host)
         except OSError as exc:
             raise TransportError(f"{host.name}: cannot use working directory: {exc}") from None
-        full_env = {**local_environment(host, os.environ), **(env or {}), "SIGNOFF_HOST": host.name}
+        full_env = {**local_environment(host, os.environ), **request.env, "SIGNOFF_HOST": host.name}
         # The sinks first: when the disk is full, nothing has started yet.
-        out, err = open_sinks(self.artifacts, on_line, self.redact)
+        out, err = open_sinks(self.artifacts, request.on_line, self.redact)
         term, kill = backstop(timeout, diagnosed=on_timeout is not None)
         guard = ["timeout", "-k", str(kill), str(term)] if shutil.which("timeout") else []
         if shutil.which("bash", path=full_env.get("PATH")) is None:
             raise TransportError(f"{host.name}: bash is not on PATH there; signoff runs every command with bash")
         started = time.monotonic()
         proc = subprocess.Popen(
-            [*guard, *SHELL, command],
+            [*guard, *SHELL, request.command],
             cwd=workdir,
             env=full_env,
             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
@@ -272,7 +335,7 @@ class LocalTransport:
             t.join(timeout=5)
         return finish(
             host.name,
-            self.redact(command),
+            self.redact(request.command),
             out,
             err,
             exit_code=None if timed_out else proc.returncode,

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tools.artifacts import ArtifactStore
-from tools.output import LineCallback
-from tools.transport import CommandResult, Host, LocalTransport, Transport, TransportName
+from tools.transport import CommandRequest, CommandResult, Host, KeywordRun, LocalTransport, Transport, TransportName
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,7 +54,7 @@ def ssh_transport(w: Wiring) -> Transport:
 TRANSPORTS: Mapping[TransportName, Callable[[Wiring], Transport]] = {"local": local_transport, "ssh": ssh_transport}
 
 
-class HostRouter:
+class HostRouter(KeywordRun):
     """The session's `Transport`: each call goes to the transport of the host it names, built on first use."""
 
     def __init__(self, wiring: Wiring, registry: Mapping[TransportName, Callable[[Wiring], Transport]] = TRANSPORTS):
@@ -71,21 +70,8 @@ class HostRouter:
                     made = self.built[host.transport] = self.registry[host.transport](self.wiring)
         return made
 
-    def run(
-        self,
-        host: Host,
-        command: str,
-        *,
-        timeout: float,
-        on_line: LineCallback | None = None,
-        env: Mapping[str, str] | None = None,
-        cwd: str | None = None,
-        stdin: bytes | None = None,
-        on_timeout: Callable[[], None] | None = None,
-    ) -> CommandResult:
-        return self._for(host).run(
-            host, command, timeout=timeout, on_line=on_line, env=env, cwd=cwd, stdin=stdin, on_timeout=on_timeout
-        )
+    def execute(self, request: CommandRequest) -> CommandResult:
+        return self._for(request.host).execute(request)
 
     def workdir(self, host: Host) -> str:
         return self._for(host).workdir(host)

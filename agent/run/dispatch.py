@@ -17,7 +17,7 @@ from agent.run.live import Spool
 from agent.run.planning import Cleared, Planned
 from tools.artifacts import StorageFull
 from tools.output import LineCallback
-from tools.transport import CommandResult
+from tools.transport import CommandRequest, CommandResult
 
 
 def run_one(
@@ -30,12 +30,21 @@ def run_one(
     on_timeout: Callable[[], None] | None = None,
     key: str | None = None,
     effect: Effect | None = None,
+    reads_only: bool = False,
 ) -> CommandResult:
     # A diagnosis runs while its own command holds the host's turn.
     turn = contextlib.nullcontext() if purpose.startswith("diagnose:") else ctx.fleet_slot(c.host)
     with turn:
         return _run_one(
-            ctx, c, purpose=purpose, option=option, timeout=timeout, on_timeout=on_timeout, key=key, effect=effect
+            ctx,
+            c,
+            purpose=purpose,
+            option=option,
+            timeout=timeout,
+            on_timeout=on_timeout,
+            key=key,
+            effect=effect,
+            reads_only=reads_only,
         )
 
 
@@ -49,6 +58,7 @@ def _run_one(
     on_timeout: Callable[[], None] | None,
     key: str | None,
     effect: Effect | None,
+    reads_only: bool,
 ) -> CommandResult:
     # A mutation's lines carry its idempotency key and are fsynced: after a crash they are the ledger.
     keyed = {"key": key, "effect": effect} if key else {}
@@ -72,14 +82,16 @@ def _run_one(
     spool = _spool(ctx, event.seq)
     progress = OutputProgress(spool.on_line if spool else None)
     try:
-        result = ctx.transport.run(
-            p.host,
-            c.script,
+        request = CommandRequest(
+            host=p.host,
+            command=c.script,
             timeout=timeout,
             stdin=p.stdin,
+            reads_only=reads_only,
             on_timeout=on_timeout,
             on_line=progress.on_line,
         )
+        result = ctx.transport.execute(request)
     except StorageFull as exc:
         if isinstance(exc.result, CommandResult):
             # It ran to its end; only its output was lost. Say how it ended, so that a mutation is not

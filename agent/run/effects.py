@@ -96,7 +96,7 @@ def took_effect(
             why = f"its check {checking.command!r} is not allowed by the policy ({verdict.klass})"
         else:
             _outwait(ctx, p, started, key=key)
-            r = run_one(ctx, cleared, purpose="check", option=option, timeout=spec.timeout)
+            r = run_one(ctx, cleared, purpose="check", option=option, timeout=spec.timeout, reads_only=True)
             if r.error is None and not r.timed_out and r.exit_code is not None:
                 in_effect = r.exit_code == 0
                 return in_effect if effect == "apply" else not in_effect

@@ -111,7 +111,9 @@ def run_spec(
     if scope is None or _in_command.get():
         # Outside a graph run there is nothing to resume; inside a command task (a diagnosis hook) a
         # nested task would wait for a worker its own parent holds.
-        return _direct(ctx, planned, purpose=purpose, option=option, timeout=limit, diagnose=diagnose)
+        return _direct(
+            ctx, planned, purpose=purpose, option=option, timeout=limit, diagnose=diagnose, reads_only=reads_only
+        )
     index = ctx.ledger.next_call(scope)
     if effect is not None:
         futures = [
@@ -167,7 +169,9 @@ def _command_task(
 ) -> dict[str, Any]:
     token = _in_command.set(True)
     try:
-        result = _run_diagnosed(ctx, p, purpose=purpose, option=option, timeout=timeout, diagnose=diagnose)
+        result = _run_diagnosed(
+            ctx, p, purpose=purpose, option=option, timeout=timeout, diagnose=diagnose, reads_only=reads_only
+        )
     finally:
         _in_command.reset(token)
     if result.link_lost and reads_only:  # said by the caller, never read off the purpose's name
@@ -202,12 +206,13 @@ def _run_diagnosed(
     option: int | None,
     timeout: float,
     diagnose: Callable[[Host], str | None] | None,
+    reads_only: bool,
 ) -> CommandResult:
     """run_one, with `diagnose` run before a timeout kill and its answer kept in the result (so it is
     in the task's checkpointed result too, not only in a variable of the node that may run again)."""
     seen: list[str | None] = []
     hook = (lambda: seen.append(diagnose(p.host))) if diagnose is not None else None
-    result = run_one(ctx, p, purpose=purpose, option=option, timeout=timeout, on_timeout=hook)
+    result = run_one(ctx, p, purpose=purpose, option=option, timeout=timeout, on_timeout=hook, reads_only=reads_only)
     return result.model_copy(update={"diagnosis": seen[0]}) if seen and seen[0] else result
 
 
@@ -219,9 +224,12 @@ def _direct(
     option: int | None,
     timeout: float,
     diagnose: Callable[[Host], str | None] | None,
+    reads_only: bool,
 ) -> list[CommandResult]:
     def one(p: Cleared) -> CommandResult:
-        return _run_diagnosed(ctx, p, purpose=purpose, option=option, timeout=timeout, diagnose=diagnose)
+        return _run_diagnosed(
+            ctx, p, purpose=purpose, option=option, timeout=timeout, diagnose=diagnose, reads_only=reads_only
+        )
 
     if len(planned) == 1:
         return [one(planned[0])]

@@ -293,7 +293,9 @@ class HostToolbox:
         if cleared is None:
             return unresolved
         purpose = "investigate:resolve"
-        result = run_one(self.ctx, cleared, purpose=purpose, option=self.option.id, timeout=TOOL_TIMEOUT_S)
+        result = run_one(
+            self.ctx, cleared, purpose=purpose, option=self.option.id, timeout=TOOL_TIMEOUT_S, reads_only=True
+        )
         resolved = result.stdout_tail.split("\n")[: len(paths)]
         if not result.ok or result.stdout_truncated or len(resolved) < len(paths):
             return unresolved

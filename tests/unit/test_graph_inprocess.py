@@ -57,7 +57,7 @@ class TinyServer:
     def __call__(self, req: CommandRequest) -> CommandResult | str | int:
         verb, *args = req.command.split("simserve.py", 1)[1].split()
         with self._lock:
-            on = self.on.setdefault(req.host, set())
+            on = self.on.setdefault(req.host.name, set())
             match verb:
                 case "init":
                     on.clear()
@@ -237,7 +237,7 @@ class InProcess:
 
 
 def last_index(mock: MockTransport, containing: str, host: str) -> int:
-    return max(i for i, r in enumerate(mock.requests) if containing in r.command and r.host == host)
+    return max(i for i, r in enumerate(mock.requests) if containing in r.command and r.host.name == host)
 
 
 def test_a_clear_win_is_kept_journaled_as_kept_and_the_view_agrees(tmp_path: Path) -> None:
@@ -268,16 +268,25 @@ def test_a_clear_win_is_kept_journaled_as_kept_and_the_view_agrees(tmp_path: Pat
 
     # What the hosts were asked: the option applied on both decode hosts, the benchmark on gpu-a only
     # (3 baseline runs, then the A/B pairs), and the option left on, since it was kept.
-    assert {r.host for r in run.mock.sent(" bench ")} == {"gpu-a"}
+    assert {r.host.name for r in run.mock.sent(" bench ")} == {"gpu-a"}
     confirm = len(run.events("bench.run", purpose="confirm"))  # the goal's confirmation A/B at the end
     assert confirm >= 2 * 4 and len(run.mock.sent(" bench ")) == 3 + 2 * pairs + confirm
-    assert {r.host for r in run.mock.sent("apply moe-occupancy")} == {"gpu-a", "gpu-b"}
+    assert {r.host.name for r in run.mock.sent("apply moe-occupancy")} == {"gpu-a", "gpu-b"}
     for host in ("gpu-a", "gpu-b"):
         assert last_index(run.mock, "apply moe-occupancy", host) > last_index(run.mock, "revert moe-occupancy", host)
     assert run.server.on == {"gpu-a": {"moe-occupancy"}, "gpu-b": {"moe-occupancy"}}
     assert len(run.mock.sent(" stress ")) == 2 and not run.mock.sent(" dump")
     assert all(r.stdin is None and r.timeout > 0 for r in run.mock.requests)
     assert [c.method for c in run.brain.calls if c.method != "plan"] == ["investigate", "assess"]
+    # Each request says whether a second run of it would harm nothing, as its caller declared (never read off its
+    # purpose's name): benchmark runs only look; applying and reverting an option change the host.
+    assert run.mock.sent(" bench ") and all(r.reads_only for r in run.mock.sent(" bench "))
+    changes = [
+        *run.mock.sent("apply moe-occupancy"),
+        *run.mock.sent("revert moe-occupancy"),
+        *run.mock.sent(" stress "),
+    ]
+    assert changes and not any(r.reads_only for r in changes)
 
 
 def test_a_clear_win_is_decided_sequentially_in_fewer_pairs_than_pairs_and_says_why(tmp_path: Path) -> None:

@@ -60,7 +60,7 @@ def test_each_transport_is_built_once_on_first_use_and_closed_with_the_session(t
         t.join()
     assert built == ["ssh"] and outputs == ["ssh:true"] * 8  # eight hosts' commands at once: one transport
     assert router.run(Host(name="here"), "echo", timeout=5).stdout_tail == "local:echo" and built == ["ssh", "local"]
-    assert [r.host for r in made["ssh"].requests] == ["gpu-a"] * 8
+    assert [r.host.name for r in made["ssh"].requests] == ["gpu-a"] * 8
     router.close()
     assert made["ssh"].closed and made["local"].closed
 
