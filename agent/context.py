@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent.brain import Brain
+from agent.ledger import Ledger
 from agent.models import Campaign
-from agent.run.ledger import Ledger
 from agent.store.base import JournalWriter
 from policies.engine import PolicyEngine
 from policies.schema import Policy
@@ -35,10 +35,10 @@ class RunContext:
     secrets: dict[str, str] = field(default_factory=dict)  # name → value; never journaled
     redact: Callable[[str], str] = str
     started_at: float = 0.0  # epoch seconds when the session started (budget: wall time)
-    live_dir: Path | None = None  # where running commands' output is spooled for watchers (agent/run/live.py)
+    live_dir: Path | None = None  # where running commands' output is spooled for watchers (agent/exec/live.py)
     spent_usd: float = 0.0  # LLM spend so far (RuleBrain spends nothing)
     budget_approved: set[str] = field(default_factory=set)  # limits a person or rule agreed to go past
-    ledger: Ledger = field(default_factory=Ledger)  # mutations by idempotency key (agent/run/ledger.py)
+    ledger: Ledger = field(default_factory=Ledger)  # mutations by idempotency key (agent/ledger.py)
     _slots: dict[str, threading.BoundedSemaphore] = field(default_factory=dict)
     _slots_lock: threading.Lock = field(default_factory=threading.Lock)
 

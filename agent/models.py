@@ -440,7 +440,7 @@ class StressSpec(CommandSpec):
 
 class RollbackSpec(_Strict):
     """How a rollback (and the post-stress check) is verified. Bands come from the noise measured in the
-    run (agent/run/verification.py); `tolerance_pct` is only the band when there is no noise estimate."""
+    run (agent/exec/verification.py); `tolerance_pct` is only the band when there is no noise estimate."""
 
     verify_runs: StrictInt = Field(default=3, ge=1, le=20)
     """Benchmark runs after a revert that must match the baseline; also how many baseline runs are measured at setup

@@ -70,7 +70,7 @@ class State(TypedDict, total=False):
     calibration: dict[str, Any] | None  # A/A noise measured at setup (optional)
     reference: list[float]  # the known-good baseline metric: measured at setup, replaced when an option is kept
     # The most recent readings of the baseline that were trusted (setup, a verified rollback, a keep): what
-    # the next option's A arm must start from, or its revert is suspect (agent/run/verification.py).
+    # the next option's A arm must start from, or its revert is suspect (agent/exec/verification.py).
     baseline_now: list[float]
     tried: Annotated[list[int], appended()]  # options that reached apply (budget: options tried)
     budget: dict[str, Any] | None  # the facts of the last budget check

@@ -1,6 +1,6 @@
 """A stop asked for by a signal or by the operator quitting the TUI. A signal's is honoured at the next graph step
 boundary (so the last checkpoint is a whole step and `signoff resume` continues cleanly); the operator's also before
-the next command of a step (agent/run/execute.py: the step's finished commands are saved task results, so resume
+the next command of a step (agent/exec/execute.py: the step's finished commands are saved task results, so resume
 goes on from there as after a crash between two commands). Tiny on purpose: the CLI imports it at
 start-up."""
 

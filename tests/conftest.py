@@ -225,8 +225,8 @@ def variant(tmp_path: Path) -> Callable[..., Path]:
 def toolbox(home: Path, variant: Callable[..., Path]) -> Iterator[tuple[Any, Path, Any]]:
     """An investigation subagent's tools for option #2 of a fresh demo session under `cautious` (a README in gpu-a's
     working directory): (the toolbox, that directory, the session)."""
+    from agent.exec.investigation import HostToolbox
     from agent.run.create import create
-    from agent.run.investigation import HostToolbox
     from agent.run.runner import Runner
 
     d = create(variant(), "cautious")

@@ -193,7 +193,7 @@ class CommandRequest(BaseModel):
     """What the command reads (its secrets); without it the command reads /dev/null."""
     reads_only: bool = False
     """Said by the caller: the command only looks (a probe, a health check, a benchmark run), so running it twice
-    does no harm (agent/run/execute.py retries such a command once when the link drops under it)."""
+    does no harm (agent/exec/execute.py retries such a command once when the link drops under it)."""
     on_line: LineCallback | None = Field(default=None, exclude=True, repr=False)
     """Each line of output as it arrives, (stream name, line), redacted."""
     on_timeout: Callable[[], None] | None = Field(default=None, exclude=True, repr=False)

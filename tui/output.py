@@ -1,6 +1,6 @@
 """The output pane: what the running command prints, as it prints it, with its host and purpose.
 
-Live, it tails the command's spool (`agent/run/live.py`) in the session's working directory, reading
+Live, it tails the command's spool (`agent/exec/live.py`) in the session's working directory, reading
 only what was added since the last tick; it follows the newest running command unless the person
 pinned one (Enter on its line in the event stream). In replay it shows the output of the command the
 selected event belongs to, from its artifacts. Every line passes through `printable` first: command
@@ -16,7 +16,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import RichLog, Static
 
-from agent.run.live import SpoolTail, spool_path
+from agent.exec.live import SpoolTail, spool_path
 from tools.terminal import printable
 from tui.commands import Command, Commands
 

@@ -19,8 +19,8 @@ from langgraph.func import task
 from agent.brain.schemas import strict
 from agent.errors import LLMError
 from agent.journal import events as ev
+from agent.ledger import graph_task
 from agent.models import BrainSpec, Price
-from agent.run.ledger import graph_task
 from agent.store.base import JournalWriter
 
 # $/MTok, from Anthropic's published price list (platform.claude.com, models and pricing pages, as of 2026-12;

@@ -1,5 +1,5 @@
 """What an investigation subagent may do on the hosts, as the brain sees it: the tools it is offered and
-the one object that carries them out. `agent.run.investigation.Toolbox` implements it, with the command
+the one object that carries them out. `agent.exec.investigation.Toolbox` implements it, with the command
 policy and the host behind it; the brain never reaches past this seam.
 """
 

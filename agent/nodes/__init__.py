@@ -1,1 +1,1 @@
-"""Graph nodes, one module per family. Effect nodes act through `agent.run.execute`; gate nodes are pure."""
+"""Graph nodes, one module per family. Effect nodes act through `agent.exec.execute`; gate nodes are pure."""

@@ -8,9 +8,9 @@ from langgraph.runtime import Runtime
 
 from agent.context import RunContext
 from agent.errors import CommandRefused, MutationInDoubt
+from agent.exec.execute import run_effect
+from agent.exec.planning import rendered
 from agent.journal import events as ev
-from agent.run.execute import run_effect
-from agent.run.planning import rendered
 from agent.state import State, current
 
 

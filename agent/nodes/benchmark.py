@@ -16,12 +16,12 @@ from langgraph.runtime import Runtime
 from agent.campaign import outside_level
 from agent.context import RunContext
 from agent.errors import CommandRefused, MutationInDoubt
+from agent.exec.execute import run_effect, run_spec
 from agent.journal import events as ev
+from agent.ledger import Effect
 from agent.models import BenchSpec, CommandSpec, Option
 from agent.nodes.liveness import liveness
 from agent.nodes.sweep import judged_at_level, search_capacity, summarize, sweep_summary
-from agent.run.execute import run_effect, run_spec
-from agent.run.ledger import Effect
 from agent.state import State, current
 from tools.abstats import ABResult, Arm, BenchRun, analyse, pair_order, t975
 from tools.benchparse import BenchParseError, BenchRecord, parse

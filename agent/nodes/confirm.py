@@ -17,12 +17,12 @@ from langgraph.runtime import Runtime
 from agent.campaign import outside_level
 from agent.context import RunContext
 from agent.errors import CommandRefused, ConfigurationMismatch, MutationInDoubt
+from agent.exec.execute import run_effect
+from agent.exec.verification import state_check
 from agent.journal import events as ev
+from agent.ledger import Effect
 from agent.nodes.benchmark import bench_once, measure_level
 from agent.nodes.gating import option_hosts
-from agent.run.execute import run_effect
-from agent.run.ledger import Effect
-from agent.run.verification import state_check
 from agent.state import State
 from tools.abstats import Arm, BenchRun
 from tools.goal import Interaction, Single, interaction, judge_goal

@@ -9,8 +9,8 @@ from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from agent.context import RunContext
+from agent.exec.planning import rendered
 from agent.models import CommandSpec
-from agent.run.planning import rendered
 from agent.state import State
 from policies.facts import (
     GateFacts,

@@ -18,9 +18,9 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from agent.context import RunContext
+from agent.exec.investigation import HostToolbox
 from agent.journal import events as ev
 from agent.models import Finding
-from agent.run.investigation import HostToolbox
 from agent.state import State
 
 

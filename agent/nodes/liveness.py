@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from agent.context import RunContext
 from agent.errors import CommandRefused
+from agent.exec.execute import run_spec
 from agent.models import CommandSpec
-from agent.run.execute import run_spec
 
 
 def liveness(

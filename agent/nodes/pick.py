@@ -9,10 +9,10 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from agent.context import RunContext
+from agent.exec.planning import command_class, rendered, upload_class, upload_command
 from agent.journal import events as ev
 from agent.models import CommandSpec
 from agent.nodes.investigate import pending_requests
-from agent.run.planning import command_class, rendered, upload_class, upload_command
 from agent.state import State
 
 

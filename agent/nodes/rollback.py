@@ -1,5 +1,5 @@
 """Keep an option (it joins the baseline), or roll it back and verify the rollback over the transport:
-health checks pass, the option's `check` says it is off, and the metric is back (agent/run/verification.py).
+health checks pass, the option's `check` says it is off, and the metric is back (agent/exec/verification.py).
 """
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ from langgraph.runtime import Runtime
 
 from agent.context import RunContext
 from agent.errors import CommandRefused, MutationInDoubt
+from agent.exec.execute import run_effect, run_spec
+from agent.exec.verification import judge, judge_paired, recent, settled, slower, state_check
 from agent.journal import events as ev
 from agent.journal.events.option import rollback_verdict
 from agent.models import Option
 from agent.nodes.benchmark import Arms, bench_once
 from agent.nodes.gating import option_hosts
 from agent.nodes.stress import ab_ratios
-from agent.run.execute import run_effect, run_spec
-from agent.run.verification import judge, judge_paired, recent, settled, slower, state_check
 from agent.state import State, current
 from tools.noise import noise_of
 from tools.paired import pair_noise, rollback_pairs

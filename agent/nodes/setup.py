@@ -12,10 +12,10 @@ from langgraph.runtime import Runtime
 from agent.campaign import with_proposals
 from agent.context import RunContext
 from agent.errors import CommandRefused
+from agent.exec.execute import run_spec, upload
+from agent.exec.planning import upload_class, upload_command
 from agent.journal import events as ev
 from agent.nodes.benchmark import bench_once
-from agent.run.execute import run_spec, upload
-from agent.run.planning import upload_class, upload_command
 from agent.state import State
 from tools.abstats import t975
 from tools.noise import MIN_RUNS

@@ -9,12 +9,12 @@ from langgraph.runtime import Runtime
 from agent.campaign import outside_level
 from agent.context import RunContext
 from agent.errors import CommandRefused
+from agent.exec.execute import run_spec
+from agent.exec.verification import recent
 from agent.journal import events as ev
 from agent.models import STRESS_CHECK_TIMEOUT_S, CommandSpec, StressSpec
 from agent.nodes.benchmark import Arms, bench_once
 from agent.nodes.liveness import liveness
-from agent.run.execute import run_spec
-from agent.run.verification import recent
 from agent.state import State, current
 from tools.noise import noise_of, runs_for
 from tools.paired import PAIRED_K, POST_STRESS_MAX_PAIRS, oriented, pair_noise, post_stress, shift
@@ -168,7 +168,7 @@ def _at_deadline(
     they fail, and the diagnosis (returns its artifact, which the command's result keeps)."""
 
     def run(host: Host) -> str | None:
-        # "diagnose:" runs while the overrunning command holds the host's turn (agent/run/dispatch.py).
+        # "diagnose:" runs while the overrunning command holds the host's turn (agent/exec/dispatch.py).
         alive[host.name] = liveness(
             ctx, host.name, purpose=f"diagnose:health:{spec.name}", option=option, approved=state.get("approved", [])
         )

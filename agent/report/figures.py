@@ -14,7 +14,7 @@ report (console, Markdown, HTML, `signoff report`) shows one of each, named:
 The other figures stay where a reader asks for detail (`--json`, `signoff report --format json` under
 `other_figures`, the replay timeline), each with its name. `plain` takes them out of the reasons and
 evidence a report quotes: those texts were written by the run (and journaled) with their own figures, so
-the phrases cut are the ones `tools.noise`, `agent.run.verification`, `agent.nodes.stress` and the rule
+the phrases cut are the ones `tools.noise`, `agent.exec.verification`, `agent.nodes.stress` and the rule
 brain's A/B summary write; tests feed each through the real writers.
 """
 
@@ -195,11 +195,11 @@ _CUTS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(_AB), ""),
     (re.compile(rf"; it could have seen ±{_N}% or more"), ""),  # the rule brain: detectable_pct
     (re.compile(rf",? could have seen an effect of ±{_N}% or more \([^()]*\)"), ""),  # tools.abstats
-    (re.compile(rf" \(band (?:{_BAND}|±{_N}%)\)"), ""),  # agent.run.verification
+    (re.compile(rf" \(band (?:{_BAND}|±{_N}%)\)"), ""),  # agent.exec.verification
     (re.compile(rf", band (?:{_BAND}|±{_N}% \(fixed\))"), ""),  # agent.nodes.stress, post-stress check
     (re.compile(rf"; only a slowdown beyond ±{_N}% could show"), "; only a larger slowdown could show"),
     (re.compile(rf"the option's own effect \({_N}%\)"), "the option's own effect"),
-    # tools.paired and agent.run.verification.judge_paired: the A/B's gain restated beside a paired check's
+    # tools.paired and agent.exec.verification.judge_paired: the A/B's gain restated beside a paired check's
     (re.compile(rf" against the A/B's {_N}%\)"), " against the A/B's)"),
     (re.compile(_NOISE), "the noise"),  # any other place a per-run noise is restated
 ]

@@ -23,10 +23,10 @@ from pydantic import BaseModel, Field
 
 from agent.campaign import LoadedCampaign, expanded, load_campaign, refuse_literal_secrets, render
 from agent.context import RunContext
+from agent.exec.planning import command_class, plan, upload_class, upload_command
 from agent.models import Campaign, CommandSpec
 from agent.run.create import choose_brain
 from agent.run.expected import Duration, Expected, Measured, expected, previous
-from agent.run.planning import command_class, plan, upload_class, upload_command
 from policies.engine import PolicyEngine
 from policies.gates import GATES
 from policies.load import load_policy

@@ -22,16 +22,17 @@ from typing import Any, TypeVar, cast
 from agent import crashpoints
 from agent.campaign import with_proposals
 from agent.errors import RunFailed, SessionError
+from agent.exec import live
+from agent.exec.planning import command_class
 from agent.journal import events as ev
 from agent.journal.chain import Record
 from agent.journal.documents import digest
 from agent.journal.view import SessionView, fold
-from agent.run import deciding, live, notify
+from agent.ledger import Ledger
+from agent.run import deciding, notify
 from agent.run.checkpoints import run_config, session_graph
 from agent.run.documents import CAMPAIGN_FILES, SSH_CONFIG, campaign_dir, check_documents
-from agent.run.ledger import Ledger
 from agent.run.outcome import Outcome, Status, ended_as, opened_at, outcome_of
-from agent.run.planning import command_class
 from agent.run.wiring import brain_for, run_context, session_documents
 from agent.stopping import stop_reason, stop_requested
 from agent.store.base import Session, owner

@@ -305,7 +305,7 @@ def test_a_long_prompt_is_billed_at_its_band_rate() -> None:
 def test_a_finding_must_cite_calls_the_subagent_made_and_probe_blockers_survive() -> None:
     from agent.brain.checks import merge_finding as _merge
     from agent.brain.schemas import FindingSubmission
-    from agent.run.investigation import HostToolbox, ToolCall
+    from agent.exec.investigation import HostToolbox, ToolCall
 
     tools = HostToolbox.__new__(HostToolbox)  # only its call log matters to the citation check
     tools.calls = [ToolCall("read_file", "gpu-a", path="src/scheduler.py")]
@@ -340,7 +340,7 @@ def test_a_blocker_must_quote_the_output_it_rests_on() -> None:
     # A no-go vetoes an option: it must carry the exact output line of the call it cites, and that line must be in
     # what the call printed (the model's claim is checked against it, not taken on its word).
     from agent.brain.schemas import FindingSubmission
-    from agent.run.investigation import HostToolbox, ToolCall
+    from agent.exec.investigation import HostToolbox, ToolCall
 
     tools = HostToolbox.__new__(HostToolbox)
     tools.calls = [
@@ -662,7 +662,7 @@ def test_credentials_never_leave_the_host(toolbox: Any) -> None:
         assert failed and "REFUSED" in text
     text, failed = tools.run_readonly("gpu-a", "grep -r password /home")
     assert failed and "use the grep tool" in text
-    from agent.run.investigation import SECRET_EXCLUDES
+    from agent.exec.investigation import SECRET_EXCLUDES
 
     assert "--exclude-dir=.ssh" in SECRET_EXCLUDES
     tools.ctx.journal.close()

@@ -11,8 +11,8 @@ import random
 
 import pytest
 
+from agent.exec.verification import judge, settled
 from agent.models import RollbackSpec
-from agent.run.verification import judge, settled
 from tests.conftest import journal_events
 from tests.e2e.test_evidence import ALLOW_ALL
 from tools.abstats import BenchRun, analyse

@@ -16,9 +16,9 @@ from agent.brain.rules import RuleBrain
 from agent.campaign import load_campaign
 from agent.context import RunContext
 from agent.errors import LinkLost
+from agent.exec.execute import _command_task
+from agent.exec.planning import Cleared, Planned, clear
 from agent.journal.chain import Journal
-from agent.run.execute import _command_task
-from agent.run.planning import Cleared, Planned, clear
 from policies.engine import PolicyEngine
 from policies.load import load_policy
 from tests import procs

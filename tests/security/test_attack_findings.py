@@ -256,7 +256,7 @@ def test_the_grep_tool_never_returns_a_file_the_read_tools_call_a_credential(too
     """read_file refuses `conf/<name>` (SECRET_PATH); the grep tool, asked about the directory, recurses into it with
     SECRET_EXCLUDES, which has no `--exclude` for these names (and `id_rsa*`, `id_ed25519*` only match names that
     start with them), so their lines come back to the model."""
-    from agent.run.investigation import SECRET_PATH
+    from agent.exec.investigation import SECRET_PATH
 
     tools, workdir, _ = toolbox
     (workdir / "conf").mkdir()

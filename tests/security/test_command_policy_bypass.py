@@ -22,7 +22,7 @@ OUTSIDE = "writes outside the working directory"
 
 
 def cautious(command: str) -> Verdict:
-    """The verdict the product reaches under the preset (agent/run/planning.py's command_class)."""
+    """The verdict the product reaches under the preset (agent/exec/planning.py's command_class)."""
     rules = load_policy("cautious").model.commands
     return classify(command, allow=rules.allow, ask=rules.ask, deny=rules.deny)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.run.investigation import SECRET_EXCLUDES, SECRET_PATH
+from agent.exec.investigation import SECRET_EXCLUDES, SECRET_PATH
 
 MISSED_BEFORE = [
     "/root/.cache/huggingface/token",

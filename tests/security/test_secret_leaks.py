@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
+from agent.exec.planning import Cleared, clear, plan
 from agent.models import Campaign, CommandSpec
-from agent.run.planning import Cleared, clear, plan
 from tests.conftest import ROOT, SIGNOFF
 from tools.artifacts import ArtifactStore
 from tools.commands import classify

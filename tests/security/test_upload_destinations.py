@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.run.planning import upload_class
+from agent.exec.planning import upload_class
 from tests.conftest import journal_events
 from tests.e2e.test_evidence import ALLOW_ALL, MINI
 

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 import yaml
 
-from agent.run.planning import Planned, clear
+from agent.exec.planning import Planned, clear
 from tests import sshd as harness
 from tests.conftest import journal_events
 from tests.e2e.test_evidence import MINI

@@ -182,7 +182,7 @@ def test_nothing_ends_processes_by_name_pattern_or_user() -> None:
 
 
 def test_only_run_one_hands_a_command_to_a_transport() -> None:
-    """Every command reaches a host through agent.run.dispatch.run_one, which takes a Cleared command (what the policy
+    """Every command reaches a host through agent.exec.dispatch.run_one, which takes a Cleared command (what the policy
     or a person allowed, in the form it was allowed): a second caller of a transport's `execute` (or its keyword form
     `run`), or a second place that makes a `CommandRequest`, would be a way around the command policy."""
     callers, requests = [], []
@@ -198,5 +198,5 @@ def test_only_run_one_hands_a_command_to_a_transport() -> None:
                 callers.append(f"{path.relative_to(ROOT)}:{node.lineno}")
             if "CommandRequest" in ast.unparse(node.func):
                 requests.append(f"{path.relative_to(ROOT)}:{node.lineno}")
-    assert len(callers) == 1 and callers[0].startswith("agent/run/dispatch.py:"), callers
-    assert len(requests) == 1 and requests[0].startswith("agent/run/dispatch.py:"), requests
+    assert len(callers) == 1 and callers[0].startswith("agent/exec/dispatch.py:"), callers
+    assert len(requests) == 1 and requests[0].startswith("agent/exec/dispatch.py:"), requests

@@ -125,12 +125,55 @@ def describe(edges: dict[str, set[str]], component: list[str]) -> list[str]:
     return out
 
 
+def rooms(edges: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The same graph one level up: each top package's direct modules and sub-packages (`agent.exec`, `agent.run`,
+    `tools.commands`) as one node, an arrow between two of them wherever a module of one imports a module of the
+    other."""
+    out: dict[str, set[str]] = {}
+    for name, targets in edges.items():
+        room = ".".join(name.split(".")[:2])
+        out.setdefault(room, set()).update(".".join(t.split(".")[:2]) for t in targets)
+        out[room].discard(room)
+    return out
+
+
 def test_no_import_cycles() -> None:
     edges = graph(ROOT)
     found = cycles(edges)
     assert not found, "import cycles:\n" + "\n".join(
         f"{', '.join(c)}:\n" + "\n".join(f"  {line}" for line in describe(edges, c)) for c in found
     )
+
+
+def test_no_cycles_between_sub_packages() -> None:
+    """A room imports the rooms below it and never one above: `agent.run` (the session driver) above `agent.graph`,
+    `agent.nodes` and `agent.exec` (the command pipeline the nodes call), `agent.cli` above `agent.report`."""
+    edges = rooms(graph(ROOT))
+    found = cycles(edges)
+    assert not found, "cycles between sub-packages:\n" + "\n".join(
+        f"{', '.join(c)}:\n" + "\n".join(f"  {line}" for line in describe(edges, c)) for c in found
+    )
+
+
+def test_the_command_pipeline_is_below_the_nodes_and_the_driver() -> None:
+    edges = rooms(graph(ROOT))
+    assert edges["agent.exec"].isdisjoint({"agent.run", "agent.graph", "agent.nodes", "agent.cli", "agent.report"})
+    assert "agent.exec" in edges["agent.nodes"] and "agent.run" not in edges["agent.nodes"]
+
+
+def test_the_detector_finds_a_cycle_between_rooms_that_no_two_modules_make(tmp_path: Path) -> None:
+    pkg = tmp_path / "agent"
+    for room in ("run", "exec"):
+        (pkg / room).mkdir(parents=True)
+        (pkg / room / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "run" / "runner.py").write_text("from agent.exec import dispatch\n")
+    (pkg / "exec" / "dispatch.py").write_text("")
+    (pkg / "exec" / "planning.py").write_text("def f():\n    from agent.run.answers import x\n")
+    (pkg / "run" / "answers.py").write_text("")
+    edges = graph(tmp_path, ("agent",))
+    assert cycles(edges) == []  # module by module, every arrow points one way
+    assert cycles(rooms(edges)) == [["agent.exec", "agent.run"]]
 
 
 def test_the_detector_finds_a_cycle_however_it_is_hidden(tmp_path: Path) -> None:

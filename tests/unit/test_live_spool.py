@@ -1,4 +1,4 @@
-"""A running command's output, spooled for whoever watches (agent/run/live.py): through the real local
+"""A running command's output, spooled for whoever watches (agent/exec/live.py): through the real local
 transport, secrets masked, bounded, and gone when the command ends."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.run import live
-from agent.run.live import Spool, SpoolTail, spool_path
+from agent.exec import live
+from agent.exec.live import Spool, SpoolTail, spool_path
 from tools.artifacts import ArtifactStore
 from tools.secrets import Redactor
 from tools.transport import Host, LocalTransport

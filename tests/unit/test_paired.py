@@ -9,9 +9,9 @@ import random
 import pytest
 from scipy import stats
 
+from agent.exec.verification import judge_paired, slower
 from agent.models import RollbackSpec
 from agent.report.figures import plain
-from agent.run.verification import judge_paired, slower
 from tools.noise import Noise, calibration_against_pairs, disagreement, f_cdf, f_quantile, noise_of, successive_df
 from tools.paired import pair_noise, post_stress, shift
 

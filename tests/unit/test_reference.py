@@ -14,8 +14,8 @@ from typing import Any
 import jsonschema
 import pytest
 
+from agent.cli.reference import reference
 from agent.cli.schema import schema_of
-from agent.report.reference import reference
 from policies.yamlsrc import YamlSource
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,7 +33,7 @@ POLICIES = sorted(
 
 def test_docs_reference_is_what_the_models_say_today():
     assert (ROOT / "docs" / "reference.md").read_text() == reference(), (
-        "docs/reference.md is stale: python -m agent.report.reference > docs/reference.md"
+        "docs/reference.md is stale: python -m agent.cli.reference > docs/reference.md"
     )
 
 

@@ -13,9 +13,9 @@ import statistics
 import pytest
 
 from agent.brain.rules import ab_summary
+from agent.exec.verification import judge
 from agent.models import RollbackSpec
 from agent.report.figures import effect_of, noise_figure, other_figures, plain
-from agent.run.verification import judge
 from tools.abstats import BenchRun, analyse
 from tools.noise import Noise, band, noise_of
 
@@ -170,7 +170,7 @@ def test_a_verified_rollback_says_what_verified_it(
 
 
 def test_the_metric_is_not_claimed_where_it_only_saw_the_machine_or_could_not_tell() -> None:
-    from agent.run.verification import judge_paired
+    from agent.exec.verification import judge_paired
 
     # Faster than the baseline after the revert, the check saying it is off: "the machine, not the option".
     a, b = series(100, 8, noise=0.01, seed=2), series(80, 8, noise=0.01, seed=3)

@@ -31,7 +31,7 @@ class Cleared:
     the canonical form the command policy judged and allowed (`by="policy"`, tools/canonical.py), or the command
     as written, which a person was shown and approved at a command gate (`by="person"`). `clear` makes one; one
     made (or copied with `dataclasses.replace`) any other way fails here unless its verdict is for its own command
-    and says the same. The transport is reached with nothing else (agent/run/dispatch.py: run_one)."""
+    and says the same. The transport is reached with nothing else (agent/exec/dispatch.py: run_one)."""
 
     planned: Planned
     verdict: Verdict

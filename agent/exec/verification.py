@@ -24,9 +24,9 @@ from typing import Any
 
 from agent.context import RunContext
 from agent.errors import CommandRefused
+from agent.exec.execute import run_spec
+from agent.exec.planning import plan
 from agent.models import CommandSpec, RollbackSpec
-from agent.run.execute import run_spec
-from agent.run.planning import plan
 from tools.noise import Band, Noise, band, delta_pct, trend_level
 from tools.paired import PAIRED_K, gmean_pct, oriented
 

@@ -17,12 +17,12 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from agent.errors import MutationInDoubt
+from agent.exec.dispatch import run_one
+from agent.exec.planning import Cleared, clear, command_class, plan
 from agent.journal import events as ev
 from agent.journal.view import timestamp
+from agent.ledger import Effect
 from agent.models import CommandSpec
-from agent.run.dispatch import run_one
-from agent.run.ledger import Effect
-from agent.run.planning import Cleared, clear, command_class, plan
 from tools.transport import CommandResult, gone_after
 
 if TYPE_CHECKING:

@@ -16,11 +16,11 @@ from typing import Any
 
 from agent.context import RunContext
 from agent.errors import CommandRefused
+from agent.exec.dispatch import run_one
+from agent.exec.execute import run_spec
+from agent.exec.planning import Planned, clear, command_class, plan
 from agent.journal import events as ev
 from agent.models import Option, Probe
-from agent.run.dispatch import run_one
-from agent.run.execute import run_spec
-from agent.run.planning import Planned, clear, command_class, plan
 from tools.commands import Verdict, classify
 from tools.transport import CommandResult
 

@@ -11,10 +11,10 @@ from typing import Any
 
 from agent import crashpoints
 from agent.context import RunContext
+from agent.exec.live import Spool
+from agent.exec.planning import Cleared, Planned
 from agent.journal import events as ev
-from agent.run.ledger import Effect
-from agent.run.live import Spool
-from agent.run.planning import Cleared, Planned
+from agent.ledger import Effect
 from tools.artifacts import StorageFull
 from tools.output import LineCallback
 from tools.transport import CommandRequest, CommandResult

@@ -18,12 +18,12 @@ from langgraph.types import RetryPolicy
 
 from agent.context import RunContext
 from agent.errors import CommandRefused, LinkLost, MutationInDoubt
+from agent.exec.dispatch import run_one
+from agent.exec.effects import mutate
+from agent.exec.planning import Cleared, clear, command_class, plan
 from agent.journal import events as ev
+from agent.ledger import Effect, graph_task
 from agent.models import CommandSpec, Option
-from agent.run.dispatch import run_one
-from agent.run.effects import mutate
-from agent.run.ledger import Effect, graph_task
-from agent.run.planning import Cleared, clear, command_class, plan
 from agent.stopping import stop_reason, stop_requested
 from tools.transport import CommandResult, Host, TransportError
 
@@ -74,7 +74,7 @@ def run_spec(
 
     Inside a graph run each host's command is a LangGraph task, so a resumed node gets the results of commands that
     completed before a crash instead of running them again; `effect` marks an apply or revert, which also gets an
-    idempotency key (agent/run/effects.py); `last` says whether it is the last command of its list, the only one the
+    idempotency key (agent/exec/effects.py); `last` says whether it is the last command of its list, the only one the
     option's `check` can speak for. Raises MutationInDoubt when one was cut short and cannot be settled.
     `diagnose(host)` runs on a host whose command overran, before the kill; what it returns is kept as the result's
     `diagnosis`. `reads_only`: the caller knows the command only looks (a probe, a health check, a benchmark run: a
