@@ -28,7 +28,7 @@ from agent.run.runner import Runner
 from agent.stopping import stop_requested
 from agent.store.local import SessionDir
 from tests.conftest import ROOT, journal_events
-from tools.transport import LocalTransport
+from tools.transport import CommandRequest, CommandResult, LocalTransport
 from tui import render
 from tui.app import SignoffApp
 from tui.eventlist import EventList
@@ -229,15 +229,15 @@ async def test_quitting_while_the_run_goes_on_asks_then_stops_it_between_two_com
     # The run is held at its first benchmark command until the keys below are pressed: with runs of a quarter second
     # instead, a loaded machine finished the whole run before `y` could stop it (ci34, and ci85 under two CPU hogs).
     held, release = threading.Event(), threading.Event()
-    run = LocalTransport.run
+    execute = LocalTransport.execute
 
-    def held_run(self: LocalTransport, host: Any, command: str, **kw: Any) -> Any:
-        if " bench " in command and not release.is_set():
+    def held_execute(self: LocalTransport, request: CommandRequest) -> CommandResult:
+        if " bench " in request.command and not release.is_set():
             held.set()
             release.wait(timeout=300)
-        return run(self, host, command, **kw)
+        return execute(self, request)
 
-    monkeypatch.setattr(LocalTransport, "run", held_run)
+    monkeypatch.setattr(LocalTransport, "execute", held_execute)
     d, app = live_app(variant, ROOT / "policies" / "presets" / "autonomous.yaml")
     try:
         async with app.run_test(size=(120, 40)) as pilot:
