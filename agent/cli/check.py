@@ -25,8 +25,8 @@ def check(
     says of it, the gates a person will decide, the time it is expected to take (from what an earlier session of
     the campaign in the store measured, or the campaign's typical_s) and may take at most, weak measurement
     settings."""
+    from agent.run.check_report import render_text
     from agent.run.dryrun import check as dry_run
-    from agent.run.dryrun import render_text
 
     report = dry_run(campaign, policy, ssh_config=ssh_config, store=store)
     if as_json:
