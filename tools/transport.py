@@ -145,9 +145,9 @@ class CommandResult(BaseModel):
 
 # Every command runs under a backstop that holds if signoff itself dies (SIGKILL, OOM, a dropped link): our own
 # timer dies with us, and an orphan must not run forever. Locally it is coreutils `timeout`; over SSH a watchdog the
-# command's bash forks (tools/ssh.py: _watchdog), which may fire up to a second early. It fires OUTLIVE_S after our
-# own deadline (later still when a diagnosis runs first) and kills OUTLIVE_KILL_S after that, so a command is gone at
-# the latest `gone_after(timeout)` seconds after it started.
+# command's bash forks (tools/ssh/script.py: watchdog), which may fire up to a second early. It fires OUTLIVE_S after
+# our own deadline (later still when a diagnosis runs first) and kills OUTLIVE_KILL_S after that, so a command is gone
+# at the latest `gone_after(timeout)` seconds after it started.
 OUTLIVE_S = 3
 OUTLIVE_KILL_S = 2
 DIAGNOSE_GRACE_S = 60  # a hung command stays up while its on_timeout diagnosis (e.g. py-spy) looks at it

@@ -90,7 +90,7 @@ def test_the_backstop_ends_a_command_that_signoff_can_no_longer_reach(sshd, tmp_
     while procs.matching(orphans, procs.processes()) and time.monotonic() - started < gone_after(timeout) + 10:
         time.sleep(0.2)
     assert procs.matching(orphans, procs.processes()) == [], "the backstop did not end the orphaned command"
-    # Gone only once the backstop fired (it may fire up to a second early, see tools/ssh.py: _watchdog),
+    # Gone only once the backstop fired (it may fire up to a second early, see tools/ssh/script.py: watchdog),
     # and the TERM-ignoring part only by its KILL.
     assert time.monotonic() - started >= backstop(timeout)[0] - 1
     t.close()
@@ -377,7 +377,7 @@ def test_a_late_eof_after_the_command_ended_does_not_drop_the_pooled_connection(
     t.close()
 
 
-# ---------------------------------------------------------------- the channel opened ahead (tools/ssh.py: open_spare)
+# -------------------------------------------------- the channel opened ahead (tools/ssh/channels.py: open_spare)
 
 
 def test_the_next_command_runs_on_the_channel_opened_while_the_last_one_ran(ssh_transport, sshd):

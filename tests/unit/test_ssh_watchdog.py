@@ -1,4 +1,4 @@
-"""The remote backstop's watchdog (tools/ssh.py: _watchdog), run by a local bash in a session of its own, as sshd
+"""The remote backstop's watchdog (tools/ssh/script.py: watchdog), run by a local bash in a session of its own, as sshd
 starts every command: fast checks of what tests/integration/test_ssh.py shows end to end over SSH."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import time
 import pytest
 
 from tests import procs
-from tools.ssh import _watchdog
+from tools.ssh.script import watchdog as the_watchdog
 from tools.transport import ABSOLUTE_PATH, SHELL
 
 NO_PTY = "/nonexistent/ptmx"  # where a host has no /dev/ptmx, the watchdog naps with `sleep`
@@ -62,7 +62,7 @@ def test_it_terms_then_kills_the_whole_group_whatever_the_command_does(
     # so the command's own `kill -INT 0` ended it after 17 ms, before any backstop was needed).
     tag = f"{os.getpid()}{len(pty)}{len(attack)}{int(sigint)}"
     stubborn, plain = f"sleep 3000.{tag}1", f"sleep 3000.{tag}2"
-    watchdog = _watchdog(1, 1).replace("/dev/ptmx", pty)
+    watchdog = the_watchdog(1, 1).replace("/dev/ptmx", pty)
     command = ATTACKS[attack].format(stubborn=stubborn, plain=plain)
     started = time.monotonic()
     p = start(ABSOLUTE_PATH + watchdog + command, sigint=sigint, SECONDS="-100000", POSIXLY_CORRECT="1")
@@ -79,7 +79,7 @@ def test_it_terms_then_kills_the_whole_group_whatever_the_command_does(
 @pytest.mark.parametrize("pty", ["/dev/ptmx", NO_PTY])
 def test_it_is_not_one_of_the_commands_jobs_and_leaves_with_it(pty):
     marker = f"signoff-watchdog-{os.getpid()}-{len(pty)}"
-    watchdog = _watchdog(60, 1).replace("/dev/ptmx", pty)
+    watchdog = the_watchdog(60, 1).replace("/dev/ptmx", pty)
     p = start(ABSOLUTE_PATH + watchdog + f"sleep 0.1 & wait; echo $?; jobs | wc -l # {marker}")
     try:
         out, err = p.communicate(timeout=20)
@@ -102,7 +102,7 @@ def test_the_commands_shell_keeps_the_sigint_it_was_started_with(pty: str, sigin
     ignoring it, one started with the default dies of it, as without the watchdog. (bash itself ignores SIGQUIT
     once it has started a background job, the watchdog as any other: not compared.)"""
     before = start("grep ^SigIgn: /proc/$$/status", sigint=sigint)
-    watchdog = _watchdog(60, 1).replace("/dev/ptmx", pty)
+    watchdog = the_watchdog(60, 1).replace("/dev/ptmx", pty)
     script = "grep ^SigIgn: /proc/$$/status; kill -INT $$; kill -TERM $$; echo alive"
     after = start(ABSOLUTE_PATH + watchdog + script, sigint=sigint)
     try:
