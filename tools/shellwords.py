@@ -1,7 +1,7 @@
 """Reading shell text as bash does: the parser (tree-sitter-bash) and the value of each kind of quoted word.
 
 Shared by the command policy (tools/commands/), which judges what a command does, and the canonical renderer
-(tools/canonical.py), which writes what will run: both must take a word to mean the same value.
+(tools/canonical/), which writes what will run: both must take a word to mean the same value.
 """
 
 from __future__ import annotations

@@ -96,7 +96,7 @@ def local_environment(host: Host, environ: Mapping[str, str]) -> dict[str, str]:
 
 
 # The one interpreter every command runs with, on every transport: the command policy reads commands as bash
-# (tools/commands/) and the text it allowed is bash's to run (tools/canonical.py), never `sh` (dash on Debian reads
+# (tools/commands/) and the text it allowed is bash's to run (tools/canonical/), never `sh` (dash on Debian reads
 # `$'…'` and more differently). Started without profiles or rc files, and privileged (`-p`): no functions imported
 # from the environment (an exported `BASH_FUNC_cat%%` would otherwise replace `cat`), no BASH_ENV, ENV, SHELLOPTS,
 # BASHOPTS, CDPATH or GLOBIGNORE taken from it. The host's bash is asked for by name, so a host without one fails at

@@ -28,7 +28,7 @@ class Planned:
 @dataclass(frozen=True)
 class Cleared:
     """A planned command that may run, and the exact text its host's bash is given (after the secrets are read):
-    the canonical form the command policy judged and allowed (`by="policy"`, tools/canonical.py), or the command
+    the canonical form the command policy judged and allowed (`by="policy"`, tools/canonical/), or the command
     as written, which a person was shown and approved at a command gate (`by="person"`). `clear` makes one; one
     made (or copied with `dataclasses.replace`) any other way fails here unless its verdict is for its own command
     and says the same. The transport is reached with nothing else (agent/exec/dispatch.py: run_one)."""

@@ -36,7 +36,7 @@ class CheckedCommand(BaseModel):
     why: str  # the pattern or rule that decided
     readonly: bool | None = None  # probes and checks: whether an investigation subagent may run it unasked
     # What the host's bash is given when the policy allows it: the canonical form the policy judged
-    # (tools/canonical.py), the same as `command` unless its spelling changed. None for `ask` and `deny`: an asked
+    # (tools/canonical/), the same as `command` unless its spelling changed. None for `ask` and `deny`: an asked
     # command runs as written once a person approves it.
     runs: str | None = None
 

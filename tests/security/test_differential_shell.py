@@ -1,7 +1,7 @@
 """What runs is what the policy checked — found by construction, proven by difference.
 
 Thousands of generated commands (tests/shellfuzz.py) are classified under the `cautious` preset; every one it allows is
-run as signoff runs it — its canonical form (tools/canonical.py) in bash without profiles (tools/transport.py: SHELL) —
+run as signoff runs it — its canonical form (tools/canonical/) in bash without profiles (tools/transport.py: SHELL) —
 in an instrumented bash that records every simple command it executes. An oracle that shares no code with the
 classifier checks each one. The same corpus run the ways signoff ran commands before (the text as written; under `sh`;
 allow patterns matching a program by its basename) must find this round's bypasses: a test that could not find the

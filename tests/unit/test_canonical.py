@@ -1,4 +1,4 @@
-"""The canonical form (tools/canonical.py): what a host's bash is given for a command the policy allowed.
+"""The canonical form (tools/canonical/): what a host's bash is given for a command the policy allowed.
 
 It reads as the command itself wherever that was already plain, means to bash what the parse tree means (checked
 here against bash's own trace, not against the renderer's idea of it), is its own canonical form, and refuses —

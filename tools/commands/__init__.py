@@ -33,7 +33,7 @@ spaces and by expansions that run code without a literal `$(`. From the parse tr
   rest read as something else) or has 2 KB without a `;` or a line break to cut at.
 
 What runs is what was read, by construction: a host's bash is never given the text as written but its
-canonical form (tools/canonical.py), written back from the tree this module judged — every word with its
+canonical form (tools/canonical/), written back from the tree this module judged — every word with its
 quoting, the tree's own operators — in a part of bash the grammar and bash read alike; `classify` judges
 that form too, and the stricter verdict stands (`Verdict.runs` is what runs). Where the grammar misreads a
 text (`true \\ #; rm -rf ~` is `true` and a comment to it), bash runs the misreading, never the hidden

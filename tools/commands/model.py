@@ -17,7 +17,7 @@ class Verdict(BaseModel):
     part: str
     pattern: str | None
     reason: str = ""
-    # What a host's bash is given when the policy lets the command run: its canonical form (tools/canonical.py),
+    # What a host's bash is given when the policy lets the command run: its canonical form (tools/canonical/),
     # which this verdict also judged. None when it cannot be written back faithfully: it is then never `allow`, and
     # a person who approves it approves it as written.
     runs: str | None = None

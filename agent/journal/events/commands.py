@@ -24,7 +24,7 @@ class CommandStartedEvent(Event):
     key: str | None = None
     effect: str | None = None
     # What the host's bash was given when that is not `command` as written: the canonical form the command policy
-    # judged (tools/canonical.py). Absent when they are the same, and in sessions recorded before it existed.
+    # judged (tools/canonical/). Absent when they are the same, and in sessions recorded before it existed.
     runs: str | None = None
 
 
