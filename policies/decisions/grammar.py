@@ -6,8 +6,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from policies.clauses import aside as clause_aside
-from policies.clauses import combine as combine_clauses
+from policies.agreement import aside as clause_aside
+from policies.agreement import combine as combine_clauses
 from policies.clauses import split as split_clauses
 from policies.decisions.phrases import condition_of, verb_in
 from policies.decisions.reading import ACCEPTS, BARE_YES, SET, SET_HEAD, clause, command_words, leads, named_command
