@@ -269,8 +269,9 @@ def test_continue_twelve_hundred_times_is_one_line_not_a_traceback(
 def test_the_reader_does_not_recurse_as_deep_as_the_line_is_long(monkeypatch: pytest.MonkeyPatch) -> None:
     """Not by the cap alone: with the cap lifted, the same line is read (in a loop), and confirmed."""
     from policies import decisions
+    from policies.decisions import vocabulary
 
-    monkeypatch.setattr(decisions, "MAX_CHARS", 100_000, raising=False)
+    monkeypatch.setattr(vocabulary, "MAX_CHARS", 100_000)  # where check_length reads it
     for kind, word in (("continue_or_ask", "continue"), ("plan", "lgtm")):
         d = decisions.parse_decision(f"{word} " * 1200, kind=kind, options=[1, 2], gate_option=None)  # type: ignore[arg-type]
         assert d.action in ("continue", "approve") and d.confirm
