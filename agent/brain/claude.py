@@ -14,89 +14,33 @@ decision take effect without the person confirming it.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Sequence
+from typing import Any
 
-from pydantic import BaseModel, ValidationError
-
-from agent.brain import GivenUp
-from agent.brain.checks import NUMBER, merge_finding, numbers_in, prompt_pct, quoted, slim_evidence
-from agent.brain.client import LLMClient
-from agent.brain.messages import blocks_of, cache_marked, one_line, said_in, tool_result, why
-from agent.brain.prompts import DECISION_TOOL, FINDING_TOOL, PLAN_TOOL, RATIONALE_TOOL, SYSTEM, campaign_brief
-from agent.brain.rules import RuleBrain
+from agent.brain.checks import NUMBER, numbers_in, prompt_pct, quoted, slim_evidence
+from agent.brain.claude_investigate import ClaudeInvestigator
+from agent.brain.messages import why
+from agent.brain.prompts import DECISION_TOOL, PLAN_TOOL, RATIONALE_TOOL
 from agent.brain.schemas import (
     DecisionSubmission,
-    FindingSubmission,
     PlanSubmission,
     RationaleSubmission,
 )
-from agent.brain.toolbox import TOOL_SPECS, Toolbox
-from agent.errors import LLMError, StepFailed
+from agent.brain.toolbox import Toolbox
+from agent.errors import LLMError
 from agent.journal import events as ev
-from agent.models import BUILTIN_VARS, TEMPLATE_VAR, Assessment, BrainSpec, Campaign, CommandSpec, Finding, Option, Plan
-from agent.store.base import JournalWriter
+from agent.models import BUILTIN_VARS, TEMPLATE_VAR, Assessment, Campaign, CommandSpec, Finding, Option, Plan
 from policies.decisions import DecisionError, NotUnderstood
 from policies.expr import Condition, ExprError
 from policies.gates import ALLOWED, FACTS, Decision, Gate
 from policies.session_rules import kinds_for_condition
-
-T = TypeVar("T", bound=BaseModel)
-
 
 # The model is advisory: whatever goes wrong on its path (the API, its output, or a bug of ours in
 # handling either) makes that step fall back to the rule brain, journaled — never ends a campaign.
 ADVISORY = Exception
 
 
-class ClaudeBrain:
-    def __init__(
-        self,
-        spec: BrainSpec,
-        *,
-        campaign: Campaign,
-        journal: JournalWriter,
-        api_key: str,
-        auth_token: str = "",
-        max_output: int | None = None,
-        on_cost: Callable[[float], None] = lambda _: None,
-        over_budget: Callable[[], str | None] = lambda: None,
-        redact: Callable[[str], str] = str,
-        base_url: str | None = None,
-    ) -> None:
-        self.spec = spec
-        self.name = f"claude/{spec.model}"
-        self.journal = journal
-        self.fallback = RuleBrain()
-        self.over_budget = over_budget
-        self.redact = redact  # model text is journaled; it may quote secrets it read on a host
-        self.llm = LLMClient(
-            spec,
-            api_key=api_key,
-            auth_token=auth_token,
-            max_output=max_output,
-            journal=journal,
-            on_cost=on_cost,
-            base_url=base_url,
-        )
-        self._api_key_set = bool(api_key or auth_token)
-        # Tools, then this system prompt, form the prefix every call shares: cached once, read after.
-        self.system = [
-            {"type": "text", "text": SYSTEM},
-            {"type": "text", "text": campaign_brief(campaign), "cache_control": {"type": "ephemeral"}},
-        ]
-
-    def unavailable(self) -> GivenUp | None:
-        why = self.llm.given_up
-        if why is None:
-            return None
-        refused = self.llm.refused
-        failed = 0 if refused else self.llm.failed_in_a_row
-        return GivenUp(why=why, cause="refused" if refused else "unanswered", failed_calls=failed)
-
-    def use_model(self, why_not: str | None) -> None:
-        self.llm.use_model(why_not)
-
+class ClaudeBrain(ClaudeInvestigator):
     # ------------------------------------------------------------------ the four answers
 
     def plan(self, campaign: Campaign, findings: Sequence[Finding]) -> Plan:
@@ -210,125 +154,6 @@ class ClaudeBrain:
             proposals=proposals,
         )
 
-    # ------------------------------------------------------------------ investigate
-
-    def _investigate(self, option: Option, tools: Toolbox, prior: Finding) -> Finding:
-        agent = tools.agent
-        probes = "\n".join(f"- {s}" for s in prior.sources) or "- (the campaign declares no probes)"
-        messages: list[dict[str, Any]] = [
-            {
-                "role": "user",
-                "content": (
-                    f"Investigate option #{option.id} {option.title!r}: {option.hypothesis}\n"
-                    f"Apply: {'; '.join(c.run for c in option.apply)}\n"
-                    f"The campaign's probes already ran:\n{probes}\n"
-                    f"Blockers they found: {_capped(prior.blockers) or 'none'}; "
-                    f"hazards: {_capped(prior.hazards) or 'none'}\n"
-                    "Use the read-only tools to check whether the option can work here and what could go "
-                    "wrong (read the code paths it touches), then call submit_finding."
-                ),
-            }
-        ]
-        if tools.approved:
-            messages[0]["content"] += "\nA person approved these commands for you; run them now: " + "; ".join(
-                f"`{c}`" for c in sorted(tools.approved)
-            )
-        tools_spec = [*TOOL_SPECS, FINDING_TOOL]
-        used_tokens, repaired = 0, False
-        # One extra turn exists only for repairing an invalid finding given on the last turn.
-        for turn in range(1, self.spec.max_turns + 2):
-            if turn > self.spec.max_turns and not repaired:
-                break
-            budget = self.over_budget()
-            if budget:
-                raise LLMError(f"not calling the model: {budget}")
-            last = turn >= self.spec.max_turns or used_tokens >= self.spec.subagent_tokens
-            choice = {"type": "tool", "name": "submit_finding"} if last else {"type": "any"}
-            message, usage = self.llm.call(
-                purpose="investigate",
-                actor=agent,
-                option=option.id,
-                system=self.system,
-                messages=cache_marked(messages),
-                tools=tools_spec,
-                tool_choice=choice,
-            )
-            used_tokens += sum(
-                usage[k] for k in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
-            )
-            blocks = blocks_of(message)
-            if blocks:  # the API refuses an assistant turn with no content in the next request
-                messages.append({"role": "assistant", "content": blocks})
-            calls = [b for b in blocks if b["type"] == "tool_use"]
-            self.journal.append(
-                ev.SubagentTurnEvent(
-                    option=option.id, turn=turn, tools=[c["name"] for c in calls], said=self.redact(said_in(blocks))
-                ),
-                actor=agent,
-            )
-            results = []
-            for call in calls:
-                if call["name"] == "submit_finding":
-                    try:
-                        sub = FindingSubmission.model_validate(call["input"])
-                        self._check_finding(sub, tools)
-                        return self._redacted(merge_finding(prior, sub, option))
-                    except (ValidationError, ValueError) as exc:
-                        if repaired:
-                            raise StepFailed(f"submit_finding invalid twice: {one_line(exc)}") from None
-                        repaired = True
-                        self.journal.append(
-                            ev.LlmInvalidEvent(
-                                purpose="investigate", option=option.id, error=self.redact(one_line(exc))
-                            ),
-                            actor=agent,
-                        )
-                        results.append(
-                            tool_result(call, f"invalid finding: {one_line(exc)}. Fix it and call again.", True)
-                        )
-                    continue
-                text, is_error = tools.dispatch(call["name"], call["input"] if isinstance(call["input"], dict) else {})
-                results.append(tool_result(call, text, is_error))
-            if not results:
-                results = [{"type": "text", "text": "Use a tool, or call submit_finding to conclude."}]
-            messages.append({"role": "user", "content": results})
-        raise StepFailed(f"no finding after {self.spec.max_turns} turns")
-
-    def _redacted(self, f: Finding) -> Finding:
-        r = self.redact
-        return f.model_copy(
-            update={
-                "blockers": [r(b) for b in f.blockers],
-                "hazards": [r(h) for h in f.hazards],
-                "sources": [r(x) for x in f.sources],
-                "summary": r(f.summary),
-            }
-        )
-
-    @staticmethod
-    def _check_finding(sub: FindingSubmission, tools: Toolbox) -> None:
-        if sub.feasible == bool(sub.blockers):
-            raise ValueError("feasible must be false exactly when there are blockers")
-        for kind, items in (("blockers", sub.blockers), ("hazards", sub.hazards)):
-            for i, item in enumerate(items):
-                s = item.source
-                if s.command is None and s.path is None:
-                    raise ValueError(f"{kind}[{i}] cites no command or path")
-                what = s.command or s.path
-                if not tools.cites(s.host, s.command, s.path):
-                    raise ValueError(
-                        f"{kind}[{i}] cites {what!r} on {s.host}, which this investigation never ran or read"
-                    )
-                if kind == "blockers" and not (item.excerpt or "").strip():
-                    raise ValueError(
-                        f"{kind}[{i}] quotes no output: copy the line(s) of {what!r} it rests on into excerpt"
-                    )
-                if item.excerpt and not tools.cites(s.host, s.command, s.path, item.excerpt):
-                    raise ValueError(
-                        f"{kind}[{i}] quotes {item.excerpt[:80]!r}, which {what!r} on {s.host} did not print (quote at "
-                        "least a dozen characters of its output, exactly)"
-                    )
-
     # ------------------------------------------------------------------ assess
 
     def _rationale(self, option: Option, evidence: dict[str, Any], measured: Assessment) -> RationaleSubmission:
@@ -413,64 +238,5 @@ class ClaudeBrain:
             confirm=True,
         )
 
-    # ------------------------------------------------------------------ one forced call, one repair
-
-    def _forced(
-        self,
-        purpose: str,
-        actor: str,
-        option: int | None,
-        messages: list[dict[str, Any]],
-        tool: dict[str, Any],
-        model: type[T],
-        check: Callable[[T], None],
-    ) -> T:
-        budget = self.over_budget()
-        if budget:
-            raise LLMError(f"not calling the model: {budget}")
-        messages = list(messages)
-        error = ""
-        for attempt in (1, 2):
-            message, _ = self.llm.call(
-                purpose=purpose,
-                actor=actor,
-                option=option,
-                system=self.system,
-                messages=messages,
-                tools=[tool],
-                tool_choice={"type": "tool", "name": tool["name"]},
-            )
-            blocks = blocks_of(message)
-            call = next((b for b in blocks if b["type"] == "tool_use" and b["name"] == tool["name"]), None)
-            if call is None:
-                error = f"the reply did not call {tool['name']}"
-            else:
-                try:
-                    value = model.model_validate(call["input"])
-                    check(value)
-                    return value
-                except (ValidationError, ValueError) as exc:
-                    error = one_line(exc)
-            self.journal.append(
-                ev.LlmInvalidEvent(purpose=purpose, option=option, attempt=attempt, error=error), actor=actor
-            )
-            if attempt == 1:
-                if blocks:  # the API refuses an assistant turn with no content in the next request
-                    messages.append({"role": "assistant", "content": blocks})
-                fix = f"That input is invalid: {error}. Call {tool['name']} again with corrected input."
-                messages.append(
-                    {
-                        "role": "user",
-                        "content": [tool_result(call, fix, True)] if call else [{"type": "text", "text": fix}],
-                    }
-                )
-        raise StepFailed(f"{purpose}: {tool['name']} input invalid after one repair: {error}")
-
 
 # ---------------------------------------------------------------------- helpers
-
-
-def _capped(items: Sequence[str], limit: int = 300) -> list[str]:
-    """Probe findings as the first message quotes them: each at most `limit` characters (they hold host output,
-    already redacted), so a probe's output cannot fill the prompt."""
-    return [item if len(item) <= limit else item[: limit - 1] + "…" for item in items]

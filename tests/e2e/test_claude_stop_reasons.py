@@ -215,10 +215,10 @@ def test_a_subagents_token_budget_counts_the_cache_writes_it_is_billed_for(
 
 def test_probe_findings_quoted_to_a_subagent_are_capped() -> None:
     # A probe's blocker holds the probe's (redacted) output: 100 KB of it cannot fill the subagent's first message.
-    from agent.brain.claude import _capped
+    from agent.brain.claude_investigate import capped
 
     long = "exit 3: " + "x" * 100_000
-    assert [len(c) for c in _capped([long, "short"])] == [300, 5] and _capped([long])[0].endswith("…")
+    assert [len(c) for c in capped([long, "short"])] == [300, 5] and capped([long])[0].endswith("…")
 
 
 def test_every_tool_the_model_is_offered_is_strict_and_its_schema_is_one_strict_tools_take(tmp_path: Path) -> None:
