@@ -162,7 +162,9 @@ class GateView:
 
 
 @dataclass
-class SessionView:
+class SessionFacts:
+    """What the journal says of a session so far: the fields the fold fills in, and what readers ask of them."""
+
     session: str = ""
     campaign: str = ""
     policy: str = ""
@@ -281,7 +283,10 @@ class SessionView:
             return ""
         return f"{self.sweep_var or 'level'}={self.level:g}"
 
-    # ------------------------------------------------------------------ the reducer
+
+@dataclass
+class SessionView(SessionFacts):
+    """The one fold every reader shares: each journal entry `apply`d in order (`fold`, `replay`)."""
 
     def apply(self, entry: ev.Entry) -> None:
         self.events += 1
