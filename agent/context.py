@@ -5,7 +5,7 @@ LangGraph runtime *context* so that state stays JSON-plain and checkpoints stay 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,7 +43,7 @@ class RunContext:
     _slots_lock: threading.Lock = field(default_factory=threading.Lock)
 
     @contextmanager
-    def fleet_slot(self, host: Host) -> Iterator[None]:
+    def fleet_slot(self, host: Host) -> Generator[None, None, None]:
         """Wait for a turn to run a command on `host`: one slot of each of its bounded roles and one
         of the overall limit (`campaign.fleet`). Taken in one global order, so no two commands can
         each hold what the other waits for."""

@@ -35,11 +35,11 @@ def _appended(state: list[Any] | None, writes: Sequence[list[Any]]) -> list[Any]
 # Channels that grow as the campaign goes are DeltaChannels: a checkpoint stores only what changed in
 # its step, not the whole accumulated value again (the SQLite saver re-stores every other channel in
 # full at every step, which made the checkpoint DB quadratic in the number of steps).
-def merged() -> DeltaChannel:
+def merged() -> DeltaChannel[dict[str, Any]]:
     return DeltaChannel(_merged)
 
 
-def appended() -> DeltaChannel:
+def appended() -> DeltaChannel[list[Any]]:
     return DeltaChannel(_appended)
 
 

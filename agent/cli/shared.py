@@ -9,7 +9,7 @@ import getpass
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Generator
 from contextlib import contextmanager
 from typing import Annotated, Any, Protocol
 
@@ -213,7 +213,9 @@ def screens() -> Screens | None:
 
 
 @contextmanager
-def existing_session(session: str, store: str | None, *, accept_policy_change: bool = False) -> Iterator[Any]:
+def existing_session(
+    session: str, store: str | None, *, accept_policy_change: bool = False
+) -> Generator[Any, None, None]:
     """Find and lock a session, refusing to go on under a policy file that changed on disk unless
     the person accepts the change; a failed run is one line and exit 1."""
     from agent.errors import RunFailed

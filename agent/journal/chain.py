@@ -16,7 +16,7 @@ import json
 import math
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -170,7 +170,7 @@ class Journal:
             self.append(events.LogRecoveredEvent(**recovered))
 
     @contextlib.contextmanager
-    def _exclusive(self) -> Iterator[None]:
+    def _exclusive(self) -> Generator[None, None, None]:
         fcntl.flock(self._fh, fcntl.LOCK_EX)
         try:
             if os.fstat(self._fh.fileno()).st_size != self._size:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Iterator
+from collections.abc import Generator
 from typing import Any
 
 from agent.errors import CheckpointUnreadable, RunFailed
@@ -27,7 +27,7 @@ def _compiled() -> Any:
 
 
 @contextlib.contextmanager
-def session_graph(d: Session, journal: JournalWriter) -> Iterator[Any]:
+def session_graph(d: Session, journal: JournalWriter) -> Generator[Any, None, None]:
     """The compiled graph bound to `d`'s checkpointer, for as long as the block runs."""
     stack = contextlib.ExitStack()
     try:

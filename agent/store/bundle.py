@@ -17,7 +17,7 @@ import shutil
 import sqlite3
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Generator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -54,7 +54,7 @@ def copy_checkpoints(src: Any, dst: Any, thread_id: str) -> int:
 
 
 @contextmanager
-def _sqlite_saver(path: Path) -> Iterator[Any]:
+def _sqlite_saver(path: Path) -> Generator[Any, None, None]:
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     conn = sqlite3.connect(path, check_same_thread=False)
@@ -67,7 +67,7 @@ def _sqlite_saver(path: Path) -> Iterator[Any]:
 
 
 @contextmanager
-def _copy_of(src: Path, name: str) -> Iterator[Path]:
+def _copy_of(src: Path, name: str) -> Generator[Path, None, None]:
     """A private copy of a bundle's SQLite file (and its -wal), to read: SQLite writes beside any file it opens,
     even read-only (a -wal, a -shm, a journal-mode change), and an import must leave its bundle as it was."""
     with tempfile.TemporaryDirectory(prefix="signoff-import-") as tmp:

@@ -10,7 +10,7 @@ import os
 import shutil
 import sqlite3
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -142,7 +142,7 @@ class SessionDir(Session):
         return json.loads(self.answers_path.read_text()) if self.answers_path.exists() else {}
 
     @contextmanager
-    def _answers_locked(self) -> Iterator[None]:
+    def _answers_locked(self) -> Generator[None, None, None]:
         with private_file(self.root / "answers.lock").open("a+") as fh:
             fcntl.flock(fh, fcntl.LOCK_EX)
             yield
@@ -160,7 +160,7 @@ class SessionDir(Session):
             self.write("answers.json", json.dumps({k: v for k, v in self.answers().items() if k not in ids}, indent=2))
 
     @contextmanager
-    def deciding(self) -> Iterator[None]:
+    def deciding(self) -> Generator[None, None, None]:
         import time
 
         with private_file(self.root / "decide.lock").open("a+") as fh:
@@ -198,7 +198,7 @@ class SessionDir(Session):
         return read_events(self.journal) if self.journal.exists() else iter(())
 
     @contextmanager
-    def journal_file(self) -> Iterator[Path]:
+    def journal_file(self) -> Generator[Path, None, None]:
         yield self.journal
 
     def tail(self) -> FileTail:
@@ -218,7 +218,7 @@ class SessionDir(Session):
             checkpoint.write_record(self.journal, checkpoint.Head.model_validate_json(head.read_text()))
 
     @contextmanager
-    def saver(self) -> Iterator[Any]:
+    def saver(self) -> Generator[Any, None, None]:
         from langgraph.checkpoint.sqlite import SqliteSaver
 
         try:
@@ -239,7 +239,7 @@ class SessionDir(Session):
             conn.close()
 
     @contextmanager
-    def locked(self) -> Iterator[None]:
+    def locked(self) -> Generator[None, None, None]:
         """One runner per session: a second `resume`/`decide` is refused with who holds it."""
         private_dir(self.root)
         fh = private_file(self.lock_path).open("a+")
@@ -282,7 +282,7 @@ class SessionDir(Session):
 
 
 @contextmanager
-def scratch_dir(prefix: str) -> Iterator[Path]:
+def scratch_dir(prefix: str) -> Generator[Path, None, None]:
     path = Path(tempfile.mkdtemp(prefix=prefix))
     try:
         yield path

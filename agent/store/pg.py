@@ -16,7 +16,7 @@ import getpass
 import json
 import os
 import socket
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -220,7 +220,7 @@ class PgSession(Session):
         self.conn.execute("DELETE FROM signoff_answers WHERE session = %s AND interrupt = ANY(%s)", (self.id, ids))
 
     @contextmanager
-    def deciding(self) -> Iterator[None]:
+    def deciding(self) -> Generator[None, None, None]:
         import time
 
         from agent.store.local import DECIDING_WAIT_S
@@ -262,7 +262,7 @@ class PgSession(Session):
         return (json.loads(bytes(r[0])) for r in rows)
 
     @contextmanager
-    def journal_file(self) -> Iterator[Path]:
+    def journal_file(self) -> Generator[Path, None, None]:
         with scratch_dir(f"signoff-{self.id}-") as root:
             journal = self.export_journal(root)
             yield journal
@@ -293,7 +293,7 @@ class PgSession(Session):
     # -- checkpoints, lease, local copies
 
     @contextmanager
-    def saver(self) -> Iterator[Any]:
+    def saver(self) -> Generator[Any, None, None]:
         import psycopg
 
         if self._pool is None:
@@ -318,7 +318,7 @@ class PgSession(Session):
         yield saver
 
     @contextmanager
-    def locked(self) -> Iterator[None]:
+    def locked(self) -> Generator[None, None, None]:
         lease = pgjournal.Lease(
             self.url, self.id, holder=f"pid {os.getpid()} ({getpass.getuser()}@{socket.gethostname()})"
         )

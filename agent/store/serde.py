@@ -10,7 +10,7 @@ data, never called.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Generator
 from contextlib import contextmanager
 from functools import cache
 from typing import Any
@@ -38,7 +38,7 @@ class _Blocked(logging.Handler):
 
 
 @contextmanager
-def blocked_types() -> Iterator[list[str]]:
+def blocked_types() -> Generator[list[str], None, None]:
     """The foreign types a checkpoint named while this block read it (`os.system`, …): signoff never
     stores one, so a caller that reads someone else's checkpoints refuses them when this is non-empty.
     (LangGraph warns once per type per process; a reader checks in a fresh process, as `import` does.)"""
