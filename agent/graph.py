@@ -32,6 +32,12 @@ from agent.nodes import (
 from agent.state import State
 
 
+def _unrouted(node: str, route: object) -> RuntimeError:
+    """A route no edge of `node` takes: a bug, said at once (a table edge raises too), never a silent default
+    (tests/unit/test_routes.py fails on it first)."""
+    return RuntimeError(f"{node}: no edge for route {route!r} (agent/graph.py)")
+
+
 def _route(state: State) -> str:
     return state.get("route") or "report"
 
@@ -54,9 +60,12 @@ def _after_rollback_gate(state: State) -> str:
 
 
 def _after_keep(state: State) -> str:
-    if state.get("route") == "unverified":  # a keep with exceptions whose rollback there did not verify
+    route = state.get("route")
+    if route == "unverified":  # a keep with exceptions whose rollback there did not verify
         return "rollback_gate"
-    return "confirm" if state.get("stopping") else "continue_gate"
+    if route == "next":
+        return "confirm" if state.get("stopping") else "continue_gate"
+    raise _unrouted("keep", route)
 
 
 def build() -> StateGraph[State, RunContext, Any, Any]:
@@ -150,7 +159,9 @@ def _after_plan_gate(state: State) -> Any:
         return "plan_gate"
     if route == "report" or not state.get("plan"):
         return "confirm"
-    return investigate.fan_out(state)
+    if route == "next":
+        return investigate.fan_out(state)
+    raise _unrouted("plan_gate", route)
 
 
 def _command_route(state: State) -> Any:
@@ -166,4 +177,6 @@ def _command_route(state: State) -> Any:
         return "setup" if not state.get("plan") else "apply"
     if route == "next":
         return "pick_next"
-    return "confirm"
+    if route == "report":
+        return "confirm"
+    raise _unrouted("command_gate", route)
