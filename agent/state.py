@@ -6,7 +6,7 @@ Option ids are string keys ("2") so state round-trips through any serializer unc
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, Literal, TypedDict
 
 from langgraph.channels.delta import DeltaChannel
 
@@ -43,6 +43,38 @@ def appended() -> DeltaChannel[list[Any]]:
     return DeltaChannel(_appended)
 
 
+# Every name a node may write as `route`, for its edge in agent/graph.py to map to the next node: a misspelt one is a
+# type error; which names each node's edge takes, tests/unit/test_routes.py checks.
+Route = Literal[
+    "apply",
+    "approved",
+    "assess",
+    "benchmark",
+    "brain",
+    "budget",
+    "command",
+    "confirm",
+    "continue",
+    "declined",
+    "doubt",
+    "failed",
+    "gate",
+    "keep",
+    "next",
+    "permission",
+    "plan",
+    "reask",
+    "reinvestigate",
+    "report",
+    "retry",
+    "rollback",
+    "skip",
+    "stress",
+    "triage",
+    "unverified",
+]
+
+
 class State(TypedDict, total=False):
     plan: list[int]
     queue: list[int]
@@ -57,7 +89,7 @@ class State(TypedDict, total=False):
     gates: Annotated[list[dict[str, Any]], appended()]  # {id, kind, option, facts, decision}
     session_rules: Annotated[list[dict[str, Any]], appended()]
     approved: Annotated[list[str], appended()]  # commands a command gate approved
-    route: str | None  # where the last gate sends the run
+    route: Route | None  # where the last node sends the run
     retry_pairs: int | None
     # the rollback gate's "revert again, up to 3 times": attempts left after this one, and whether the last failed
     # attempt goes round again (agent/nodes/rollback.py)

@@ -50,7 +50,7 @@ def _undone_if_kept(option: Mapping[str, Any]) -> bool:
     return bool(option.get("except_hosts")) and (option.get("rollback") or {}).get("verified") is False
 
 
-def abandon(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+def abandon(state: State, runtime: Runtime[RunContext]) -> State:
     """Route the run to the next rollback its abandon asked for, or to the end once none is left."""
     asked = dict(state.get("abandon") or {})
     first = "done" not in asked
@@ -63,7 +63,7 @@ def abandon(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         for key, o in options.items()
         if o.get("outcome") == "untested" and int(key) not in left and not any(why in r for r in o.get("reasons", []))
     }
-    ending: dict[str, Any] = {"queue": [], "stopping": True, "command_scope": None, "options": untried}
+    ending: State = {"queue": [], "stopping": True, "command_scope": None, "options": untried}
     closed = asked.get("gate")
     if first and isinstance(closed, dict):
         # The gate the abandon closed unanswered is part of the record (its id is not given to another gate).

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from langgraph.runtime import Runtime
 
 from agent.context import RunContext
@@ -14,7 +12,7 @@ from agent.journal import events as ev
 from agent.state import State, current
 
 
-def apply(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+def apply(state: State, runtime: Runtime[RunContext]) -> State:
     ctx = runtime.context
     option = ctx.campaign.option(current(state))
     key = str(option.id)
@@ -35,7 +33,7 @@ def apply(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         )
     )
     ctx.journal.append(ev.PhaseEvent(phase="apply", option=option.id, title=option.title))
-    tried = {"tried": [option.id]}
+    tried: State = {"tried": [option.id]}
     try:
         results = [
             r
@@ -57,7 +55,7 @@ def apply(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     return {**tried, "route": "benchmark"}
 
 
-def in_doubt(key: str, exc: MutationInDoubt) -> dict[str, Any]:
+def in_doubt(key: str, exc: MutationInDoubt) -> State:
     """Where a mutation nobody can settle sends the run: the rollback gate, with the hosts unverified."""
     v = {"verified": False, "health_ok": False, "delta_pct": None, "in_doubt": True, "detail": str(exc)}
     return {

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from langgraph.runtime import Runtime
 
 from agent.context import RunContext
@@ -11,7 +9,7 @@ from agent.journal import events as ev
 from agent.state import State, current
 
 
-def assess(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+def assess(state: State, runtime: Runtime[RunContext]) -> State:
     ctx = runtime.context
     key = str(current(state))
     option = ctx.campaign.option(current(state))

@@ -326,7 +326,7 @@ def measure_level(
     return runs, step.result
 
 
-def benchmark(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+def benchmark(state: State, runtime: Runtime[RunContext]) -> State:
     ctx = runtime.context
     spec = ctx.campaign.benchmark
     option = ctx.campaign.option(current(state))
@@ -409,7 +409,7 @@ def _at(run: BenchRun) -> dict[str, float]:
     return {"level": run.level} if run.level is not None else {}
 
 
-def _broken(ctx: RunContext, state: State, option_id: int, runs: list[BenchRun]) -> dict[str, Any]:
+def _broken(ctx: RunContext, state: State, option_id: int, runs: list[BenchRun]) -> State:
     reasons = list(dict.fromkeys(r.reason or "invalid" for r in runs))
     why = (
         f"measurement broken: all {len(runs)} runs of the first {BROKEN_AFTER_PAIRS} pairs failed in both arms "

@@ -141,7 +141,7 @@ def _single(state: State, option_id: int, alone: Any) -> Single | None:
     return Single(option=option_id, gain_pct=o["gain_pct"], ci_low=o["ci"][0], ci_high=o["ci"][1], pairs=ab["pairs"])
 
 
-def confirm(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+def confirm(state: State, runtime: Runtime[RunContext]) -> State:
     ctx = runtime.context
     order = kept_in_order(state)
     previous = state.get("confirmation") or {}

@@ -29,7 +29,7 @@ from policies.facts import (
 # ---------------------------------------------------------------- plan
 
 
-def plan_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+def plan_gate(state: State, runtime: Runtime[RunContext]) -> State:
     ctx = runtime.context
     plan = state.get("plan", [])
     options = state.get("options", {})
@@ -74,7 +74,7 @@ def plan_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
 # ---------------------------------------------------------------- budget
 
 
-def budget_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+def budget_gate(state: State, runtime: Runtime[RunContext]) -> State:
     b = state.get("budget") or {}
     limits = runtime.context.policy.model.budgets
     over = ", ".join(b.get("exceeded", []))
@@ -100,7 +100,7 @@ def budget_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
 # ---------------------------------------------------------------- brain unavailable
 
 
-def brain_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+def brain_gate(state: State, runtime: Runtime[RunContext]) -> State:
     ctx = runtime.context
     down = state.get("brain_down") or {}
     facts = BrainUnavailableFacts(
@@ -136,7 +136,7 @@ def brain_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
 CONFIRM_PAIRS_MAX = 50  # a policy's "measure again" without a number runs at most this many pairs
 
 
-def goal_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+def goal_gate(state: State, runtime: Runtime[RunContext]) -> State:
     c = state.get("confirmation") or {}
     goal = c["goal"]
     found = c.get("interactions") or []
@@ -167,13 +167,16 @@ def goal_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         asked = decision.runs or facts.pairs_to_tell or 2 * facts.pairs
         least = runtime.context.campaign.benchmark.pairs  # fewer than any A/B of the campaign would tell less
         return {**update, "route": "confirm", "confirm_pairs": max(least, min(asked, CONFIRM_PAIRS_MAX))}
-    return {**update, "route": "report", **({"stopping": True} if decision.action == "stop" else {})}
+    ended: State = {**update, "route": "report"}
+    if decision.action == "stop":
+        ended["stopping"] = True
+    return ended
 
 
 # ---------------------------------------------------------------- triage
 
 
-def triage_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+def triage_gate(state: State, runtime: Runtime[RunContext]) -> State:
     findings = state.get("findings", {})
     plan = state.get("plan", [])
     no_go = [int(k) for k, f in findings.items() if not f["feasible"]]
@@ -263,7 +266,7 @@ def request_facts(test: dict[str, Any] | None) -> dict[str, Any]:
     }
 
 
-def safety_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+def safety_gate(state: State, runtime: Runtime[RunContext]) -> State:
     option = current(state)
     key = str(option)
     a = state.get("assessments", {})[key]
@@ -349,7 +352,7 @@ def safety_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
 # ---------------------------------------------------------------- continue or ask
 
 
-def continue_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+def continue_gate(state: State, runtime: Runtime[RunContext]) -> State:
     queue = state.get("queue", [])
     options = state.get("options", {})
     last = state.get("current")
@@ -385,7 +388,7 @@ def continue_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
 # ---------------------------------------------------------------- rollback
 
 
-def rollback_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+def rollback_gate(state: State, runtime: Runtime[RunContext]) -> State:
     v = state.get("verification") or {}
     key = str(current(state))
     facts = RollbackFacts(
@@ -418,7 +421,7 @@ def rollback_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
 # ---------------------------------------------------------------- command approval
 
 
-def command_gate(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+def command_gate(state: State, runtime: Runtime[RunContext]) -> State:
     from agent.nodes.investigate import pending_requests
     from agent.nodes.pick import pending_commands  # pick imports gates' helpers
 

@@ -72,7 +72,7 @@ def make_gate(
 
 def resolve(
     state: State, runtime: Runtime[RunContext], gate: Gate, *, critical: bool = False
-) -> tuple[Decision | None, dict[str, Any]]:
+) -> tuple[Decision | None, State]:
     """(decision, state update). A None decision means: ask this gate again (a rule was added).
 
     A critical gate (an unverified rollback) never goes on by itself: a rule, session rule, default
@@ -113,7 +113,7 @@ def resolve(
             if answer.get("decision") is None:
                 return None, {"session_rules": rules, "route": "reask"}
             decision = Decision.model_validate(answer["decision"])
-            update: dict[str, Any] = {"session_rules": rules} if rules else {}
+            update: State = {"session_rules": rules} if rules else {}
             return decision, {**update, "gates": [record(gate, decision)]}
     return decision, {"gates": [record(gate, decision)]}
 

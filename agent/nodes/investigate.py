@@ -90,7 +90,7 @@ def pending_requests(state: State) -> list[tuple[str, str, str, int]]:
     return out
 
 
-def review(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+def review(state: State, runtime: Runtime[RunContext]) -> State:
     if pending_requests(state):
         return {"route": "permission", "command_scope": "investigate"}
     ctx = runtime.context

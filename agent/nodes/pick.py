@@ -66,7 +66,7 @@ def initial_options(ctx: RunContext) -> dict[str, dict[str, Any]]:
     }
 
 
-def preflight(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+def preflight(state: State, runtime: Runtime[RunContext]) -> State:
     ctx = runtime.context
     if not state.get("options"):
         # Every option appears in every report, even when the run stops before it starts.
@@ -74,7 +74,7 @@ def preflight(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     return _preflight(state, ctx)
 
 
-def _preflight(state: State, ctx: RunContext) -> dict[str, Any]:
+def _preflight(state: State, ctx: RunContext) -> State:
     refused = denied(ctx, "campaign")
     if refused:
         for host, command, _ in refused:
@@ -110,7 +110,7 @@ def check_budget(state: State, ctx: RunContext) -> dict[str, Any]:
     return {**facts, "exceeded": exceeded, "limits": limits_hit}
 
 
-def pick_next(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+def pick_next(state: State, runtime: Runtime[RunContext]) -> State:
     ctx = runtime.context
     queue = list(state.get("queue", []))
     if state.get("stopping") or not queue:
@@ -128,7 +128,7 @@ def pick_next(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         return {"route": "budget", "budget": budget}  # a limit nobody has agreed to go past yet
     current = queue.pop(0)
     key = str(current)
-    update: dict[str, Any] = {"queue": queue, "current": current, "retry_pairs": None, "verification": None}
+    update: State = {"queue": queue, "current": current, "retry_pairs": None, "verification": None}
     refused = denied(ctx, key)
     if refused:
         for host, command, _ in refused:

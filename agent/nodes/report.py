@@ -132,7 +132,7 @@ def build_report(state: State, campaign_name: str) -> dict[str, Any]:
     }
 
 
-def report(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+def report(state: State, runtime: Runtime[RunContext]) -> State:
     ctx = runtime.context
     summary = build_report(state, ctx.campaign.name)
     ctx.journal.append(ev.ReportEvent(**summary))

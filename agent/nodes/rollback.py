@@ -25,7 +25,7 @@ from tools.noise import noise_of
 from tools.paired import pair_noise, rollback_pairs
 
 
-def keep(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+def keep(state: State, runtime: Runtime[RunContext]) -> State:
     ctx = runtime.context
     key = str(current(state))
     a = state.get("assessments", {})[key]
@@ -45,7 +45,7 @@ def keep(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     }
 
 
-def _keep_except(state: State, runtime: Runtime[RunContext], excepted: list[str]) -> dict[str, Any]:
+def _keep_except(state: State, runtime: Runtime[RunContext], excepted: list[str]) -> State:
     """ "Approve on all except gpu-7": the option stays on the other hosts and is rolled back on the
     named ones — reverted, health-checked and re-measured there against their own A-arm readings — and
     the fleet's new known-good baseline is measured afresh (it is neither arm of the A/B)."""
@@ -67,7 +67,7 @@ def _keep_except(state: State, runtime: Runtime[RunContext], excepted: list[str]
     v = _revert_on(state, runtime, excepted)
     reason = f"kept by {decided.get('by')} on {len(kept_on)} host(s), rolled back on {', '.join(excepted)}"
     verdict = rollback_verdict(bool(v["verified"]), v.get("verified_by"))
-    update: dict[str, Any] = {
+    update: State = {
         "verification": v,
         "options": {
             key: {
@@ -197,7 +197,7 @@ def _revert_on(state: State, runtime: Runtime[RunContext], hosts: list[str]) -> 
     return v
 
 
-def rollback(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+def rollback(state: State, runtime: Runtime[RunContext]) -> State:
     """Revert the current option and verify it; a revert the rollback gate asked for "up to N times" goes round
     again while it does not verify and attempts are left."""
     update = _revert_and_verify(state, runtime)
@@ -206,7 +206,7 @@ def rollback(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
     return {**update, "reverts_left": left - 1 if again else 0, "revert_again": again}
 
 
-def _revert_and_verify(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+def _revert_and_verify(state: State, runtime: Runtime[RunContext]) -> State:
     ctx = runtime.context
     key = str(current(state))
     mine = state.get("options", {}).get(key, {})
@@ -400,7 +400,7 @@ def settle_pause(k: int, run_s: float, cap_s: float) -> float:
     return round(min(max(run_s, 0.1) * 2**k, cap_s), 3)
 
 
-def _noted(state: State, option_id: int, v: dict[str, Any]) -> dict[str, Any]:
+def _noted(state: State, option_id: int, v: dict[str, Any]) -> State:
     key = str(option_id)
     note = f"rollback {rollback_verdict(bool(v['verified']), v.get('verified_by'))}: {v['detail']}"
     return {

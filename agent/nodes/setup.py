@@ -21,7 +21,7 @@ from tools.abstats import t975
 from tools.noise import MIN_RUNS
 
 
-def setup(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+def setup(state: State, runtime: Runtime[RunContext]) -> State:
     ctx = runtime.context
     approved = state.get("approved", [])
     failures = []
@@ -119,7 +119,7 @@ def calibrate(ctx: RunContext, approved: list[str]) -> dict[str, Any] | None:
     return result
 
 
-def plan(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+def plan(state: State, runtime: Runtime[RunContext]) -> State:
     ctx = runtime.context
     p = ctx.brain.plan(ctx.campaign, [])
     proposals = [o.model_dump(mode="json") for o in p.proposals]

@@ -22,7 +22,7 @@ from tools.stress import StressResult, classify
 from tools.transport import Host
 
 
-def stress(state: State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+def stress(state: State, runtime: Runtime[RunContext]) -> State:
     ctx = runtime.context
     option = current(state)
     results: list[dict[str, Any]] = []

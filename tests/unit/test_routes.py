@@ -2,10 +2,11 @@
 
 A node says where the run goes next by writing `"route": "<name>"` into the state, and the graph maps that name to
 the next node: in a table (`add_conditional_edges(node, _route, {...})`) or in a router function that compares the
-route with names. A name the edge does not know falls to a default (`report`, `confirm`) or raises, on the one path
-that writes it, at run time. This reads the graph and the nodes' source and fails on such a name at test time: every
-literal route a node function writes (itself, or in a function of agent/nodes/ it calls, followed through calls) must
-be a name its own edge handles. (The routes as types, `Command[Literal[…]]` per node, are not built: issue 39.)
+route with names. The names are a type (`agent.state.Route`; nodes return `State`), so a misspelt one is a type error
+in `make lint`; which names each node's edge takes is this test's: it reads the graph and the nodes' source and fails
+on a name a node writes that its own edge does not take by name (every literal route a node function writes, itself
+or in a function of agent/nodes/ it calls, followed through calls), and on a name an edge takes that its node never
+writes. (Destinations as each node's own type, `Command[Literal[…]]`, are not built: issue 39.)
 """
 
 from __future__ import annotations
