@@ -454,7 +454,7 @@ add(O_, "safety", ["keep it if gain is at least 5,5", "skip it if gain is below 
 add(O_, "safety", ["keep it if gain is over 1,5%"], R)
 add(O_, "safety", ["keep it if confidence is at least 70%", "skip it unless confidence is at least 70%"], R)
 # P: ordinals count the listed options, a no-go one included.
-P = "P _AtGate.names ordinals count no-go options"
+P = "P GateGrammar.names (then _AtGate) ordinals count no-go options"
 add(P, "triage", ["skip all but the first"], R)
 # Q: continue-or-ask: "it" is the next option, while the remark's "it/that" is the one just finished.
 Q = "Q pronoun at continue_or_ask: remark and decision name different options"
@@ -565,9 +565,9 @@ add(
 )
 
 
-# V: _AtGate._order: "2 then 3" is the plan's go-ahead whenever the named options are in the gate's order, even when
-# they are not all the open options (at a plan gate "continue" runs #1 too).
-V = "V _AtGate._order: an in-order subset of the options read as the whole plan's go-ahead"
+# V: GateGrammar._order (then _AtGate): "2 then 3" is the plan's go-ahead whenever the named options are in the gate's
+# order, even when they are not all the open options (at a plan gate "continue" runs #1 too).
+V = "V GateGrammar._order (then _AtGate): an in-order subset of the options read as the whole plan's go-ahead"
 add(V, "plan", ["2 then 3", "1 then 3", "1 then 2", "1, 3", "2 > 3", "2, 3"], R)
 # W: _MEASURE strips "2 x" (a cross) as if it were "2x" before the remark's options are looked for.
 W = "W clauses._MEASURE removes 'N x' before mentions(): a crossed-out option vanishes from the remark"

@@ -1,4 +1,4 @@
-"""The paired checks' statistics (tools/paired.py, agent/run/verification.judge_paired) and the calibration that
+"""The paired checks' statistics (tools/paired.py, agent/exec/verification.judge_paired) and the calibration that
 gives way to the data (tools/noise.disagreement), on synthetic readings with a neighbour's load in them."""
 
 from __future__ import annotations
