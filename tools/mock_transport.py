@@ -2,7 +2,8 @@
 its real transports), for fast tests of everything above it — the graph, its nodes, the runner.
 
 Nothing runs and no process starts: every command goes to a *handler* you write, usually a tiny simulated
-server (a dict of what is switched on, a match on the command's words). The handler answers with a whole
+server (a dict of what is switched on, a match on the command's words). It gets the `CommandRequest` the seam
+was given (`request.host` is the `Host`, `request.cwd` where the command would run). The handler answers with a whole
 `CommandResult`, or just the stdout text (exit 0), or just an exit code, and every request is recorded, in
 order, in `.requests`, so a test asserts on what the orchestrator asked of the hosts as well as on what it
 concluded from the answers.

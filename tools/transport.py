@@ -178,7 +178,7 @@ class TransportError(RuntimeError):
 class CommandRequest(BaseModel):
     """One command for one host: the seam's one argument (`Transport.execute`), and what `MockTransport` records."""
 
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(frozen=True)
 
     host: Host
     command: str

@@ -22,8 +22,6 @@ from typing import Any
 from agent import graph as graph_module
 from agent import nodes
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 def _calls(tree: ast.AST) -> Iterator[ast.Call]:
     return (n for n in ast.walk(tree) if isinstance(n, ast.Call))
