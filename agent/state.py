@@ -75,6 +75,16 @@ Route = Literal[
 ]
 
 
+class Abandoning(TypedDict, total=False):
+    """`signoff abandon` in progress (agent/nodes/abandon.py): who asked, the options to roll back in order, the gate
+    it closed unanswered (as the journal had it), and the options already handed to the rollback node."""
+
+    by: str | None
+    roll_back: list[int]
+    gate: dict[str, Any] | None
+    done: list[int]
+
+
 class State(TypedDict, total=False):
     plan: list[int]
     queue: list[int]
@@ -112,7 +122,7 @@ class State(TypedDict, total=False):
     brain_rules: str | None  # why the rule brain decides the rest of the session (that gate's "continue")
     confirmation: dict[str, Any] | None  # the end-of-campaign A/B of the final configuration (agent/nodes/confirm.py)
     # `signoff abandon`: who, the options to roll back (agent/nodes/abandon.py) and those already handed to rollback
-    abandon: dict[str, Any] | None
+    abandon: Abandoning | None
     confirm_pairs: int | None  # a goal gate's "measure again": the pairs the next confirmation A/B runs
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from agent.context import RunContext
-from agent.state import State
+from agent.state import Abandoning, State
 
 # What the journal can say an option is on a host (agent/journal/view.py `on_hosts`): a clean apply, or an apply or
 # revert a crash or a failure left unsettled. Either is rolled back.
@@ -52,7 +52,7 @@ def _undone_if_kept(option: Mapping[str, Any]) -> bool:
 
 def abandon(state: State, runtime: Runtime[RunContext]) -> State:
     """Route the run to the next rollback its abandon asked for, or to the end once none is left."""
-    asked = dict(state.get("abandon") or {})
+    asked: Abandoning = {**(state.get("abandon") or Abandoning())}
     first = "done" not in asked
     done = [int(o) for o in asked.get("done") or []]
     left = _left(asked)
@@ -88,10 +88,10 @@ def abandon(state: State, runtime: Runtime[RunContext]) -> State:
 
 def abandoning(state: State) -> bool:
     """Whether an abandon still has options to roll back after the one in hand."""
-    return bool(_left(state.get("abandon") or {}))
+    return bool(_left(state.get("abandon") or Abandoning()))
 
 
-def _left(asked: Mapping[str, Any]) -> list[int]:
+def _left(asked: Abandoning) -> list[int]:
     """The options an abandon asked to roll back that it has not handed to the rollback node yet, in its order."""
     done = {int(o) for o in asked.get("done") or []}
     return [int(o) for o in asked.get("roll_back") or [] if int(o) not in done]
