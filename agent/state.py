@@ -5,8 +5,8 @@ Option ids are string keys ("2") so state round-trips through any serializer unc
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Annotated, Any, Literal, TypedDict
+from collections.abc import Callable, Sequence
+from typing import Annotated, Any, TypedDict, cast, get_type_hints
 
 from langgraph.channels.delta import DeltaChannel
 
@@ -43,38 +43,6 @@ def appended() -> DeltaChannel[list[Any]]:
     return DeltaChannel(_appended)
 
 
-# Every name a node may write as `route`, for its edge in agent/graph.py to map to the next node: a misspelt one is a
-# type error; which names each node's edge takes, tests/unit/test_routes.py checks.
-Route = Literal[
-    "apply",
-    "approved",
-    "assess",
-    "benchmark",
-    "brain",
-    "budget",
-    "command",
-    "confirm",
-    "continue",
-    "declined",
-    "doubt",
-    "failed",
-    "gate",
-    "keep",
-    "next",
-    "permission",
-    "plan",
-    "reask",
-    "reinvestigate",
-    "report",
-    "retry",
-    "rollback",
-    "skip",
-    "stress",
-    "triage",
-    "unverified",
-]
-
-
 class Abandoning(TypedDict, total=False):
     """`signoff abandon` in progress (agent/nodes/abandon.py): who asked, the options to roll back in order, the gate
     it closed unanswered (as the journal had it), and the options already handed to the rollback node."""
@@ -99,7 +67,9 @@ class State(TypedDict, total=False):
     gates: Annotated[list[dict[str, Any]], appended()]  # {id, kind, option, facts, decision}
     session_rules: Annotated[list[dict[str, Any]], appended()]
     approved: Annotated[list[str], appended()]  # commands a command gate approved
-    route: Route | None  # where the last node sends the run
+    # Where the last node sent the run, in sessions made before each node returned its destination in a `Command`:
+    # kept so their checkpoints load as they were, read by nothing.
+    route: str | None
     retry_pairs: int | None
     # the rollback gate's "revert again, up to 3 times": attempts left after this one, and whether the last failed
     # attempt goes round again (agent/nodes/rollback.py)
@@ -132,3 +102,22 @@ def current(state: State) -> int:
     if option is None:
         raise RuntimeError("an option-scoped node ran with no current option (a routing bug in agent/graph.py)")
     return option
+
+
+def updated(state: State, update: State) -> State:
+    """The state as the graph will have it once `update` has gone through each entry's own reducer: what a node
+    that picks its destination from its own writes (a fan-out of what it just approved) must read."""
+    out: dict[str, Any] = {**state}
+    for key, value in update.items():
+        reducer = _REDUCERS.get(key)
+        out[key] = reducer(out.get(key), [value]) if reducer is not None else value
+    return cast(State, out)
+
+
+# The entries whose writes LangGraph folds into what is there (a DeltaChannel's reducer), by name.
+_REDUCERS: dict[str, Callable[[Any, Sequence[Any]], Any]] = {
+    key: meta.reducer
+    for key, hint in get_type_hints(State, include_extras=True).items()
+    for meta in getattr(hint, "__metadata__", ())
+    if isinstance(meta, DeltaChannel)
+}

@@ -7,9 +7,10 @@ the known-good baseline the campaign built.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from langgraph.runtime import Runtime
+from langgraph.types import Command
 
 from agent.context import RunContext
 from agent.state import Abandoning, State
@@ -50,7 +51,7 @@ def _undone_if_kept(option: Mapping[str, Any]) -> bool:
     return bool(option.get("except_hosts")) and (option.get("rollback") or {}).get("verified") is False
 
 
-def abandon(state: State, runtime: Runtime[RunContext]) -> State:
+def abandon(state: State, runtime: Runtime[RunContext]) -> Command[Literal["rollback", "confirm"]]:
     """Route the run to the next rollback its abandon asked for, or to the end once none is left."""
     asked: Abandoning = {**(state.get("abandon") or Abandoning())}
     first = "done" not in asked
@@ -69,21 +70,23 @@ def abandon(state: State, runtime: Runtime[RunContext]) -> State:
         # The gate the abandon closed unanswered is part of the record (its id is not given to another gate).
         ending["gates"] = [{**closed, "decision": {"action": "abandoned", "by": asked.get("by")}}]
     if not left:
-        return {**ending, "route": "report", "abandon": {**asked, "done": done}}
+        return Command(goto="confirm", update={**ending, "abandon": {**asked, "done": done}})
     option = left[0]
     key = str(option)
     had = options.get(key) or {}
     mine: dict[str, Any] = {"reasons": [*had.get("reasons", []), f"{why}: rolled back"]}
     if had.get("outcome") in (None, "untested"):
         mine["outcome"] = "skipped"
-    return {
-        **ending,
-        "current": option,
-        "route": "rollback",
-        "abandon": {**asked, "done": [*done, option]},
-        "options": {**untried, key: mine},
-        "verification": None,
-    }
+    return Command(
+        goto="rollback",
+        update={
+            **ending,
+            "current": option,
+            "abandon": {**asked, "done": [*done, option]},
+            "options": {**untried, key: mine},
+            "verification": None,
+        },
+    )
 
 
 def abandoning(state: State) -> bool:

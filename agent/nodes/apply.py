@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from langgraph.runtime import Runtime
+from langgraph.types import Command
 
 from agent.context import RunContext
 from agent.errors import CommandRefused, MutationInDoubt
@@ -12,7 +15,7 @@ from agent.journal import events as ev
 from agent.state import State, current
 
 
-def apply(state: State, runtime: Runtime[RunContext]) -> State:
+def apply(state: State, runtime: Runtime[RunContext]) -> Command[Literal["benchmark", "rollback", "rollback_gate"]]:
     ctx = runtime.context
     option = ctx.campaign.option(current(state))
     key = str(option.id)
@@ -41,9 +44,11 @@ def apply(state: State, runtime: Runtime[RunContext]) -> State:
             for r in rs
         ]
     except CommandRefused as exc:
-        return {**tried, "route": "failed", "options": {key: {"outcome": "untested", "reasons": [str(exc)]}}}
+        return Command(
+            goto="rollback", update={**tried, "options": {key: {"outcome": "untested", "reasons": [str(exc)]}}}
+        )
     except MutationInDoubt as exc:
-        return {**tried, **in_doubt(key, exc)}
+        return Command(goto="rollback_gate", update={**tried, **in_doubt(key, exc)})
     failed = [r for r in results if not r.ok]
     if failed:
         f = failed[0]
@@ -51,15 +56,16 @@ def apply(state: State, runtime: Runtime[RunContext]) -> State:
         reason = f"apply failed on {f.host}: {'timeout' if f.timed_out else f'exit {f.exit_code}'} {said[0]}".strip()
         ctx.journal.append(ev.ApplyFailedEvent(option=option.id, reason=reason))
         # Half-applied is the worst state to leave a host in: roll back.
-        return {**tried, "route": "failed", "options": {key: {"outcome": "untested", "reasons": [reason]}}}
-    return {**tried, "route": "benchmark"}
+        return Command(
+            goto="rollback", update={**tried, "options": {key: {"outcome": "untested", "reasons": [reason]}}}
+        )
+    return Command(goto="benchmark", update=tried)
 
 
 def in_doubt(key: str, exc: MutationInDoubt) -> State:
-    """Where a mutation nobody can settle sends the run: the rollback gate, with the hosts unverified."""
+    """What a mutation nobody can settle leaves: the hosts unverified, for the rollback gate its caller goes to."""
     v = {"verified": False, "health_ok": False, "delta_pct": None, "in_doubt": True, "detail": str(exc)}
     return {
-        "route": "doubt",
         "verification": v,
         "options": {key: {"outcome": "untested", "reasons": [str(exc)]}},
     }

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from langgraph.runtime import Runtime
+from langgraph.types import Command
 
 from agent.campaign import outside_level
 from agent.context import RunContext
@@ -326,7 +327,9 @@ def measure_level(
     return runs, step.result
 
 
-def benchmark(state: State, runtime: Runtime[RunContext]) -> State:
+def benchmark(
+    state: State, runtime: Runtime[RunContext]
+) -> Command[Literal["stress", "assess", "rollback", "rollback_gate"]]:
     ctx = runtime.context
     spec = ctx.campaign.benchmark
     option = ctx.campaign.option(current(state))
@@ -350,15 +353,16 @@ def benchmark(state: State, runtime: Runtime[RunContext]) -> State:
         from agent.nodes.apply import in_doubt
 
         ctx.journal.append(ev.BenchAbortedEvent(option=option.id, reason=str(exc)))
-        return in_doubt(key, exc)
+        return Command(goto="rollback_gate", update=in_doubt(key, exc))
     except (CommandRefused, RuntimeError) as exc:
         ctx.journal.append(ev.BenchAbortedEvent(option=option.id, reason=str(exc)))
-        return {"route": "failed", "options": {key: {"outcome": "untested", "reasons": [str(exc)]}}}
+        return Command(goto="rollback", update={"options": {key: {"outcome": "untested", "reasons": [str(exc)]}}})
     sweep = summarize(ctx, measured, search, analyse_runs=lambda rs: _analyse(ctx, rs, state)) if spec.sweep else None
     level = sweep["level"] if sweep else None
     runs, result = measured[level]
     if result is None:
-        return _broken(ctx, state, option.id, runs)
+        # Straight to the assessment: stressing an option nobody could measure proves nothing either.
+        return Command(goto="assess", update=_broken(ctx, state, option.id, runs))
     if sweep is not None:
         result = judged_at_level(result, sweep)
     # A failed run of the option counts at every level of a sweep (a crash at 90 matters when judged at 60).
@@ -394,7 +398,7 @@ def benchmark(state: State, runtime: Runtime[RunContext]) -> State:
         ctx.journal.append(ev.SweepResultEvent(option=option.id, summary=sweep_summary(sweep), **sweep))
     fields = {"option": option.id, "summary": result.summary(), **result.model_dump(mode="json"), **extra}
     ctx.journal.append(ev.ABResultEvent.model_validate(fields))
-    return {"ab": {key: ab}, "route": "stress"}
+    return Command(goto="stress", update={"ab": {key: ab}})
 
 
 def _arm_requests(runs: list[BenchRun]) -> dict[str, Any]:
@@ -430,8 +434,7 @@ def _broken(ctx: RunContext, state: State, option_id: int, runs: list[BenchRun])
     }
     ctx.journal.append(ev.BenchBrokenEvent(option=option_id, runs=len(runs), reasons=reasons[:5]))
     ctx.journal.append(ev.ABResultEvent(option=option_id, summary=why, **result.model_dump(mode="json")))
-    # Straight to the assessment: stressing an option nobody could measure proves nothing either.
-    return {"ab": {str(option_id): ab}, "route": "assess"}
+    return {"ab": {str(option_id): ab}}
 
 
 def per_host(ctx: RunContext, runs: list[BenchRun], state: State | None = None) -> dict[str, dict[str, Any]]:

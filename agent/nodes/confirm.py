@@ -10,9 +10,10 @@ commands, and so is the final configuration the hosts are left on, whatever happ
 from __future__ import annotations
 
 from itertools import combinations
-from typing import Any
+from typing import Any, Literal
 
 from langgraph.runtime import Runtime
+from langgraph.types import Command
 
 from agent.campaign import outside_level
 from agent.context import RunContext
@@ -141,7 +142,7 @@ def _single(state: State, option_id: int, alone: Any) -> Single | None:
     return Single(option=option_id, gain_pct=o["gain_pct"], ci_low=o["ci"][0], ci_high=o["ci"][1], pairs=ab["pairs"])
 
 
-def confirm(state: State, runtime: Runtime[RunContext]) -> State:
+def confirm(state: State, runtime: Runtime[RunContext]) -> Command[Literal["goal_gate", "report"]]:
     ctx = runtime.context
     order = kept_in_order(state)
     previous = state.get("confirmation") or {}
@@ -150,7 +151,7 @@ def confirm(state: State, runtime: Runtime[RunContext]) -> State:
     if why_not is not None:
         if order:
             ctx.journal.append(ev.GoalConfirmedEvent(kept=order, skipped=why_not))
-        return {"route": "report", "confirmation": {"kept": order, "skipped": why_not} if order else None}
+        return Command(goto="report", update={"confirmation": {"kept": order, "skipped": why_not} if order else None})
     pairs = state.get("confirm_pairs") or ctx.campaign.benchmark.pairs
     level = outside_level(ctx.campaign)
     ctx.journal.append(
@@ -181,10 +182,14 @@ def confirm(state: State, runtime: Runtime[RunContext]) -> State:
     except (MutationInDoubt, CommandRefused, ConfigurationMismatch, RuntimeError) as exc:
         error = f"{error + '; ' if error else ''}the hosts could not be put back on the final configuration: {exc}"
         ctx.journal.append(ev.GoalConfirmedEvent(kept=order, error=error, rounds=rounds + 1))
-        return {"route": "report", "report": {"error": error}, "confirmation": {"kept": order, "error": error}}
+        return Command(
+            goto="report", update={"report": {"error": error}, "confirmation": {"kept": order, "error": error}}
+        )
     out = summarize(ctx, state, order, results, final, error=error, rounds=rounds + 1, level=level)
     ctx.journal.append(ev.GoalConfirmedEvent.model_validate(out))
-    return {"route": "gate" if out.get("goal") else "report", "confirmation": out, "confirm_pairs": None}
+    return Command(
+        goto="goal_gate" if out.get("goal") else "report", update={"confirmation": out, "confirm_pairs": None}
+    )
 
 
 def summarize(

@@ -6,13 +6,14 @@ from the node's returned record (DESIGN §4).
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from langgraph.runtime import Runtime
+from langgraph.types import Command, Send
 
 from agent.context import RunContext
 from agent.nodes.gating import as_run, host_lines, make_gate, option_hosts, requeue, resolve, undo_plan
-from agent.state import State, current
+from agent.state import State, current, updated
 from policies.facts import (
     BrainUnavailableFacts,
     BudgetFacts,
@@ -29,7 +30,9 @@ from policies.facts import (
 # ---------------------------------------------------------------- plan
 
 
-def plan_gate(state: State, runtime: Runtime[RunContext]) -> State:
+def plan_gate(state: State, runtime: Runtime[RunContext]) -> Command[Literal["investigate", "plan_gate", "confirm"]]:
+    from agent.nodes.investigate import fan_out
+
     ctx = runtime.context
     plan = state.get("plan", [])
     options = state.get("options", {})
@@ -64,17 +67,21 @@ def plan_gate(state: State, runtime: Runtime[RunContext]) -> State:
     )
     decision, update = resolve(state, runtime, gate)
     if decision is None:
-        return update
+        return Command(goto="plan_gate", update=update)
     if decision.action == "stop":
-        return {**update, "route": "report", "stopping": True}
+        return Command(goto="confirm", update={**update, "stopping": True})
     new_plan, changes = requeue(plan, decision, plan, gate.status)
-    return {**update, "plan": new_plan, "route": "next", "options": changes}
+    planned: State = {**update, "plan": new_plan, "options": changes}
+    if not new_plan:
+        return Command(goto="confirm", update=planned)
+    # One investigation subagent per option left in the plan, each from the state this update makes.
+    return Command(goto=fan_out(updated(state, planned)), update=planned)
 
 
 # ---------------------------------------------------------------- budget
 
 
-def budget_gate(state: State, runtime: Runtime[RunContext]) -> State:
+def budget_gate(state: State, runtime: Runtime[RunContext]) -> Command[Literal["pick_next", "confirm", "budget_gate"]]:
     b = state.get("budget") or {}
     limits = runtime.context.policy.model.budgets
     over = ", ".join(b.get("exceeded", []))
@@ -91,16 +98,16 @@ def budget_gate(state: State, runtime: Runtime[RunContext]) -> State:
     )
     decision, update = resolve(state, runtime, gate)
     if decision is None:
-        return update
+        return Command(goto="budget_gate", update=update)
     if decision.action in ("continue", "approve"):
-        return {**update, "route": "next", "budget_approved": list(b.get("limits", []))}
-    return {**update, "route": "report", "stopping": True}
+        return Command(goto="pick_next", update={**update, "budget_approved": list(b.get("limits", []))})
+    return Command(goto="confirm", update={**update, "stopping": True})
 
 
 # ---------------------------------------------------------------- brain unavailable
 
 
-def brain_gate(state: State, runtime: Runtime[RunContext]) -> State:
+def brain_gate(state: State, runtime: Runtime[RunContext]) -> Command[Literal["pick_next", "confirm", "brain_gate"]]:
     ctx = runtime.context
     down = state.get("brain_down") or {}
     facts = BrainUnavailableFacts(
@@ -120,15 +127,15 @@ def brain_gate(state: State, runtime: Runtime[RunContext]) -> State:
     )
     decision, update = resolve(state, runtime, gate)
     if decision is None:
-        return update
+        return Command(goto="brain_gate", update=update)
     if decision.action == "retry":
         # The client's state lives in this process: set again when the node runs again after a crash (idempotent),
         # and a resumed session's client calls the model anyway.
         ctx.brain.use_model(None)
-        return {**update, "route": "next", "brain_down": None}
+        return Command(goto="pick_next", update={**update, "brain_down": None})
     if decision.action in ("continue", "approve"):
-        return {**update, "route": "next", "brain_down": None, "brain_rules": down["why"]}
-    return {**update, "route": "report", "stopping": True}
+        return Command(goto="pick_next", update={**update, "brain_down": None, "brain_rules": down["why"]})
+    return Command(goto="confirm", update={**update, "stopping": True})
 
 
 # ---------------------------------------------------------------- goal
@@ -136,7 +143,7 @@ def brain_gate(state: State, runtime: Runtime[RunContext]) -> State:
 CONFIRM_PAIRS_MAX = 50  # a policy's "measure again" without a number runs at most this many pairs
 
 
-def goal_gate(state: State, runtime: Runtime[RunContext]) -> State:
+def goal_gate(state: State, runtime: Runtime[RunContext]) -> Command[Literal["confirm", "report", "goal_gate"]]:
     c = state.get("confirmation") or {}
     goal = c["goal"]
     found = c.get("interactions") or []
@@ -162,21 +169,20 @@ def goal_gate(state: State, runtime: Runtime[RunContext]) -> State:
     gate = make_gate(state, "goal", "\n".join(lines), facts, options=c["kept"])
     decision, update = resolve(state, runtime, gate)
     if decision is None:
-        return update
+        return Command(goto="goal_gate", update=update)
     if decision.action == "retry":
         asked = decision.runs or facts.pairs_to_tell or 2 * facts.pairs
         least = runtime.context.campaign.benchmark.pairs  # fewer than any A/B of the campaign would tell less
-        return {**update, "route": "confirm", "confirm_pairs": max(least, min(asked, CONFIRM_PAIRS_MAX))}
-    ended: State = {**update, "route": "report"}
+        return Command(goto="confirm", update={**update, "confirm_pairs": max(least, min(asked, CONFIRM_PAIRS_MAX))})
     if decision.action == "stop":
-        ended["stopping"] = True
-    return ended
+        return Command(goto="report", update={**update, "stopping": True})
+    return Command(goto="report", update=update)
 
 
 # ---------------------------------------------------------------- triage
 
 
-def triage_gate(state: State, runtime: Runtime[RunContext]) -> State:
+def triage_gate(state: State, runtime: Runtime[RunContext]) -> Command[Literal["pick_next", "confirm", "triage_gate"]]:
     findings = state.get("findings", {})
     plan = state.get("plan", [])
     no_go = [int(k) for k, f in findings.items() if not f["feasible"]]
@@ -208,12 +214,12 @@ def triage_gate(state: State, runtime: Runtime[RunContext]) -> State:
     )
     decision, update = resolve(state, runtime, gate)
     if decision is None:
-        return update
+        return Command(goto="triage_gate", update=update)
     options: dict[str, Any] = {str(o): {"outcome": "no-go"} for o in no_go}
     if decision.action == "stop":
-        return {**update, "queue": [], "route": "report", "stopping": True, "options": options}
+        return Command(goto="confirm", update={**update, "queue": [], "stopping": True, "options": options})
     queue, changes = requeue(feasible, decision, plan, gate.status)
-    return {**update, "queue": queue, "route": "next", "options": {**options, **changes}}
+    return Command(goto="pick_next", update={**update, "queue": queue, "options": {**options, **changes}})
 
 
 # ---------------------------------------------------------------- safety
@@ -266,7 +272,9 @@ def request_facts(test: dict[str, Any] | None) -> dict[str, Any]:
     }
 
 
-def safety_gate(state: State, runtime: Runtime[RunContext]) -> State:
+def safety_gate(
+    state: State, runtime: Runtime[RunContext]
+) -> Command[Literal["keep", "rollback", "benchmark", "safety_gate"]]:
     option = current(state)
     key = str(option)
     a = state.get("assessments", {})[key]
@@ -328,31 +336,32 @@ def safety_gate(state: State, runtime: Runtime[RunContext]) -> State:
     )
     decision, update = resolve(state, runtime, gate)
     if decision is None:
-        return update
+        return Command(goto="safety_gate", update=update)
     action = decision.action
     if action in ("continue", "approve"):
-        return {**update, "route": "keep"}  # keep reads any exceptions from the recorded decision
+        return Command(goto="keep", update=update)  # keep reads any exceptions from the recorded decision
     if action == "retry":
         pairs = decision.runs or runtime.context.campaign.benchmark.max_pairs
-        return {**update, "route": "retry", "retry_pairs": pairs}
+        return Command(goto="benchmark", update={**update, "retry_pairs": pairs})
     if action == "stop":
         outcome = {"outcome": "skipped", "reasons": [f"stopped by {decision.by}"]}
-        return {**update, "route": "rollback", "stopping": True, "options": {key: outcome}}
+        return Command(goto="rollback", update={**update, "stopping": True, "options": {key: outcome}})
     deferred = action == "defer" or decision.scope == "for_now"
     reason = f"{'deferred' if deferred else 'skipped'} by {decision.by}" + (
         f" ({decision.raw!r})" if decision.raw else ""
     )
-    return {
-        **update,
-        "route": "rollback",
-        "options": {key: {"outcome": "deferred" if deferred else "skipped", "reasons": [reason]}},
-    }
+    return Command(
+        goto="rollback",
+        update={**update, "options": {key: {"outcome": "deferred" if deferred else "skipped", "reasons": [reason]}}},
+    )
 
 
 # ---------------------------------------------------------------- continue or ask
 
 
-def continue_gate(state: State, runtime: Runtime[RunContext]) -> State:
+def continue_gate(
+    state: State, runtime: Runtime[RunContext]
+) -> Command[Literal["pick_next", "confirm", "continue_gate"]]:
     queue = state.get("queue", [])
     options = state.get("options", {})
     last = state.get("current")
@@ -378,17 +387,19 @@ def continue_gate(state: State, runtime: Runtime[RunContext]) -> State:
     gate = make_gate(state, "continue_or_ask", question, facts, option=last, options=sorted(int(k) for k in options))
     decision, update = resolve(state, runtime, gate)
     if decision is None:
-        return update
+        return Command(goto="continue_gate", update=update)
     if decision.action == "stop":
-        return {**update, "route": "report", "stopping": bool(queue)}
+        return Command(goto="confirm", update={**update, "stopping": bool(queue)})
     queue, changes = requeue(queue, decision, state.get("plan", []), gate.status)
-    return {**update, "queue": queue, "route": "next", "options": changes}
+    return Command(goto="pick_next", update={**update, "queue": queue, "options": changes})
 
 
 # ---------------------------------------------------------------- rollback
 
 
-def rollback_gate(state: State, runtime: Runtime[RunContext]) -> State:
+def rollback_gate(
+    state: State, runtime: Runtime[RunContext]
+) -> Command[Literal["rollback", "continue_gate", "confirm", "rollback_gate", "abandon"]]:
     v = state.get("verification") or {}
     key = str(current(state))
     facts = RollbackFacts(
@@ -410,18 +421,22 @@ def rollback_gate(state: State, runtime: Runtime[RunContext]) -> State:
     gate = make_gate(state, "rollback", question, facts, option=current(state))
     decision, update = resolve(state, runtime, gate, critical=True)
     if decision is None:
-        return update
+        return Command(goto="rollback_gate", update=update)
     if decision.action == "retry":  # "revert again 3 times": up to 3 attempts, until one verifies
-        return {**update, "route": "rollback", "reverts_left": (decision.runs or 1) - 1}
+        return Command(goto="rollback", update={**update, "reverts_left": (decision.runs or 1) - 1})
+    # The person took the rollback as it is, or said stop: an abandon goes on to its next rollback, or ends.
+    abandoning = bool(state.get("abandon"))
     if decision.action == "stop":
-        return {**update, "route": "report", "stopping": True}
-    return {**update, "route": "continue"}
+        return Command(goto="abandon" if abandoning else "confirm", update={**update, "stopping": True})
+    return Command(goto="abandon" if abandoning else "continue_gate", update=update)
 
 
 # ---------------------------------------------------------------- command approval
 
 
-def command_gate(state: State, runtime: Runtime[RunContext]) -> State:
+def command_gate(
+    state: State, runtime: Runtime[RunContext]
+) -> Command[Literal["setup", "apply", "pick_next", "confirm", "command_gate", "investigate", "review"]]:
     from agent.nodes.investigate import pending_requests
     from agent.nodes.pick import pending_commands  # pick imports gates' helpers
 
@@ -455,7 +470,7 @@ def command_gate(state: State, runtime: Runtime[RunContext]) -> State:
     )
     decision, update = resolve(state, runtime, gate)
     if decision is None:
-        return update
+        return Command(goto="command_gate", update=update)
     if decision.action == "approve":
         # A person answers what the question lists: every command, or the ones picked by number ("approve 1
         # and 3"). A policy or session rule looked at one command's facts and approves exactly that one.
@@ -467,11 +482,13 @@ def command_gate(state: State, runtime: Runtime[RunContext]) -> State:
         else:
             approved = [c for _, c, _ in pending]
         if len(set(approved)) < len({c for _, c, _ in pending}):
-            return {**update, "approved": approved, "route": "reask"}
-        done = "reinvestigate" if scope == "investigate" else "approved"
-        return {**update, "approved": approved, "route": done, "command_scope": None}
+            return Command(goto="command_gate", update={**update, "approved": approved})
+        answered: State = {**update, "approved": approved, "command_scope": None}
+        if scope == "investigate":
+            return Command(goto=_reinvestigate(updated(state, answered)), update=answered)
+        return Command(goto="apply" if state.get("plan") else "setup", update=answered)
     if decision.action == "stop" or scope == "campaign":
-        return {**update, "route": "report", "stopping": True, "command_scope": None}
+        return Command(goto="confirm", update={**update, "stopping": True, "command_scope": None})
     if scope == "investigate":
         # Declined: the subagent's question stays open in its finding, as something nobody checked (not a
         # confirmed hazard: that would make the option unsafe on a question alone).
@@ -482,17 +499,24 @@ def command_gate(state: State, runtime: Runtime[RunContext]) -> State:
             hazards[str(o)].append(f"`{c}` on {h} was declined by {decision.by}")
         # Options whose requests were all approved (earlier at this gate) are still investigated again.
         approved_only = [k for k, reqs in (state.get("permission_requests") or {}).items() if reqs and k not in hazards]
-        return {
+        declined: State = {
             **update,
-            "route": "reinvestigate" if approved_only else "declined",
             "command_scope": None,
             "findings": {k: {"unchecked": v} for k, v in hazards.items()},
             "permission_requests": {k: [] for k in hazards},
         }
+        return Command(goto=_reinvestigate(updated(state, declined)) if approved_only else "review", update=declined)
     reason = f"commands not approved by {decision.by}: {', '.join(c for _, c, _ in pending)}"
-    return {
-        **update,
-        "route": "next",
-        "command_scope": None,
-        "options": {scope: {"outcome": "untested", "reasons": [reason]}},
-    }
+    return Command(
+        goto="pick_next",
+        update={**update, "command_scope": None, "options": {scope: {"outcome": "untested", "reasons": [reason]}}},
+    )
+
+
+def _reinvestigate(state: State) -> list[Send]:
+    """The investigation subagents to run again: one per option whose requests are still open, each with every
+    command approved so far (`state` as the command gate's update leaves it)."""
+    from agent.nodes.investigate import fan_out
+
+    asked = [int(k) for k, reqs in (state.get("permission_requests") or {}).items() if reqs]
+    return fan_out(state, only=sorted(asked))

@@ -73,7 +73,8 @@ def make_gate(
 def resolve(
     state: State, runtime: Runtime[RunContext], gate: Gate, *, critical: bool = False
 ) -> tuple[Decision | None, State]:
-    """(decision, state update). A None decision means: ask this gate again (a rule was added).
+    """(decision, state update). A None decision means: ask this gate again (a rule was added): the gate node sends
+    the run back to itself with the update.
 
     A critical gate (an unverified rollback) never goes on by itself: a rule, session rule, default
     or deadline that would continue is overridden to ask; only a person can accept it.
@@ -111,7 +112,7 @@ def resolve(
             )
             rules = answer.get("rules", [])
             if answer.get("decision") is None:
-                return None, {"session_rules": rules, "route": "reask"}
+                return None, {"session_rules": rules}
             decision = Decision.model_validate(answer["decision"])
             update: State = {"session_rules": rules} if rules else {}
             return decision, {**update, "gates": [record(gate, decision)]}

@@ -11,11 +11,11 @@ not run without approval, then lets the brain re-rank the feasible options with 
 
 from __future__ import annotations
 
-from typing import Any, Required, TypedDict
+from typing import Any, Literal, Required, TypedDict
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
-from langgraph.types import Send
+from langgraph.types import Command, Send
 
 from agent.context import RunContext
 from agent.exec.investigation import HostToolbox
@@ -90,19 +90,19 @@ def pending_requests(state: State) -> list[tuple[str, str, str, int]]:
     return out
 
 
-def review(state: State, runtime: Runtime[RunContext]) -> State:
+def review(state: State, runtime: Runtime[RunContext]) -> Command[Literal["command_gate", "triage_gate"]]:
     if pending_requests(state):
-        return {"route": "permission", "command_scope": "investigate"}
+        return Command(goto="command_gate", update={"command_scope": "investigate"})
     ctx = runtime.context
     plan = list(state.get("plan", []))
     chose = [g for g in state.get("gates", []) if g["kind"] == "plan" and g["decision"]["action"] == "select"]
     if chose or ctx.brain.name.startswith("rules"):
         # A person's "go with 3 first" outranks any model; the rule brain keeps the engineer's order.
-        return {"route": "triage"}
+        return Command(goto="triage_gate")
     findings = [Finding.model_validate(f) for f in state.get("findings", {}).values()]
     ranked = ctx.brain.plan(ctx.campaign, findings).order  # feasible options only
     order = [o for o in ranked if o in plan] + [o for o in plan if o not in ranked]
     if [o for o in order if o in ranked] == [o for o in plan if o in ranked]:
-        return {"route": "triage"}
+        return Command(goto="triage_gate")
     ctx.journal.append(ev.PlanRerankedEvent(brain=ctx.brain.name, before=plan, after=order))
-    return {"route": "triage", "plan": order}
+    return Command(goto="triage_gate", update={"plan": order})

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from langgraph.runtime import Runtime
+from langgraph.types import Command
 
 from agent.context import RunContext
 from agent.exec.planning import command_class, rendered, upload_class, upload_command
@@ -66,27 +67,19 @@ def initial_options(ctx: RunContext) -> dict[str, dict[str, Any]]:
     }
 
 
-def preflight(state: State, runtime: Runtime[RunContext]) -> State:
+def preflight(state: State, runtime: Runtime[RunContext]) -> Command[Literal["command_gate", "setup", "confirm"]]:
     ctx = runtime.context
-    if not state.get("options"):
-        # Every option appears in every report, even when the run stops before it starts.
-        return {**_preflight(state, ctx), "options": initial_options(ctx)}
-    return _preflight(state, ctx)
-
-
-def _preflight(state: State, ctx: RunContext) -> State:
+    # Every option appears in every report, even when the run stops before it starts.
+    first: State = {} if state.get("options") else {"options": initial_options(ctx)}
     refused = denied(ctx, "campaign")
     if refused:
         for host, command, _ in refused:
             ctx.journal.append(ev.CommandRefusedEvent(scope="campaign", host=host, command=command, klass="deny"))
-        return {
-            "route": "report",
-            "stopping": True,
-            "report": {"error": f"the policy denies a campaign command: {refused[0][1]!r}"},
-        }
+        error = f"the policy denies a campaign command: {refused[0][1]!r}"
+        return Command(goto="confirm", update={**first, "stopping": True, "report": {"error": error}})
     if pending_commands(state, ctx, "campaign"):
-        return {"route": "command", "command_scope": "campaign"}
-    return {"route": "approved"}
+        return Command(goto="command_gate", update={**first, "command_scope": "campaign"})
+    return Command(goto="setup", update=first)
 
 
 def check_budget(state: State, ctx: RunContext) -> dict[str, Any]:
@@ -110,22 +103,25 @@ def check_budget(state: State, ctx: RunContext) -> dict[str, Any]:
     return {**facts, "exceeded": exceeded, "limits": limits_hit}
 
 
-def pick_next(state: State, runtime: Runtime[RunContext]) -> State:
+def pick_next(
+    state: State, runtime: Runtime[RunContext]
+) -> Command[Literal["apply", "command_gate", "continue_gate", "confirm", "budget_gate", "brain_gate"]]:
     ctx = runtime.context
     queue = list(state.get("queue", []))
     if state.get("stopping") or not queue:
-        return {"route": "report", "current": state.get("current")}
+        return Command(goto="confirm", update={"current": state.get("current")})
     rules = state.get("brain_rules")
     if rules:
         ctx.brain.use_model(rules)  # chosen at a brain_unavailable gate; a resumed session's brain starts afresh
     else:
         down = ctx.brain.unavailable()
         if down is not None:  # the model was given up: continue with rules, retry it, or stop?
-            return {"route": "brain", "brain_down": {**down.model_dump(), "spent_usd": round(ctx.spent_usd, 4)}}
+            down_now = {**down.model_dump(), "spent_usd": round(ctx.spent_usd, 4)}
+            return Command(goto="brain_gate", update={"brain_down": down_now})
     ctx.budget_approved = set(state.get("budget_approved") or [])
     budget = check_budget(state, ctx)
     if set(budget["limits"]) - ctx.budget_approved:
-        return {"route": "budget", "budget": budget}  # a limit nobody has agreed to go past yet
+        return Command(goto="budget_gate", update={"budget": budget})  # a limit nobody has agreed to go past yet
     current = queue.pop(0)
     key = str(current)
     update: State = {"queue": queue, "current": current, "retry_pairs": None, "verification": None}
@@ -134,7 +130,9 @@ def pick_next(state: State, runtime: Runtime[RunContext]) -> State:
         for host, command, _ in refused:
             ctx.journal.append(ev.CommandRefusedEvent(option=current, host=host, command=command, klass="deny"))
         reason = f"the policy denies {refused[0][1]!r}; option not tried"
-        return {**update, "route": "skip", "options": {key: {"outcome": "untested", "reasons": [reason]}}}
+        return Command(
+            goto="continue_gate", update={**update, "options": {key: {"outcome": "untested", "reasons": [reason]}}}
+        )
     if pending_commands(state, ctx, key):
-        return {**update, "route": "command", "command_scope": key}
-    return {**update, "route": "apply"}
+        return Command(goto="command_gate", update={**update, "command_scope": key})
+    return Command(goto="apply", update=update)

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from langgraph.runtime import Runtime
+from langgraph.types import Command
 
 from agent.context import RunContext
 from agent.errors import CommandRefused, MutationInDoubt
@@ -25,24 +26,31 @@ from tools.noise import noise_of
 from tools.paired import pair_noise, rollback_pairs
 
 
-def keep(state: State, runtime: Runtime[RunContext]) -> State:
+def keep(state: State, runtime: Runtime[RunContext]) -> Command[Literal["continue_gate", "confirm", "rollback_gate"]]:
     ctx = runtime.context
     key = str(current(state))
     a = state.get("assessments", {})[key]
     decided = state.get("gates", [])[-1]["decision"]
     excepted = decided.get("except_hosts") or []
+    onward = "confirm" if state.get("stopping") else "continue_gate"
     if excepted:
-        return _keep_except(state, runtime, excepted)
+        update = _keep_except(state, runtime, excepted)
+        # A keep with exceptions whose rollback there did not verify goes to the rollback gate.
+        return Command(
+            goto=onward if (update.get("verification") or {}).get("verified") else "rollback_gate", update=update
+        )
     ctx.journal.append(ev.KeptEvent(option=current(state), gain_pct=a["gain_pct"], ci=a["ci"], by=decided.get("by")))
     reason = f"kept by {decided.get('by')}: {a['reasons'][-1]}"
     # The kept option is the new known-good baseline; its candidate-arm runs measured exactly that.
     new_reference = state.get("ab", {}).get(key, {}).get("b_values") or state.get("reference", [])
-    return {
-        "options": {key: {"outcome": "kept", "reasons": [reason]}},
-        "reference": new_reference,
-        "baseline_now": new_reference,
-        "route": "next",
-    }
+    return Command(
+        goto=onward,
+        update={
+            "options": {key: {"outcome": "kept", "reasons": [reason]}},
+            "reference": new_reference,
+            "baseline_now": new_reference,
+        },
+    )
 
 
 def _keep_except(state: State, runtime: Runtime[RunContext], excepted: list[str]) -> State:
@@ -81,7 +89,6 @@ def _keep_except(state: State, runtime: Runtime[RunContext], excepted: list[str]
                 "rollback": v,
             }
         },
-        "route": "next" if v["verified"] else "unverified",
     }
     if v["verified"]:
         fresh = [
@@ -197,13 +204,24 @@ def _revert_on(state: State, runtime: Runtime[RunContext], hosts: list[str]) -> 
     return v
 
 
-def rollback(state: State, runtime: Runtime[RunContext]) -> State:
+def rollback(
+    state: State, runtime: Runtime[RunContext]
+) -> Command[Literal["rollback", "rollback_gate", "continue_gate", "confirm", "abandon"]]:
     """Revert the current option and verify it; a revert the rollback gate asked for "up to N times" goes round
-    again while it does not verify and attempts are left."""
+    again while it does not verify and attempts are left. Verified, the run goes on: to the abandon's next rollback,
+    to the end when stopping, else to the continue gate; not verified, to the rollback gate."""
+    from agent.nodes.abandon import abandoning
+
     update = _revert_and_verify(state, runtime)
     left = state.get("reverts_left") or 0
-    again = left > 0 and not (update.get("verification") or {}).get("verified")
-    return {**update, "reverts_left": left - 1 if again else 0, "revert_again": again}
+    verified = bool((update.get("verification") or {}).get("verified"))
+    again = left > 0 and not verified
+    update = {**update, "reverts_left": left - 1 if again else 0, "revert_again": again}
+    if not verified:
+        return Command(goto="rollback" if again else "rollback_gate", update=update)
+    if abandoning(state):
+        return Command(goto="abandon", update=update)
+    return Command(goto="confirm" if state.get("stopping") else "continue_gate", update=update)
 
 
 def _revert_and_verify(state: State, runtime: Runtime[RunContext]) -> State:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import math
 import statistics
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from langgraph.runtime import Runtime
+from langgraph.types import Command
 
 from agent.campaign import with_proposals
 from agent.context import RunContext
@@ -19,24 +20,25 @@ from agent.nodes.benchmark import bench_once
 from agent.state import State
 from tools.abstats import t975
 from tools.noise import MIN_RUNS
+from tools.transport import CommandResult
 
 
-def setup(state: State, runtime: Runtime[RunContext]) -> State:
+def setup(state: State, runtime: Runtime[RunContext]) -> Command[Literal["plan", "confirm"]]:
     ctx = runtime.context
     approved = state.get("approved", [])
-    failures = []
+    failures: list[CommandResult] = []
     for up in ctx.campaign.baseline.upload:
         dest = up.dest or Path(up.src).name
         verdict = upload_class(up.src, dest)
         if verdict.klass != "allow" and upload_command(up.src, dest) not in approved:
             message = f"baseline upload of {up.src} refused: {verdict.reason} (not approved at the command gate)"
             ctx.journal.append(ev.CommandRefusedEvent(purpose="upload", command=verdict.part, klass=verdict.klass))
-            return {"route": "report", "stopping": True, "report": {"error": message}}
+            return _failed(message)
         errors = upload(ctx, ctx.campaign_dir / up.src, dest, up.on)
         if errors:
             message = f"baseline upload of {up.src} failed: {errors[0]}"
             ctx.journal.append(ev.SetupFailedEvent(error=message))
-            return {"route": "report", "stopping": True, "report": {"error": message}}
+            return _failed(message)
     try:
         for spec in ctx.campaign.baseline.setup:
             failures += [r for r in run_spec(ctx, spec, purpose="setup", approved=approved) if not r.ok]
@@ -45,7 +47,7 @@ def setup(state: State, runtime: Runtime[RunContext]) -> State:
                 r for r in run_spec(ctx, spec, purpose="health", approved=approved, reads_only=True) if not r.ok
             ]
     except CommandRefused as exc:
-        return {"route": "report", "stopping": True, "report": {"error": str(exc)}}
+        return _failed(str(exc))
     if failures:
         f = failures[0]
         if f.error is not None:  # it could not be run at all (unreachable, no bash there): the transport says why
@@ -55,17 +57,22 @@ def setup(state: State, runtime: Runtime[RunContext]) -> State:
             detail = (f.stderr_tail or f.stdout_tail).strip().splitlines()[-1:] or [""]
             message = f"baseline setup failed on {f.host}: {f.command!r} {why} {detail[0]}".strip()
         ctx.journal.append(ev.SetupFailedEvent(error=message))
-        return {"route": "report", "stopping": True, "report": {"error": message}}
+        return _failed(message)
     calibration = calibrate(ctx, state.get("approved", []))
     # The known-good baseline that every rollback is verified against, measured before anything changed
     # (a revert can be broken, so it must never help produce its own reference).
     ctx.journal.append(ev.PhaseEvent(phase="baseline"))
-    reference = []
+    reference: list[float] = []
     for i in range(ctx.campaign.rollback.verify_runs):
         run = bench_once(ctx, pair=i, arm="A", option=None, approved=state.get("approved", []), purpose="baseline")
         if run.valid and run.value is not None:
             reference.append(run.value)
-    return {"route": "plan", "calibration": calibration, "reference": reference}
+    return Command(goto="plan", update={"calibration": calibration, "reference": reference})
+
+
+def _failed(message: str) -> Command[Literal["plan", "confirm"]]:
+    """A setup that could not bring the hosts to the baseline: the run stops, with the reason in its report."""
+    return Command(goto="confirm", update={"stopping": True, "report": {"error": message}})
 
 
 def calibrate(ctx: RunContext, approved: list[str]) -> dict[str, Any] | None:

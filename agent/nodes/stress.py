@@ -63,7 +63,7 @@ def stress(state: State, runtime: Runtime[RunContext]) -> State:
                 ctx.journal.append(ev.StressResultEvent(option=option, **r.model_dump(mode="json")))
                 results.append(r.model_dump(mode="json"))
     results += degraded_check(ctx, state, option)
-    return {"stress": {str(option): results}, "route": "assess"}
+    return {"stress": {str(option): results}}
 
 
 def degraded_check(ctx: RunContext, state: State, option: int) -> list[dict[str, Any]]:

@@ -239,6 +239,8 @@ class Runner(OpenSession):
     @_own_with
     def revisit(self) -> Outcome:
         """Reopen the options a person deferred "for now" and try them again, in plan order."""
+        from langgraph.types import Command
+
         with self._graph() as graph:
             cfg = self._config()
             snapshot = graph.get_state(cfg)
@@ -258,9 +260,13 @@ class Runner(OpenSession):
                 }
                 for o in deferred
             }
+            # As if the continue gate had been answered "go on" with the deferred options queued.
             graph.update_state(
                 cfg,
-                {"queue": deferred, "stopping": False, "route": "next", "report": None, "options": reopened},
+                Command(
+                    goto="pick_next",
+                    update={"queue": deferred, "stopping": False, "report": None, "options": reopened},
+                ),
                 as_node="continue_gate",
             )
         self.journal.append(ev.SessionRevisitEvent(options=deferred, user=getpass.getuser()))
