@@ -10,6 +10,8 @@ from typing import Annotated, Any, TypedDict, cast, get_type_hints
 
 from langgraph.channels.delta import DeltaChannel
 
+from policies.facts import Outcome
+
 
 def merge(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[str, Any]:
     """Shallow-merge per key, one level deep for dict values (so nodes update one option's fields)."""
@@ -43,13 +45,72 @@ def appended() -> DeltaChannel[list[Any]]:
     return DeltaChannel(_appended)
 
 
+class OptionEntry(TypedDict, total=False):
+    """What the run knows of one option, merged key by key as it goes: its title and outcome with the reasons for
+    it, the assessment's verdicts and gain, what a brain's proposal would run, where a keep with exceptions left
+    it, and its last rollback's verification."""
+
+    title: str
+    outcome: Outcome
+    reasons: list[str]
+    verdict: str | None
+    ab_verdict: str | None
+    gain_pct: float | None
+    ci: list[float] | None
+    proposed: bool  # the brain proposed it (the plan gate lets it in or not)
+    rationale: str
+    apply: list[str]
+    revert: list[str]
+    hosts: list[str]  # a keep with exceptions: the hosts it stays on
+    except_hosts: list[str]  # … and those it was rolled back on
+    rollback: dict[str, Any]
+
+
+class PermissionRequest(TypedDict):
+    """A command an investigation subagent asked to run (it is not on the policy's read-only list), and where."""
+
+    host: str
+    command: str
+
+
+class GateAsked(TypedDict):
+    """A gate as it was asked: its id, kind and option, the question, its facts, and what the policy recommended
+    (`policies.gates.Decision` as JSON, or None)."""
+
+    id: str
+    kind: str
+    option: int | None
+    question: str
+    facts: dict[str, Any]
+    recommendation: dict[str, Any] | None
+
+
+class GateRecord(GateAsked):
+    """A decided gate as the state keeps it (agent/nodes/gating.py: record), with its decision (a `Decision` as
+    JSON). The runner journals it from here when no person answered it; the report and later gates read who decided
+    what."""
+
+    decision: dict[str, Any]
+
+
+class BudgetCheck(TypedDict):
+    """The budget as `pick_next` last measured it (agent/nodes/pick.py: check_budget): the budget gate's facts, and
+    which of the policy's limits they are at or past (`limits`, by name; `exceeded`, in words)."""
+
+    elapsed_min: float
+    spent_usd: float
+    options_tried: int
+    exceeded: list[str]
+    limits: list[str]
+
+
 class Abandoning(TypedDict, total=False):
     """`signoff abandon` in progress (agent/nodes/abandon.py): who asked, the options to roll back in order, the gate
     it closed unanswered (as the journal had it), and the options already handed to the rollback node."""
 
     by: str | None
     roll_back: list[int]
-    gate: dict[str, Any] | None
+    gate: GateAsked | None
     done: list[int]
 
 
@@ -57,14 +118,13 @@ class State(TypedDict, total=False):
     plan: list[int]
     queue: list[int]
     current: int | None
-    options: Annotated[dict[str, dict[str, Any]], merged()]  # outcome, reasons, gain, ci, verdicts
+    options: Annotated[dict[str, OptionEntry], merged()]
     findings: Annotated[dict[str, dict[str, Any]], merged()]
-    # per option: the commands a subagent asked to run
-    permission_requests: Annotated[dict[str, list[dict[str, str]]], merged()]
+    permission_requests: Annotated[dict[str, list[PermissionRequest]], merged()]  # per option
     ab: Annotated[dict[str, dict[str, Any]], merged()]
     stress: Annotated[dict[str, list[dict[str, Any]]], merged()]
     assessments: Annotated[dict[str, dict[str, Any]], merged()]
-    gates: Annotated[list[dict[str, Any]], appended()]  # {id, kind, option, facts, decision}
+    gates: Annotated[list[GateRecord], appended()]
     session_rules: Annotated[list[dict[str, Any]], appended()]
     approved: Annotated[list[str], appended()]  # commands a command gate approved
     # Where the last node sent the run, in sessions made before each node returned its destination in a `Command`:
@@ -85,7 +145,7 @@ class State(TypedDict, total=False):
     # the next option's A arm must start from, or its revert is suspect (agent/exec/verification.py).
     baseline_now: list[float]
     tried: Annotated[list[int], appended()]  # options that reached apply (budget: options tried)
-    budget: dict[str, Any] | None  # the facts of the last budget check
+    budget: BudgetCheck | None
     budget_approved: list[str]  # limits a person or rule agreed to go past
     # The model given up (agent.brain.GivenUp, with the spend then): the brain_unavailable gate asks about it next
     brain_down: dict[str, Any] | None

@@ -13,7 +13,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from agent.context import RunContext
-from agent.state import Abandoning, State
+from agent.state import Abandoning, OptionEntry, State
 
 # What the journal can say an option is on a host (agent/journal/view.py `on_hosts`): a clean apply, or an apply or
 # revert a crash or a failure left unsettled. Either is rolled back.
@@ -59,7 +59,7 @@ def abandon(state: State, runtime: Runtime[RunContext]) -> Command[Literal["roll
     left = _left(asked)
     why = f"abandoned by {asked.get('by') or 'a person'}"
     options = state.get("options") or {}
-    untried = {
+    untried: dict[str, OptionEntry] = {
         key: {"reasons": [*o.get("reasons", []), f"not tried: {why}"]}
         for key, o in options.items()
         if o.get("outcome") == "untested" and int(key) not in left and not any(why in r for r in o.get("reasons", []))
@@ -74,7 +74,7 @@ def abandon(state: State, runtime: Runtime[RunContext]) -> Command[Literal["roll
     option = left[0]
     key = str(option)
     had = options.get(key) or {}
-    mine: dict[str, Any] = {"reasons": [*had.get("reasons", []), f"{why}: rolled back"]}
+    mine: OptionEntry = {"reasons": [*had.get("reasons", []), f"{why}: rolled back"]}
     if had.get("outcome") in (None, "untested"):
         mine["outcome"] = "skipped"
     return Command(

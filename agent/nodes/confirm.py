@@ -109,8 +109,8 @@ def _why_not(ctx: RunContext, state: State, order: list[int]) -> str | None:
         return "the run ended on an error"
     if (state.get("verification") or {}).get("verified") is False:
         return "a rollback did not verify: the hosts are in no known configuration to measure from"
-    last = (state.get("gates") or [{}])[-1]
-    if last.get("kind") == "budget":
+    gates = state.get("gates") or []
+    if gates and gates[-1]["kind"] == "budget":
         return "the budget was reached"
     return None
 
@@ -137,9 +137,10 @@ def _single(state: State, option_id: int, alone: Any) -> Single | None:
         )
     o = state.get("options", {}).get(str(option_id), {})
     ab = state.get("ab", {}).get(str(option_id), {})
-    if o.get("gain_pct") is None or not o.get("ci") or not ab.get("pairs"):
+    gain, ci = o.get("gain_pct"), o.get("ci")
+    if gain is None or not ci or not ab.get("pairs"):
         return None
-    return Single(option=option_id, gain_pct=o["gain_pct"], ci_low=o["ci"][0], ci_high=o["ci"][1], pairs=ab["pairs"])
+    return Single(option=option_id, gain_pct=gain, ci_low=ci[0], ci_high=ci[1], pairs=ab["pairs"])
 
 
 def confirm(state: State, runtime: Runtime[RunContext]) -> Command[Literal["goal_gate", "report"]]:

@@ -43,7 +43,7 @@ def plan_gate(state: State, runtime: Runtime[RunContext]) -> Command[Literal["in
     lines = ["Plan, in order:"]
     for o in plan:
         entry = options.get(str(o), {})
-        why = f" — {entry['rationale']}" if entry.get("rationale") else ""
+        why = f" — {rationale}" if (rationale := entry.get("rationale")) else ""
         lines.append(
             f"- #{o} {entry.get('title', '?')}{' **(proposed by the brain)**' if entry.get('proposed') else ''}{why}"
         )
@@ -53,7 +53,8 @@ def plan_gate(state: State, runtime: Runtime[RunContext]) -> Command[Literal["in
                 proposal = ctx.campaign.option(o)
                 lines.append(f"  apply: {as_run(ctx, proposal.apply)} · revert: {as_run(ctx, proposal.revert)}")
             except KeyError:
-                lines.append(f"  apply: `{'; '.join(entry['apply'])}` · revert: `{'; '.join(entry['revert'])}`")
+                apply, revert = "; ".join(entry.get("apply", [])), "; ".join(entry.get("revert", []))
+                lines.append(f"  apply: `{apply}` · revert: `{revert}`")
     if proposed:
         lines.append("Proposed options run only if you keep them in the plan; skip any you do not want.")
     lines.append("Approve it? (skip or defer options, or go with one first)")
@@ -190,7 +191,7 @@ def triage_gate(state: State, runtime: Runtime[RunContext]) -> Command[Literal["
     lines = [f"Investigation of {len(findings)} option(s):"]
     for key in sorted(findings, key=int):
         f = findings[key]
-        title = state.get("options", {})[key]["title"]
+        title = state.get("options", {})[key].get("title", "?")
         status = "NO-GO" if not f["feasible"] else ("hazard" if f["hazards"] else "clear")
         if f.get("model_only"):
             status += " (the model's reading only: no probe failed)"
@@ -311,7 +312,7 @@ def safety_gate(
         bench_dead=int((ab.get("candidate_stalls") or {}).get("dead", 0)),
         **sweep_facts(ab),
     )
-    title = state.get("options", {})[key]["title"]
+    title = state.get("options", {})[key].get("title", "?")
     question = "\n".join(
         [
             f"#{key} {title}: safety **{a['verdict']}**, A/B **{a['ab_verdict']}**; "
@@ -374,11 +375,11 @@ def continue_gate(
         next_option=str(queue[0]) if queue else "",
         remaining=len(queue),
         kept=len(kept),
-        last_outcome=last_outcome if last_outcome != "pending" else "untested",
+        last_outcome=last_outcome,
         confidence=float(assessment["confidence"]) if assessment else 0.5,
     )
     if queue:
-        nxt = options[str(queue[0])]["title"]
+        nxt = options[str(queue[0])].get("title", "?")
         question = f"#{last_key} finished ({last_outcome}). Next: #{queue[0]} {nxt}. Continue?"
     else:
         question = f"#{last_key} finished ({last_outcome}). Nothing left to try. Finish with the report?"

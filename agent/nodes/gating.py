@@ -11,7 +11,7 @@ from langgraph.types import interrupt
 from agent.context import RunContext
 from agent.exec.planning import rendered
 from agent.models import CommandSpec
-from agent.state import State
+from agent.state import GateRecord, State
 from policies.facts import (
     GateFacts,
 )
@@ -65,7 +65,7 @@ def make_gate(
         evidence=evidence or [],
         status=status if status is not None else option_status(state),
         hosts=hosts or [],
-        titles={k: o["title"] for k, o in state.get("options", {}).items() if o.get("title")},
+        titles={k: title for k, o in state.get("options", {}).items() if (title := o.get("title"))},
         commands=commands or [],
     )
 
@@ -119,7 +119,7 @@ def resolve(
     return decision, {"gates": [record(gate, decision)]}
 
 
-def record(gate: Gate, decision: Decision) -> dict[str, Any]:
+def record(gate: Gate, decision: Decision) -> GateRecord:
     return {
         "id": gate.id,
         "kind": gate.kind,

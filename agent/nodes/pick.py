@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from langgraph.runtime import Runtime
 from langgraph.types import Command
@@ -14,7 +14,7 @@ from agent.exec.planning import command_class, rendered, upload_class, upload_co
 from agent.journal import events as ev
 from agent.models import CommandSpec
 from agent.nodes.investigate import pending_requests
-from agent.state import State
+from agent.state import BudgetCheck, OptionEntry, State
 
 
 def scope_commands(ctx: RunContext, scope: str) -> list[CommandSpec]:
@@ -53,7 +53,7 @@ def denied(ctx: RunContext, scope: str) -> list[tuple[str, str, str]]:
     return [(h, c, k) for h, c, k in classified(ctx, scope) if k == "deny"]
 
 
-def initial_options(ctx: RunContext) -> dict[str, dict[str, Any]]:
+def initial_options(ctx: RunContext) -> dict[str, OptionEntry]:
     return {
         str(o.id): {
             "title": o.title,
@@ -82,25 +82,30 @@ def preflight(state: State, runtime: Runtime[RunContext]) -> Command[Literal["co
     return Command(goto="setup", update=first)
 
 
-def check_budget(state: State, ctx: RunContext) -> dict[str, Any]:
+def check_budget(state: State, ctx: RunContext) -> BudgetCheck:
     """Budget facts now, and which of the policy's limits they exceed."""
     limits = ctx.policy.model.budgets
-    facts = {
-        "elapsed_min": round((time.time() - ctx.started_at) / 60, 3),
-        "spent_usd": round(ctx.spent_usd, 4),
-        "options_tried": len(set(state.get("tried", []))),
-    }
-    exceeded, limits_hit = [], []
-    if limits.wall_min is not None and facts["elapsed_min"] >= limits.wall_min:
-        exceeded.append(f"wall time {facts['elapsed_min']:.1f} ≥ {limits.wall_min:g} min")
+    elapsed = round((time.time() - ctx.started_at) / 60, 3)
+    spent = round(ctx.spent_usd, 4)
+    tried = len(set(state.get("tried", [])))
+    exceeded: list[str] = []
+    limits_hit: list[str] = []
+    if limits.wall_min is not None and elapsed >= limits.wall_min:
+        exceeded.append(f"wall time {elapsed:.1f} ≥ {limits.wall_min:g} min")
         limits_hit.append("wall_min")
-    if limits.llm_usd is not None and facts["spent_usd"] >= limits.llm_usd:
-        exceeded.append(f"LLM spend ${facts['spent_usd']:.2f} ≥ ${limits.llm_usd:g}")
+    if limits.llm_usd is not None and spent >= limits.llm_usd:
+        exceeded.append(f"LLM spend ${spent:.2f} ≥ ${limits.llm_usd:g}")
         limits_hit.append("llm_usd")
-    if limits.options is not None and facts["options_tried"] >= limits.options:
-        exceeded.append(f"{facts['options_tried']} options tried ≥ {limits.options}")
+    if limits.options is not None and tried >= limits.options:
+        exceeded.append(f"{tried} options tried ≥ {limits.options}")
         limits_hit.append("options")
-    return {**facts, "exceeded": exceeded, "limits": limits_hit}
+    return {
+        "elapsed_min": elapsed,
+        "spent_usd": spent,
+        "options_tried": tried,
+        "exceeded": exceeded,
+        "limits": limits_hit,
+    }
 
 
 def pick_next(

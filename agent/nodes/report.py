@@ -94,7 +94,8 @@ def build_report(state: State, campaign_name: str) -> dict[str, Any]:
                 "effect": effect.model_dump(mode="json") if effect else None,
                 "noise": noise.model_dump(mode="json") if noise else None,
                 # A keep with exceptions: the hosts it stays on, and those it was rolled back on.
-                **{k: o[k] for k in ("hosts", "except_hosts") if o.get(k)},
+                **({"hosts": hosts} if (hosts := o.get("hosts")) else {}),
+                **({"except_hosts": excepted} if (excepted := o.get("except_hosts")) else {}),
                 "decided_by": [
                     g["decision"].get("by")
                     for g in state.get("gates", [])

@@ -228,9 +228,9 @@ def _revert_and_verify(state: State, runtime: Runtime[RunContext]) -> State:
     ctx = runtime.context
     key = str(current(state))
     mine = state.get("options", {}).get(key, {})
-    if mine.get("outcome") == "kept" and mine.get("except_hosts"):
+    if mine.get("outcome") == "kept" and (excepted := mine.get("except_hosts")):
         # Asked again (the rollback gate's retry) after a keep with exceptions: those hosts only.
-        v = _revert_on(state, runtime, mine["except_hosts"])
+        v = _revert_on(state, runtime, excepted)
         return {"verification": v, "options": {key: {"rollback": v}}}
     option = ctx.campaign.option(current(state))
     approved = state.get("approved", [])
