@@ -10,7 +10,7 @@ from typing import Annotated, Any, TypedDict, cast, get_type_hints
 
 from langgraph.channels.delta import DeltaChannel
 
-from policies.facts import Outcome
+from policies.facts import BrainCause, Outcome
 
 
 def merge(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[str, Any]:
@@ -104,6 +104,16 @@ class BudgetCheck(TypedDict):
     limits: list[str]
 
 
+class BrainDown(TypedDict):
+    """The model given up (`agent.brain.GivenUp`: why, after what, how many calls in a row failed) and the spend
+    then: what the brain_unavailable gate asks about."""
+
+    why: str
+    cause: BrainCause
+    failed_calls: int
+    spent_usd: float
+
+
 class Abandoning(TypedDict, total=False):
     """`signoff abandon` in progress (agent/nodes/abandon.py): who asked, the options to roll back in order, the gate
     it closed unanswered (as the journal had it), and the options already handed to the rollback node."""
@@ -138,7 +148,7 @@ class State(TypedDict, total=False):
     verification: dict[str, Any] | None
     stopping: bool
     command_scope: str | None  # "campaign" or an option id awaiting command approval
-    report: dict[str, Any] | None
+    report: dict[str, Any] | None  # {"error": …} when the run ends early; the report node's summary once written
     calibration: dict[str, Any] | None  # A/A noise measured at setup (optional)
     reference: list[float]  # the known-good baseline metric: measured at setup, replaced when an option is kept
     # The most recent readings of the baseline that were trusted (setup, a verified rollback, a keep): what
@@ -147,8 +157,7 @@ class State(TypedDict, total=False):
     tried: Annotated[list[int], appended()]  # options that reached apply (budget: options tried)
     budget: BudgetCheck | None
     budget_approved: list[str]  # limits a person or rule agreed to go past
-    # The model given up (agent.brain.GivenUp, with the spend then): the brain_unavailable gate asks about it next
-    brain_down: dict[str, Any] | None
+    brain_down: BrainDown | None  # the brain_unavailable gate asks about it next
     brain_rules: str | None  # why the rule brain decides the rest of the session (that gate's "continue")
     confirmation: dict[str, Any] | None  # the end-of-campaign A/B of the final configuration (agent/nodes/confirm.py)
     # `signoff abandon`: who, the options to roll back (agent/nodes/abandon.py) and those already handed to rollback

@@ -110,7 +110,9 @@ def budget_gate(state: State, runtime: Runtime[RunContext]) -> Command[Literal["
 
 def brain_gate(state: State, runtime: Runtime[RunContext]) -> Command[Literal["pick_next", "confirm", "brain_gate"]]:
     ctx = runtime.context
-    down = state.get("brain_down") or {}
+    down = state.get("brain_down")
+    if down is None:
+        raise RuntimeError("the brain gate ran with no model given up (a routing bug in agent/nodes/pick.py)")
     facts = BrainUnavailableFacts(
         cause=down["cause"],
         failed_calls=int(down["failed_calls"]),

@@ -14,7 +14,7 @@ from agent.exec.planning import command_class, rendered, upload_class, upload_co
 from agent.journal import events as ev
 from agent.models import CommandSpec
 from agent.nodes.investigate import pending_requests
-from agent.state import BudgetCheck, OptionEntry, State
+from agent.state import BrainDown, BudgetCheck, OptionEntry, State
 
 
 def scope_commands(ctx: RunContext, scope: str) -> list[CommandSpec]:
@@ -121,8 +121,13 @@ def pick_next(
     else:
         down = ctx.brain.unavailable()
         if down is not None:  # the model was given up: continue with rules, retry it, or stop?
-            down_now = {**down.model_dump(), "spent_usd": round(ctx.spent_usd, 4)}
-            return Command(goto="brain_gate", update={"brain_down": down_now})
+            given_up: BrainDown = {
+                "why": down.why,
+                "cause": down.cause,
+                "failed_calls": down.failed_calls,
+                "spent_usd": round(ctx.spent_usd, 4),
+            }
+            return Command(goto="brain_gate", update={"brain_down": given_up})
     ctx.budget_approved = set(state.get("budget_approved") or [])
     budget = check_budget(state, ctx)
     if set(budget["limits"]) - ctx.budget_approved:
