@@ -1,4 +1,5 @@
-"""The LangGraph StateGraph: nodes and edges, nothing else (DESIGN §4).
+"""The LangGraph StateGraph: its nodes and the edges of those that always go on to the same one, nothing else
+(DESIGN §4). Where any other node goes is its return type, `Command[Literal[...]]`, decided in the node.
 
 preflight → [command gate] → setup → plan → plan gate → investigate × N (Send, a subgraph each)
   → review → [command gate for what a subagent asked to run → investigate again] → triage gate

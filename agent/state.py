@@ -169,7 +169,7 @@ def current(state: State) -> int:
     """The option an option-scoped node works on: the graph routes to those nodes only once one is chosen."""
     option = state.get("current")
     if option is None:
-        raise RuntimeError("an option-scoped node ran with no current option (a routing bug in agent/graph.py)")
+        raise RuntimeError("an option-scoped node ran with no current option (a node went to it before choosing one)")
     return option
 
 
