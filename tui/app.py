@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.text import Text
 from textual import events, on
@@ -23,16 +23,12 @@ from textual.widgets import DataTable, Footer, Label, ProgressBar, Static, Tabbe
 from agent.journal.events import entry
 from agent.journal.view import ENDED, replay
 from agent.stopping import clear_stop, request_stop
+from tui.app_base import TICK_S
+from tui.app_replay import NavigationApp
 from tui.eventlist import EventList
 from tui.output import OutputPane
 from tui.screens import ArtifactScreen, HelpScreen, QuitScreen
 from tui.source import EventSource
-
-if TYPE_CHECKING:
-    pass
-
-from tui.app_base import TICK_S
-from tui.app_replay import NavigationApp
 
 
 class PlanTable(DataTable[Text]):
@@ -301,7 +297,7 @@ class SignoffCommands(Provider):
                 if e["kind"] == "gate.opened":
                     text = f"jump to gate {e['gate']} {e['gate_kind']}"
                     if (score := matcher.match(text)) > 0:
-                        yield Hit(score, matcher.highlight(text), partial(app._select_event, i))
+                        yield Hit(score, matcher.highlight(text), partial(app.select_event, i))
 
 
 SignoffApp.COMMANDS = App.COMMANDS | {SignoffCommands}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from textual.app import App, ScreenStackError
 from textual.css.query import NoMatches
@@ -17,9 +17,6 @@ from agent.journal.view import SessionView
 from tui.commands import Commands
 from tui.screens import GateScreen
 from tui.source import EventSource, SanitizedSource
-
-if TYPE_CHECKING:
-    pass
 
 TICK_S = 0.05
 NOTHING = object()

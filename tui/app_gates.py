@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tui import render
-from tui.screens import GateScreen
-
-if TYPE_CHECKING:
-    pass
-
 from tui.app_drawing import DrawingApp
+from tui.screens import GateScreen
 
 
 class GateApp(DrawingApp):

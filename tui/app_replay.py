@@ -2,26 +2,21 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from rich.text import Text
 from textual.widget import Widget
 from textual.widgets import Static, TabbedContent
 
 from agent.journal.view import replay
 from tui import render
+from tui.app_base import MARKS, REPLAY_WINDOW
+from tui.app_gates import GateApp
 from tui.eventlist import EventList
 from tui.output import OutputPane
 
-if TYPE_CHECKING:
-    pass
-
-from tui.app_base import MARKS, REPLAY_WINDOW
-from tui.app_gates import GateApp
-
 
 class NavigationApp(GateApp):
-    def _select_event(self, index: int) -> None:
+    def select_event(self, index: int) -> None:
+        """Show the replay as it stood at event `index` (the keys, the palette's "jump to gate")."""
         if not self.events:
             return
         self.cursor = max(0, min(index, len(self.events) - 1))
@@ -51,7 +46,7 @@ class NavigationApp(GateApp):
 
     def action_step(self, delta: int) -> None:
         if self.mode == "replay":
-            self._select_event(self.cursor + delta)
+            self.select_event(self.cursor + delta)
 
     def action_jump(self, direction: int) -> None:
         if self.mode != "replay":
@@ -59,13 +54,13 @@ class NavigationApp(GateApp):
         indices = range(self.cursor + 1, len(self.events)) if direction > 0 else range(self.cursor - 1, -1, -1)
         for i in indices:
             if self.events[i]["kind"] in MARKS:
-                self._select_event(i)
+                self.select_event(i)
                 return
         self.bell()
 
     def action_edge(self, end: int) -> None:
         if self.mode == "replay":
-            self._select_event(len(self.events) - 1 if end else 0)
+            self.select_event(len(self.events) - 1 if end else 0)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("pane", "pane_number", "zoom"):

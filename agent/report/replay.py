@@ -79,7 +79,7 @@ def verify_session(
     documents: Mapping[str, str | None] | None = None,
     meta: Mapping[str, Any] | None = None,
 ) -> ReplayVerdict:
-    """The chain and head (`agent.journal.chain.verify`), the artifacts, every policy decision re-derived,
+    """The chain and head (`agent.journal.verify`), the artifacts, every policy decision re-derived,
     and, when given, the session's own copies of its `documents` (campaign.yaml, policy.yaml) against the
     journaled digests and its `meta` status against how the journal ends."""
     named = (meta or {}).get("id")  # whose journal it is: what a head over an empty one is signed for

@@ -399,7 +399,7 @@ async def test_enter_on_an_event_opens_its_commands_output_by_name(home: Path, c
         )
         events = app.query_one("#events", EventList)
         await pilot.press("home")
-        app._select_event(health.index)
+        app.select_event(health.index)
         events.focus()
         await wait_for(
             pilot,
