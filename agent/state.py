@@ -10,6 +10,7 @@ from typing import Annotated, Any, TypedDict, cast, get_type_hints
 
 from langgraph.channels.delta import DeltaChannel
 
+from agent.models.verification import Verification
 from policies.facts import BrainCause, Outcome
 
 
@@ -63,7 +64,7 @@ class OptionEntry(TypedDict, total=False):
     revert: list[str]
     hosts: list[str]  # a keep with exceptions: the hosts it stays on
     except_hosts: list[str]  # … and those it was rolled back on
-    rollback: dict[str, Any]
+    rollback: Verification
 
 
 class PermissionRequest(TypedDict):
@@ -145,7 +146,7 @@ class State(TypedDict, total=False):
     # attempt goes round again (agent/nodes/rollback.py)
     reverts_left: int
     revert_again: bool
-    verification: dict[str, Any] | None
+    verification: Verification | None  # the last rollback's (agent/nodes/rollback.py)
     stopping: bool
     command_scope: str | None  # "campaign" or an option id awaiting command approval
     report: dict[str, Any] | None  # {"error": …} when the run ends early; the report node's summary once written

@@ -20,13 +20,12 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from agent.context import RunContext
 from agent.errors import CommandRefused
 from agent.exec.execute import run_spec
 from agent.exec.planning import plan
-from agent.models import CommandSpec, RollbackSpec
+from agent.models import CommandSpec, Measured, RollbackSpec, Verification
 from tools.noise import Band, Noise, band, delta_pct, trend_level
 from tools.paired import PAIRED_K, gmean_pct, oriented
 
@@ -73,8 +72,8 @@ def _shown(ctx: RunContext, spec: CommandSpec) -> str:
 
 
 def settled(
-    readings: Sequence[float], judge_window: Callable[[Sequence[float]], dict[str, Any]], window: int
-) -> dict[str, Any]:
+    readings: Sequence[float], judge_window: Callable[[Sequence[float]], Verification], window: int
+) -> Verification:
     """The verdict on the latest `window` readings after a revert, saying what the earlier ones read when
     there are more (a server settling after the revert: `agent.nodes.rollback.measure_back`)."""
     latest = list(readings[-window:])
@@ -107,10 +106,10 @@ def judge(
     spec: RollbackSpec,
     higher_is_better: bool,
     state_ok: bool | None,
-) -> dict[str, Any]:
+) -> Verification:
     """The performance half of the verdict, given the state check's answer; a dict for the journal."""
     recent_a, recent_b = recent(a_series), recent(b_series)
-    out: dict[str, Any] = {"noise": noise.logged(), "state_ok": state_ok}
+    out: Measured = {"noise": noise.logged(), "state_ok": state_ok}
     if not after:
         return {**out, "verified": False, "delta_pct": None, "detail": "no valid benchmark run after the revert"}
     mean = statistics.fmean(after)
@@ -130,7 +129,7 @@ def judge(
     if recent_a:
         d_a, b_a = against(recent_a)
         near_a = abs(d_a) <= b_a.pct  # type: ignore[operator]
-        out.update(delta_recent_pct=d_a, band_pct=b_a.pct, too_noisy=b_a.too_noisy)
+        out.update({"delta_recent_pct": d_a, "band_pct": b_a.pct, "too_noisy": b_a.too_noisy})
         lines.append(f"{d_a:+.1f}% vs the last {len(recent_a)} baseline-arm readings (band {b_a.describe()})")
         trend = trend_level(a_series)
         if not near_a and trend is not None and noise.sd_pct is not None:
@@ -176,27 +175,27 @@ def judge(
     levels = [statistics.fmean(g) for g in (anchor or reference, first_a, recent_a) if g]
     swing = max(levels) / min(levels) if len(levels) > 1 and min(levels) > 0 else 1.0
     within_swing = min(levels, default=0) / swing <= mean <= max(levels, default=0) * swing if levels else False
-    if swing - 1 > spec.ceiling_pct / 100:
-        out["baseline_swing_pct"] = round((swing - 1) * 100, 3)
+    swing_pct = round((swing - 1) * 100, 3) if swing - 1 > spec.ceiling_pct / 100 else None
+    if swing_pct is not None:
+        out["baseline_swing_pct"] = swing_pct
     too_noisy = bool(out.get("too_noisy"))
     # Slower than the baseline beyond the band by any yardstick there is: damage, or the option still on.
-    sign = 1 if higher_is_better else -1
-    worse = any(sign * out[key] < -(out["band_pct"] or 0) for key in ("delta_recent_pct", "drift_pct") if key in out)
+    worse = slower(out, higher_is_better)
     # The option's own measured effect: can these readings tell A from B at all?
     tells = True
     if recent_a and recent_b:
         effect = abs(delta_pct(recent_a, recent_b))
-        tells = effect > 2 * (out["band_pct"] or 0)
+        tells = effect > 2 * (out.get("band_pct") or 0)
     if too_noisy and (near_a or near_ref):
         perf_ok: bool | None = None
         lines.append(f"too noisy to verify by the metric (band wider than the ±{spec.ceiling_pct:g}% ceiling)")
-    elif "baseline_swing_pct" in out and within_swing and not near_a and not near_ref and not (near_b and tells):
+    elif swing_pct is not None and within_swing and not near_a and not near_ref and not (near_b and tells):
         # Checked or not, the metric has nothing to say here; the state check alone decides (below).
         perf_ok = None
         out["too_noisy"] = True
         lines.append(
             f"the baseline itself read between {min(levels):.1f} and {max(levels):.1f} in this run (a "
-            f"{out['baseline_swing_pct']:.0f}% swing with no option on, past the ±{spec.ceiling_pct:g}% ceiling): "
+            f"{swing_pct:.0f}% swing with no option on, past the ±{spec.ceiling_pct:g}% ceiling): "
             "the metric cannot tell a revert from the machine here"
         )
     elif near_b and not near_a and tells and not (state_ok and not worse):
@@ -225,7 +224,9 @@ def judge(
             "can resolve, so the metric cannot tell it was undone"
         )
     if perf_ok and near_ref is False:
-        lines.append(f"the baseline drifted {out['drift_pct']:+.1f}% since it was measured; verified against now")
+        lines.append(
+            f"the baseline drifted {out.get('drift_pct', 0.0):+.1f}% since it was measured; verified against now"
+        )
     if state_ok is False:
         verified = False
     elif perf_ok is None:
@@ -234,28 +235,28 @@ def judge(
             lines.append("and the option has no `check` to confirm the state")
     else:
         verified = perf_ok
-    out["verified"] = verified
     # What vouches for it: the option's `check`, the metric (only where it can tell the option's arm from the
     # baseline's), or both; a headline of "verified" must not claim the metric when only the check spoke.
     # The metric speaks only where it found the readings back at a baseline level (not merely "better than
     # the baseline": that is the machine) and can tell that level from the option's.
     by_metric = perf_ok is True and tells and bool(near_a or near_ref) and not (near_b and not near_a)
-    out["verified_by"] = [w for w, said in (("check", state_ok is True), ("metric", by_metric)) if said]
-    out["performance_ok"] = perf_ok
-    out["detail"] = f"baseline {mean:.1f} over {len(after)} run(s): " + "; ".join(lines)
-    out["higher_is_better"] = higher_is_better
-    return out
+    return {
+        **out,
+        "verified": verified,
+        "verified_by": [w for w, said in (("check", state_ok is True), ("metric", by_metric)) if said],
+        "performance_ok": perf_ok,
+        "detail": f"baseline {mean:.1f} over {len(after)} run(s): " + "; ".join(lines),
+        "higher_is_better": higher_is_better,
+    }
 
 
-def slower(verdict: dict[str, Any], higher_is_better: bool) -> bool:
+def slower(verdict: Measured, higher_is_better: bool) -> bool:
     """Did `judge` find the readings after the revert slower than the baseline beyond its band, by a yardstick
     it had (the recent baseline-arm readings, the known-good baseline)? What a neighbour's load looks like, and
     damage too; only a comparison with the option's arm beside them tells the revert from the machine."""
     sign = 1 if higher_is_better else -1
     limit = verdict.get("band_pct") or 0
-    return any(
-        sign * verdict[key] < -limit for key in ("delta_recent_pct", "drift_pct") if verdict.get(key) is not None
-    )
+    return any(sign * d < -limit for d in (verdict.get("delta_recent_pct"), verdict.get("drift_pct")) if d is not None)
 
 
 def judge_paired(
@@ -269,13 +270,13 @@ def judge_paired(
     spec: RollbackSpec,
     higher_is_better: bool,
     state_ok: bool | None,
-) -> dict[str, Any]:
+) -> Verification:
     """The rollback judged paired: (reverted, option re-applied) readings interleaved after the revert, their
     ratio against the A/B's own (`tools.paired`). The revert is verified when the ratio is the A/B's again within
     the band and either the option's effect is larger than the comparison can resolve (a revert that did nothing
     would give no ratio) or its `check` says it is off; how far the reverted state itself moved since the A/B
     (the machine: a neighbour's load, or damage the revert does not undo) is reported, not held against it."""
-    out: dict[str, Any] = {"noise": noise.logged(), "state_ok": state_ok, "paired_pairs": len(pairs)}
+    out: Measured = {"noise": noise.logged(), "state_ok": state_ok, "paired_pairs": len(pairs)}
     if len(pairs) < 2 or len(ab_ratios) < 2:
         return {**out, "verified": False, "performance_ok": None, "detail": "too few paired readings after the revert"}
     now = [oriented(a, b, higher_is_better) for a, b in pairs]
@@ -323,8 +324,12 @@ def judge_paired(
     else:
         verified = perf_ok
     by = [w for w, said in (("check", state_ok is True), ("metric", perf_ok is True and tells)) if said]
-    out.update(
-        verified=verified, verified_by=by, performance_ok=perf_ok, paired_change_pct=change, paired_band_pct=limit
-    )
-    out["detail"] = "; ".join(lines)
-    return out
+    return {
+        **out,
+        "verified": verified,
+        "verified_by": by,
+        "performance_ok": perf_ok,
+        "paired_change_pct": change,
+        "paired_band_pct": limit,
+        "detail": "; ".join(lines),
+    }

@@ -1,6 +1,6 @@
 """The campaign vocabulary (what the engineer writes) and the evidence the agent produces, in rooms: commands.py
 (commands and probes), bench.py (the benchmark), campaign.py (the file's other parts and the whole), evidence.py
-(findings, assessments, the plan). Every name is importable from here.
+(findings, assessments, the plan), verification.py (a rollback's verification). Every name is importable from here.
 
 Measurement types live in `tools/`, gate and decision types in `policies/`; these modules use them.
 """
@@ -23,6 +23,7 @@ from agent.models.campaign import (
 )
 from agent.models.commands import BUILTIN_VARS, TEMPLATE_VAR, CommandSpec, Expectation, Probe
 from agent.models.evidence import Assessment, Finding, Plan
+from agent.models.verification import Measured, Settling, Verification
 
 __all__ = [
     "BUILTIN_VARS",
@@ -40,14 +41,17 @@ __all__ = [
     "Finding",
     "Fleet",
     "Goal",
+    "Measured",
     "Option",
     "Plan",
     "Price",
     "Probe",
     "RollbackSpec",
     "SearchSpec",
+    "Settling",
     "StressSpec",
     "SweepSpec",
     "Upload",
+    "Verification",
     "is_known_metric",
 ]

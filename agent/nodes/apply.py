@@ -12,6 +12,7 @@ from agent.errors import CommandRefused, MutationInDoubt
 from agent.exec.execute import run_effect
 from agent.exec.planning import rendered
 from agent.journal import events as ev
+from agent.models import Verification
 from agent.state import State, current
 
 
@@ -64,7 +65,7 @@ def apply(state: State, runtime: Runtime[RunContext]) -> Command[Literal["benchm
 
 def in_doubt(key: str, exc: MutationInDoubt) -> State:
     """What a mutation nobody can settle leaves: the hosts unverified, for the rollback gate its caller goes to."""
-    v = {"verified": False, "health_ok": False, "delta_pct": None, "in_doubt": True, "detail": str(exc)}
+    v: Verification = {"verified": False, "health_ok": False, "delta_pct": None, "in_doubt": True, "detail": str(exc)}
     return {
         "verification": v,
         "options": {key: {"outcome": "untested", "reasons": [str(exc)]}},

@@ -17,7 +17,7 @@ from agent.exec.execute import run_effect, run_spec
 from agent.exec.verification import judge, judge_paired, recent, settled, slower, state_check
 from agent.journal import events as ev
 from agent.journal.events.option import rollback_verdict
-from agent.models import Option
+from agent.models import Option, Verification
 from agent.nodes.benchmark import Arms, bench_once
 from agent.nodes.gating import option_hosts
 from agent.nodes.stress import ab_ratios
@@ -110,7 +110,7 @@ def _keep_except(state: State, runtime: Runtime[RunContext], excepted: list[str]
     return update
 
 
-def _revert_on(state: State, runtime: Runtime[RunContext], hosts: list[str]) -> dict[str, Any]:
+def _revert_on(state: State, runtime: Runtime[RunContext], hosts: list[str]) -> Verification:
     """Revert the current option on `hosts` only, health-check them, and verify each one against its own
     readings from the A/B (the fleet's mean would hide one host)."""
     ctx = runtime.context
@@ -129,10 +129,10 @@ def _revert_on(state: State, runtime: Runtime[RunContext], hosts: list[str]) -> 
             )
         ]
     except (CommandRefused, MutationInDoubt) as exc:
-        v = {"verified": False, "health_ok": False, "delta_pct": None, "detail": str(exc), "hosts": hosts}
+        v: Verification = {"verified": False, "health_ok": False, "delta_pct": None, "detail": str(exc), "hosts": hosts}
         if isinstance(exc, MutationInDoubt):
             v["in_doubt"] = True
-        ctx.journal.append(ev.RollbackEvent(option=option.id, **v))
+        ctx.journal.append(ev.RollbackEvent.model_validate({"option": option.id, **v}))
         return v
     health_ok = all(r.ok for r in reverted) and all(r.ok for r in health)
     state_ok, state_detail, said = state_check(ctx, option.id, hosts, approved) if health_ok else (None, "", {})
@@ -140,7 +140,7 @@ def _revert_on(state: State, runtime: Runtime[RunContext], hosts: list[str]) -> 
     deltas: dict[str, float] = {}
     problems: list[str] = []
     details: list[str] = []
-    judged: dict[str, dict[str, Any]] = {}
+    judged: dict[str, Verification] = {}
     if health_ok:
         checks: dict[str, list[float]] = {h: [] for h in hosts}
 
@@ -180,8 +180,8 @@ def _revert_on(state: State, runtime: Runtime[RunContext], hosts: list[str]) -> 
             if j is None:
                 problems.append(f"{h}: no baseline readings to compare")
                 continue
-            if j.get("delta_pct") is not None:
-                deltas[h] = j["delta_pct"]
+            if (moved := j.get("delta_pct")) is not None:
+                deltas[h] = moved
             (details if j["verified"] else problems).append(f"{h}: {j['detail']}")
     if state_ok is False:
         problems.insert(0, state_detail)
@@ -200,7 +200,7 @@ def _revert_on(state: State, runtime: Runtime[RunContext], hosts: list[str]) -> 
         if not health_ok
         else "; ".join(problems or details),
     }
-    ctx.journal.append(ev.RollbackEvent(option=option.id, **v))
+    ctx.journal.append(ev.RollbackEvent.model_validate({"option": option.id, **v}))
     return v
 
 
@@ -243,10 +243,10 @@ def _revert_and_verify(state: State, runtime: Runtime[RunContext]) -> State:
             for r in run_spec(ctx, s, purpose="health", option=option.id, approved=approved, reads_only=True)
         ]
     except (CommandRefused, MutationInDoubt) as exc:
-        v = {"verified": False, "health_ok": False, "delta_pct": None, "detail": str(exc)}
+        v: Verification = {"verified": False, "health_ok": False, "delta_pct": None, "detail": str(exc)}
         if isinstance(exc, MutationInDoubt):
             v["in_doubt"] = True
-        ctx.journal.append(ev.RollbackEvent(option=option.id, **v))
+        ctx.journal.append(ev.RollbackEvent.model_validate({"option": option.id, **v}))
         return {"verification": v}
     revert_ok = all(r.ok for r in results)
     health_ok = revert_ok and all(r.ok for r in health)
@@ -257,7 +257,7 @@ def _revert_and_verify(state: State, runtime: Runtime[RunContext]) -> State:
             "delta_pct": None,
             "detail": "revert or health check failed" if revert_ok else "revert command failed",
         }
-        ctx.journal.append(ev.RollbackEvent(option=option.id, **v))
+        ctx.journal.append(ev.RollbackEvent.model_validate({"option": option.id, **v}))
         return _noted(state, option.id, v)
     hosts = option_hosts(ctx, option.id)
     state_ok, state_detail, _ = state_check(ctx, option.id, hosts, approved)
@@ -278,10 +278,10 @@ def _revert_and_verify(state: State, runtime: Runtime[RunContext]) -> State:
             + ("; " + state_detail if state_ok else "")
             + "; there is no valid baseline measurement to compare the metric with",
         }
-        ctx.journal.append(ev.RollbackEvent(option=option.id, **v))
+        ctx.journal.append(ev.RollbackEvent.model_validate({"option": option.id, **v}))
         return _noted(state, option.id, v)
     readings: list[float] = []
-    verdict: dict[str, Any] = {}
+    verdict: list[Verification] = []  # the final window's, once measure_back is done
 
     def take(i: int) -> float:
         run = bench_once(ctx, pair=i, arm="A", option=option.id, approved=approved, purpose="verify")
@@ -290,8 +290,7 @@ def _revert_and_verify(state: State, runtime: Runtime[RunContext]) -> State:
         return run.duration_s
 
     def back() -> bool:
-        verdict.clear()
-        verdict.update(
+        verdict[:] = [
             settled(
                 readings,
                 lambda window: judge(
@@ -307,16 +306,17 @@ def _revert_and_verify(state: State, runtime: Runtime[RunContext]) -> State:
                 ),
                 ctx.campaign.rollback.verify_runs,
             )
-        )
-        return bool(verdict["verified"]) or not readings
+        ]
+        return bool(verdict[0]["verified"]) or not readings
 
     measure_back(ctx, option.id, take, back, can_settle=state_ok is not False)
-    j = verdict
+    j: Verification = verdict[0]
     after = readings[-ctx.campaign.rollback.verify_runs :]
     if not j["verified"] and state_ok is not False and slower(j, ctx.campaign.benchmark.higher_is_better):
         if (why_not := _no_reapply(state, key)) is None:
             paired, after_paired = paired_back(ctx, state, option, approved, ab)
-            j, after = {**j, **paired, "detail": f"{j['detail']}; {paired['detail']}"}, after_paired or after
+            j = {**j, **paired, "detail": f"{j['detail']}; {paired['detail']}"}
+            after = after_paired or after
             state_ok = j.get("state_ok", state_ok)
         else:
             j = {**j, "detail": f"{j['detail']}; not measured paired: {why_not}"}
@@ -324,7 +324,7 @@ def _revert_and_verify(state: State, runtime: Runtime[RunContext]) -> State:
     if state_ok:
         detail = f"{state_detail}; {detail}"
     v = {**j, "health_ok": True, "detail": detail}
-    ctx.journal.append(ev.RollbackEvent(option=option.id, **v))
+    ctx.journal.append(ev.RollbackEvent.model_validate({"option": option.id, **v}))
     update = _noted(state, option.id, v)
     return {**update, "baseline_now": after} if v["verified"] else update
 
@@ -342,7 +342,7 @@ def _no_reapply(state: State, key: str) -> str | None:
 
 def paired_back(
     ctx: RunContext, state: State, option: Option, approved: list[str], ab: dict[str, Any]
-) -> tuple[dict[str, Any], list[float]]:
+) -> tuple[Verification, list[float]]:
     """The rollback's readings were slower than the baseline by every yardstick: the revert, or the machine? The
     option is applied again between reverted runs (A B, B A, …, as the A/B toggles it, `Arms`), and the arms'
     ratio is judged against the A/B's own (`judge_paired`): a revert that undoes the option gives the A/B's
@@ -365,7 +365,7 @@ def paired_back(
                 pairs.append((a, b))
         arms.set("A")
     except (CommandRefused, RuntimeError) as exc:
-        out: dict[str, Any] = {"verified": False, "detail": f"the paired check could not toggle the option: {exc}"}
+        out: Verification = {"verified": False, "detail": f"the paired check could not toggle the option: {exc}"}
         if isinstance(exc, MutationInDoubt):
             out["in_doubt"] = True
         return out, []
@@ -418,7 +418,7 @@ def settle_pause(k: int, run_s: float, cap_s: float) -> float:
     return round(min(max(run_s, 0.1) * 2**k, cap_s), 3)
 
 
-def _noted(state: State, option_id: int, v: dict[str, Any]) -> State:
+def _noted(state: State, option_id: int, v: Verification) -> State:
     key = str(option_id)
     note = f"rollback {rollback_verdict(bool(v['verified']), v.get('verified_by'))}: {v['detail']}"
     return {
