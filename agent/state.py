@@ -130,13 +130,14 @@ class State(TypedDict, total=False):
     queue: list[int]
     current: int | None
     options: Annotated[dict[str, OptionEntry], merged()]
-    findings: Annotated[dict[str, dict[str, Any]], merged()]
+    # An entry that is a model's JSON (its model_dump, named beside it) is read back through that model, which types it.
+    findings: Annotated[dict[str, dict[str, Any]], merged()]  # agent.models.Finding
     permission_requests: Annotated[dict[str, list[PermissionRequest]], merged()]  # per option
     ab: Annotated[dict[str, dict[str, Any]], merged()]
     stress: Annotated[dict[str, list[dict[str, Any]]], merged()]
-    assessments: Annotated[dict[str, dict[str, Any]], merged()]
+    assessments: Annotated[dict[str, dict[str, Any]], merged()]  # agent.models.Assessment
     gates: Annotated[list[GateRecord], appended()]
-    session_rules: Annotated[list[dict[str, Any]], appended()]
+    session_rules: Annotated[list[dict[str, Any]], appended()]  # policies.session_rules.SessionRule
     approved: Annotated[list[str], appended()]  # commands a command gate approved
     # Where the last node sent the run, in sessions made before each node returned its destination in a `Command`:
     # kept so their checkpoints load as they were, read by nothing.

@@ -12,6 +12,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command, Send
 
 from agent.context import RunContext
+from agent.models import Assessment, Finding
 from agent.nodes.gating import as_run, host_lines, make_gate, option_hosts, requeue, resolve, undo_plan
 from agent.state import State, current, updated
 from policies.facts import (
@@ -26,6 +27,7 @@ from policies.facts import (
     SafetyFacts,
     TriageFacts,
 )
+from tools.failures import FailureTest
 
 # ---------------------------------------------------------------- plan
 
@@ -186,18 +188,18 @@ def goal_gate(state: State, runtime: Runtime[RunContext]) -> Command[Literal["co
 
 
 def triage_gate(state: State, runtime: Runtime[RunContext]) -> Command[Literal["pick_next", "confirm", "triage_gate"]]:
-    findings = state.get("findings", {})
+    findings = {k: Finding.model_validate(f) for k, f in state.get("findings", {}).items()}  # as the subagents wrote
     plan = state.get("plan", [])
-    no_go = [int(k) for k, f in findings.items() if not f["feasible"]]
+    no_go = [int(k) for k, f in findings.items() if not f.feasible]
     feasible = [o for o in plan if o not in no_go]
     lines = [f"Investigation of {len(findings)} option(s):"]
     for key in sorted(findings, key=int):
         f = findings[key]
         title = state.get("options", {})[key].get("title", "?")
-        status = "NO-GO" if not f["feasible"] else ("hazard" if f["hazards"] else "clear")
-        if f.get("model_only"):
+        status = "NO-GO" if not f.feasible else ("hazard" if f.hazards else "clear")
+        if f.model_only:
             status += " (the model's reading only: no probe failed)"
-        detail = "; ".join(f["blockers"] or f["hazards"]) or "probes passed"
+        detail = "; ".join(f.blockers or f.hazards) or "probes passed"
         lines.append(f"- #{key} {title}: **{status}** — {detail}")
     lines.append(f"Proceed with {', '.join(f'#{o}' for o in feasible) or 'nothing'}, skipping the no-go options?")
     gate = make_gate(
@@ -206,10 +208,10 @@ def triage_gate(state: State, runtime: Runtime[RunContext]) -> Command[Literal["
         "\n".join(lines),
         TriageFacts(
             no_go_count=len(no_go),
-            hazard_count=sum(len(f["hazards"]) for f in findings.values()),
+            hazard_count=sum(len(f.hazards) for f in findings.values()),
             feasible_count=len(feasible),
             has_next_step=bool(feasible),
-            model_only_nogo=sum(1 for k in no_go if findings[str(k)].get("model_only")),
+            model_only_nogo=sum(1 for k in no_go if findings[str(k)].model_only),
         ),
         options=sorted(int(k) for k in findings),
         evidence=[f"finding #{k}" for k in sorted(findings, key=int)],
@@ -263,15 +265,15 @@ def sweep_facts(ab: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def request_facts(test: dict[str, Any] | None) -> dict[str, Any]:
+def request_facts(test: FailureTest | None) -> dict[str, Any]:
     """The failed-request facts from the assessment's test (an assessment without one: their defaults)."""
     if not test:
         return {}
     return {
-        "requests_failed": int(test["option"]["failed"]),
-        "requests_failed_baseline": int(test["baseline"]["failed"]),
-        "request_failures_higher": bool(test["higher"]),
-        "request_failure_p": float(test["p"]),
+        "requests_failed": test.option.failed,
+        "requests_failed_baseline": test.baseline.failed,
+        "request_failures_higher": test.higher,
+        "request_failure_p": test.p,
     }
 
 
@@ -280,28 +282,28 @@ def safety_gate(
 ) -> Command[Literal["keep", "rollback", "benchmark", "safety_gate"]]:
     option = current(state)
     key = str(option)
-    a = state.get("assessments", {})[key]
+    a = Assessment.model_validate(state.get("assessments", {})[key])  # as assess wrote it
     ab = state.get("ab", {}).get(key, {})
     stress = state.get("stress", {}).get(key) or []
     per_host = ab.get("hosts") or {}
     facts = SafetyFacts(
         option=key,
-        verdict=a["verdict"],
-        ab_verdict=a["ab_verdict"],
-        has_estimate=a["gain_pct"] is not None,
-        gain_pct=float(a["gain_pct"] if a["gain_pct"] is not None else 0.0),
-        ci_low=float(a["ci"][0]) if a["ci"] else 0.0,
-        ci_high=float(a["ci"][1]) if a["ci"] else 0.0,
-        pairs=a["pairs"],
-        wedges=a["wedges"],
-        stress_errors=a["stress_errors"],
-        failed_requests=a["failed_requests"],
-        **request_facts(a.get("request_failures")),
-        hazards=len(a["hazards"]),
-        hazard_reproduced=bool(a.get("hazard_reproduced")),
-        measurement_broken=bool(a.get("measurement_broken")),
-        confidence=float(a["confidence"]),
-        risk=a["risk"],
+        verdict=a.verdict,
+        ab_verdict=a.ab_verdict,
+        has_estimate=a.gain_pct is not None,
+        gain_pct=float(a.gain_pct if a.gain_pct is not None else 0.0),
+        ci_low=float(a.ci[0]) if a.ci else 0.0,
+        ci_high=float(a.ci[1]) if a.ci else 0.0,
+        pairs=a.pairs,
+        wedges=a.wedges,
+        stress_errors=a.stress_errors,
+        failed_requests=a.failed_requests,
+        **request_facts(a.request_failures),
+        hazards=len(a.hazards),
+        hazard_reproduced=a.hazard_reproduced,
+        measurement_broken=a.measurement_broken,
+        confidence=float(a.confidence),
+        risk=a.risk,
         hosts_measured=len(per_host) or 1,
         hosts_regressed=sum(1 for h in per_host.values() if h["verdict"] == "regressed"),
         detectable_pct=float(ab.get("detectable_pct") or 0.0),
@@ -317,10 +319,10 @@ def safety_gate(
     title = state.get("options", {})[key].get("title", "?")
     question = "\n".join(
         [
-            f"#{key} {title}: safety **{a['verdict']}**, A/B **{a['ab_verdict']}**; "
-            f"the assessment recommends **{a['recommendation']}**.",
-            *[f"- {r}" for r in a["reasons"]],
-            *([f"Assessor ({runtime.context.brain.name}): {a['rationale']}"] if a.get("rationale") else []),
+            f"#{key} {title}: safety **{a.verdict}**, A/B **{a.ab_verdict}**; "
+            f"the assessment recommends **{a.recommendation}**.",
+            *[f"- {r}" for r in a.reasons],
+            *([f"Assessor ({runtime.context.brain.name}): {a.rationale}"] if a.rationale else []),
             *host_lines(per_host),
             undo_plan(runtime.context, option),
             "Keep it (continue), or skip it and roll back?"
@@ -369,7 +371,8 @@ def continue_gate(
     options = state.get("options", {})
     last = state.get("current")
     last_key = str(last) if last is not None else None
-    assessment = state.get("assessments", {}).get(last_key or "", None)
+    written = state.get("assessments", {}).get(last_key or "")
+    assessment = Assessment.model_validate(written) if written else None
     kept = [k for k, o in options.items() if o.get("outcome") == "kept"]
     last_outcome = options.get(last_key, {}).get("outcome", "none") if last_key else "none"
     facts = ContinueFacts(
@@ -378,15 +381,15 @@ def continue_gate(
         remaining=len(queue),
         kept=len(kept),
         last_outcome=last_outcome,
-        confidence=float(assessment["confidence"]) if assessment else 0.5,
+        confidence=float(assessment.confidence) if assessment else 0.5,
     )
     if queue:
         nxt = options[str(queue[0])].get("title", "?")
         question = f"#{last_key} finished ({last_outcome}). Next: #{queue[0]} {nxt}. Continue?"
     else:
         question = f"#{last_key} finished ({last_outcome}). Nothing left to try. Finish with the report?"
-    if assessment and assessment.get("next_step"):
-        question += f"\nAssessor: {assessment['next_step']}"
+    if assessment and assessment.next_step:
+        question += f"\nAssessor: {assessment.next_step}"
     gate = make_gate(state, "continue_or_ask", question, facts, option=last, options=sorted(int(k) for k in options))
     decision, update = resolve(state, runtime, gate)
     if decision is None:

@@ -8,6 +8,7 @@ from langgraph.runtime import Runtime
 
 from agent.context import RunContext
 from agent.journal import events as ev
+from agent.models import Assessment
 from agent.report.figures import effect_of, noise_figure
 from agent.state import State
 from tools.failures import FAILED_REQUESTS
@@ -68,16 +69,17 @@ def build_report(state: State, campaign_name: str) -> dict[str, Any]:
         reasons = list(o.get("reasons", []))
         if o.get("outcome") == "no-go":
             reasons = [f"blocker: {b}" for b in finding.get("blockers", [])] + reasons
-        assessment = state.get("assessments", {}).get(key)
+        written = state.get("assessments", {}).get(key)
+        assessment = Assessment.model_validate(written) if written else None
         ab = state.get("ab", {}).get(key)
         sweep = (ab or {}).get("sweep")
         effect = effect_of(ab, var=sweep.get("var") if isinstance(sweep, dict) else None)
         noise = noise_figure(ab, state.get("calibration"))
         if assessment and o.get("outcome") != "kept":
-            reasons += [r for r in assessment["reasons"] if r not in reasons]
+            reasons += [r for r in assessment.reasons if r not in reasons]
         elif assessment:
             # A kept option's failed requests are a fact to show even when they decided nothing.
-            reasons += [r for r in assessment["reasons"] if r.startswith(FAILED_REQUESTS) and r not in reasons]
+            reasons += [r for r in assessment.reasons if r.startswith(FAILED_REQUESTS) and r not in reasons]
         options.append(
             {
                 "id": int(key),

@@ -17,7 +17,7 @@ from agent.exec.execute import run_effect, run_spec
 from agent.exec.verification import judge, judge_paired, recent, settled, slower, state_check
 from agent.journal import events as ev
 from agent.journal.events.option import rollback_verdict
-from agent.models import Option, Verification
+from agent.models import Assessment, Option, Verification
 from agent.nodes.benchmark import Arms, bench_once
 from agent.nodes.gating import option_hosts
 from agent.nodes.stress import ab_ratios
@@ -29,7 +29,7 @@ from tools.paired import pair_noise, rollback_pairs
 def keep(state: State, runtime: Runtime[RunContext]) -> Command[Literal["continue_gate", "confirm", "rollback_gate"]]:
     ctx = runtime.context
     key = str(current(state))
-    a = state.get("assessments", {})[key]
+    a = Assessment.model_validate(state.get("assessments", {})[key])
     decided = state.get("gates", [])[-1]["decision"]
     excepted = decided.get("except_hosts") or []
     onward = "confirm" if state.get("stopping") else "continue_gate"
@@ -39,8 +39,8 @@ def keep(state: State, runtime: Runtime[RunContext]) -> Command[Literal["continu
         return Command(
             goto=onward if (update.get("verification") or {}).get("verified") else "rollback_gate", update=update
         )
-    ctx.journal.append(ev.KeptEvent(option=current(state), gain_pct=a["gain_pct"], ci=a["ci"], by=decided.get("by")))
-    reason = f"kept by {decided.get('by')}: {a['reasons'][-1]}"
+    ctx.journal.append(ev.KeptEvent(option=current(state), gain_pct=a.gain_pct, ci=a.ci, by=decided.get("by")))
+    reason = f"kept by {decided.get('by')}: {a.reasons[-1]}"
     # The kept option is the new known-good baseline; its candidate-arm runs measured exactly that.
     new_reference = state.get("ab", {}).get(key, {}).get("b_values") or state.get("reference", [])
     return Command(
@@ -59,14 +59,14 @@ def _keep_except(state: State, runtime: Runtime[RunContext], excepted: list[str]
     the fleet's new known-good baseline is measured afresh (it is neither arm of the A/B)."""
     ctx = runtime.context
     key = str(current(state))
-    a = state.get("assessments", {})[key]
+    a = Assessment.model_validate(state.get("assessments", {})[key])
     decided = state.get("gates", [])[-1]["decision"]
     kept_on = [h for h in option_hosts(ctx, current(state)) if h not in excepted]
     ctx.journal.append(
         ev.KeptEvent(
             option=current(state),
-            gain_pct=a["gain_pct"],
-            ci=a["ci"],
+            gain_pct=a.gain_pct,
+            ci=a.ci,
             by=decided.get("by"),
             hosts=kept_on,
             except_hosts=excepted,
@@ -332,10 +332,10 @@ def _revert_and_verify(state: State, runtime: Runtime[RunContext]) -> State:
 def _no_reapply(state: State, key: str) -> str | None:
     """Why the option may not be applied again to pair the rollback's readings (None: it may). Only an option the
     assessment found no harm in (its stress clean, no hazard, no failing requests): the A/B ran it already."""
-    verdict = (state.get("assessments", {}).get(key) or {}).get("verdict")
-    if verdict is None:
+    written = state.get("assessments", {}).get(key)
+    if not written:
         return "the option was never assessed"
-    if verdict == "unsafe":
+    if Assessment.model_validate(written).verdict == "unsafe":
         return "the option was judged unsafe, so it is not applied again to compare with"
     return None
 
