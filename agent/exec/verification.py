@@ -25,7 +25,7 @@ from agent.context import RunContext
 from agent.errors import CommandRefused
 from agent.exec.execute import run_spec
 from agent.exec.planning import plan
-from agent.models import CommandSpec, Measured, RollbackSpec, Verification
+from agent.models import CommandSpec, PartialVerification, RollbackSpec, Verification
 from tools.noise import Band, Noise, band, delta_pct, trend_level
 from tools.paired import PAIRED_K, gmean_pct, oriented
 
@@ -109,7 +109,7 @@ def judge(
 ) -> Verification:
     """The performance half of the verdict, given the state check's answer; a dict for the journal."""
     recent_a, recent_b = recent(a_series), recent(b_series)
-    out: Measured = {"noise": noise.logged(), "state_ok": state_ok}
+    out: PartialVerification = {"noise": noise.logged(), "state_ok": state_ok}
     if not after:
         return {**out, "verified": False, "delta_pct": None, "detail": "no valid benchmark run after the revert"}
     mean = statistics.fmean(after)
@@ -250,7 +250,7 @@ def judge(
     }
 
 
-def slower(verdict: Measured, higher_is_better: bool) -> bool:
+def slower(verdict: PartialVerification, higher_is_better: bool) -> bool:
     """Did `judge` find the readings after the revert slower than the baseline beyond its band, by a yardstick
     it had (the recent baseline-arm readings, the known-good baseline)? What a neighbour's load looks like, and
     damage too; only a comparison with the option's arm beside them tells the revert from the machine."""
@@ -276,7 +276,7 @@ def judge_paired(
     the band and either the option's effect is larger than the comparison can resolve (a revert that did nothing
     would give no ratio) or its `check` says it is off; how far the reverted state itself moved since the A/B
     (the machine: a neighbour's load, or damage the revert does not undo) is reported, not held against it."""
-    out: Measured = {"noise": noise.logged(), "state_ok": state_ok, "paired_pairs": len(pairs)}
+    out: PartialVerification = {"noise": noise.logged(), "state_ok": state_ok, "paired_pairs": len(pairs)}
     if len(pairs) < 2 or len(ab_ratios) < 2:
         return {**out, "verified": False, "performance_ok": None, "detail": "too few paired readings after the revert"}
     now = [oriented(a, b, higher_is_better) for a, b in pairs]

@@ -23,7 +23,7 @@ from agent.models.campaign import (
 )
 from agent.models.commands import BUILTIN_VARS, TEMPLATE_VAR, CommandSpec, Expectation, Probe
 from agent.models.evidence import Assessment, Finding, Plan
-from agent.models.verification import Measured, Settling, Verification
+from agent.models.verification import PartialVerification, Settling, Verification
 
 __all__ = [
     "BUILTIN_VARS",
@@ -41,8 +41,8 @@ __all__ = [
     "Finding",
     "Fleet",
     "Goal",
-    "Measured",
     "Option",
+    "PartialVerification",
     "Plan",
     "Price",
     "Probe",

@@ -19,7 +19,7 @@ class Settling(TypedDict):
     early_pct: float
 
 
-class Measured(TypedDict, total=False):
+class PartialVerification(TypedDict, total=False):
     """What a verification found before its verdict (`agent.exec.verification.judge` builds it up)."""
 
     verified_by: list[str]  # "check", "metric": what vouched for the verdict
@@ -51,7 +51,7 @@ class Measured(TypedDict, total=False):
     host_deltas_pct: dict[str, float]
 
 
-class Verification(Measured, total=False):
+class Verification(PartialVerification, total=False):
     """The verdict, and why in words, with what was found."""
 
     verified: Required[bool]
