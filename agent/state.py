@@ -161,7 +161,9 @@ class State(TypedDict, total=False):
     budget_approved: list[str]  # limits a person or rule agreed to go past
     brain_down: BrainDown | None  # the brain_unavailable gate asks about it next
     brain_rules: str | None  # why the rule brain decides the rest of the session (that gate's "continue")
-    confirmation: dict[str, Any] | None  # the end-of-campaign A/B of the final configuration (agent/nodes/confirm.py)
+    # The end-of-campaign A/B of the final configuration (agent/nodes/confirm.py: summarize); its goal is
+    # tools.goal.GoalVerdict's JSON and its interactions Interaction's, each with its words
+    confirmation: dict[str, Any] | None
     # `signoff abandon`: who, the options to roll back (agent/nodes/abandon.py) and those already handed to rollback
     abandon: Abandoning | None
     confirm_pairs: int | None  # a goal gate's "measure again": the pairs the next confirmation A/B runs

@@ -28,6 +28,7 @@ from policies.facts import (
     TriageFacts,
 )
 from tools.failures import FailureTest
+from tools.goal import GoalVerdict, Interaction
 
 # ---------------------------------------------------------------- plan
 
@@ -150,26 +151,27 @@ CONFIRM_PAIRS_MAX = 50  # a policy's "measure again" without a number runs at mo
 
 def goal_gate(state: State, runtime: Runtime[RunContext]) -> Command[Literal["confirm", "report", "goal_gate"]]:
     c = state.get("confirmation") or {}
-    goal = c["goal"]
-    found = c.get("interactions") or []
-    whole = found[0] if found and sorted(found[0]["options"]) == sorted(c["kept"]) else None
+    # As confirm's summarize wrote them: the goal's verdict and each interaction, with the words it had then.
+    goal = GoalVerdict.model_validate(c["goal"])
+    found = [(Interaction.model_validate(i), i["words"]) for i in c.get("interactions") or []]
+    whole = found[0][0] if found and sorted(found[0][0].options) == sorted(c["kept"]) else None
     facts = GoalFacts(
-        goal_met=goal["met"],
-        goal_gain_pct=float(goal["gain_pct"]),
-        goal_ci_low=float(goal["ci_low"]),
-        goal_ci_high=float(goal["ci_high"]),
-        target_pct=float(goal["target_pct"] or 0.0),
-        p_goal_met=float(goal["p_met"] or 0.0),
-        pairs=int(goal["pairs"]),
-        pairs_to_tell=int(goal["pairs_to_tell"] or 0),
+        goal_met=goal.met,
+        goal_gain_pct=goal.gain_pct,
+        goal_ci_low=goal.ci_low,
+        goal_ci_high=goal.ci_high,
+        target_pct=goal.target_pct or 0.0,
+        p_goal_met=goal.p_met or 0.0,
+        pairs=goal.pairs,
+        pairs_to_tell=goal.pairs_to_tell or 0,
         kept=len(c["kept"]),
-        interaction_pct=float(whole["interaction_pct"]) if whole else 0.0,
-        interaction=any(i["kind"] != "none" for i in found),
+        interaction_pct=whole.interaction_pct if whole else 0.0,
+        interaction=any(i.kind != "none" for i, _ in found),
         rounds=int(c.get("rounds", 1)),
     )
     kept = ", ".join(f"#{o}" for o in c["kept"])
     lines = [f"The final configuration ({kept} kept) against the one the campaign started from: {c['summary']}."]
-    lines += [f"{i['words']}." for i in found]
+    lines += [f"{words}." for _, words in found]
     lines.append("Accept it, measure again with more pairs, or stop?")
     gate = make_gate(state, "goal", "\n".join(lines), facts, options=c["kept"])
     decision, update = resolve(state, runtime, gate)
