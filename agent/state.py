@@ -6,7 +6,7 @@ Option ids are string keys ("2") so state round-trips through any serializer unc
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Annotated, Any, TypedDict, cast, get_type_hints
+from typing import Annotated, Any, Required, TypedDict, cast, get_type_hints
 
 from langgraph.channels.delta import DeltaChannel
 
@@ -115,6 +115,48 @@ class BrainDown(TypedDict):
     spent_usd: float
 
 
+class CalibratedOption(TypedDict):
+    """Whether an option's expected gain can be told from the A/A noise: the pairs it would take (None: no margin over
+    the campaign's noise allowance), and whether it is under the noise floor at the planned pairs."""
+
+    expected_pct: float
+    pairs_needed: int | None
+    below_noise_floor: bool
+
+
+class Calibration(TypedDict, total=False):
+    """The A/A calibration at setup (agent/nodes/setup.py: calibrate): the valid pairs, the noise they measured and the
+    smallest effect the planned pairs can tell from it, per option; `error` when too few pairs were valid, `warning`
+    when so few that the estimate is not used alone."""
+
+    pairs: Required[int]
+    sd_pct: float
+    noise_floor_pct: float
+    at_pairs: int
+    options: dict[str, CalibratedOption]
+    warning: str
+    error: str
+
+
+class Confirmation(TypedDict, total=False):
+    """The end-of-campaign A/B of the final configuration against the start (agent/nodes/confirm.py: summarize): the
+    kept options and the round, why none ran (`skipped`) or why it stopped short (`error`), and what it measured: the
+    goal (`tools.goal.GoalVerdict` as JSON) in words, the A/B's figures, each kept option's own gain and the
+    interactions between them (`tools.goal.Interaction` as JSON, each with its words)."""
+
+    kept: Required[list[int]]
+    rounds: int
+    level: float
+    skipped: str
+    error: str
+    goal: dict[str, Any]
+    summary: str
+    ab: dict[str, Any]
+    singles: list[dict[str, Any]]
+    interaction_note: str
+    interactions: list[dict[str, Any]]
+
+
 class Abandoning(TypedDict, total=False):
     """`signoff abandon` in progress (agent/nodes/abandon.py): who asked, the options to roll back in order, the gate
     it closed unanswered (as the journal had it), and the options already handed to the rollback node."""
@@ -151,7 +193,7 @@ class State(TypedDict, total=False):
     stopping: bool
     command_scope: str | None  # "campaign" or an option id awaiting command approval
     report: dict[str, Any] | None  # {"error": …} when the run ends early; the report node's summary once written
-    calibration: dict[str, Any] | None  # A/A noise measured at setup (optional)
+    calibration: Calibration | None  # measured at setup when the campaign asks for it
     reference: list[float]  # the known-good baseline metric: measured at setup, replaced when an option is kept
     # The most recent readings of the baseline that were trusted (setup, a verified rollback, a keep): what
     # the next option's A arm must start from, or its revert is suspect (agent/exec/verification.py).
@@ -161,9 +203,7 @@ class State(TypedDict, total=False):
     budget_approved: list[str]  # limits a person or rule agreed to go past
     brain_down: BrainDown | None  # the brain_unavailable gate asks about it next
     brain_rules: str | None  # why the rule brain decides the rest of the session (that gate's "continue")
-    # The end-of-campaign A/B of the final configuration (agent/nodes/confirm.py: summarize); its goal is
-    # tools.goal.GoalVerdict's JSON and its interactions Interaction's, each with its words
-    confirmation: dict[str, Any] | None
+    confirmation: Confirmation | None
     # `signoff abandon`: who, the options to roll back (agent/nodes/abandon.py) and those already handed to rollback
     abandon: Abandoning | None
     confirm_pairs: int | None  # a goal gate's "measure again": the pairs the next confirmation A/B runs

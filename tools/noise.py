@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -82,7 +82,7 @@ def successive_df(series: Sequence[Sequence[float]]) -> float:
     return df
 
 
-def noise_of(calibration: dict[str, Any] | None, *series: Sequence[float]) -> Noise:
+def noise_of(calibration: Mapping[str, Any] | None, *series: Sequence[float]) -> Noise:
     """The noise to judge this run's comparisons by: a calibration with at least MIN_RUNS pairs, else the
     readings' own spread when it rests on more, else whichever exists (flagged thin). A calibration that
     disagrees with a spread of MIN_RUNS or more readings beyond their sampling error (`disagreement`) is not
@@ -104,7 +104,9 @@ def noise_of(calibration: dict[str, Any] | None, *series: Sequence[float]) -> No
     return spread
 
 
-def calibration_against_pairs(calibration: dict[str, Any] | None, ratios: Sequence[float]) -> tuple[float, str] | None:
+def calibration_against_pairs(
+    calibration: Mapping[str, Any] | None, ratios: Sequence[float]
+) -> tuple[float, str] | None:
     """An A/B's own pairs against the A/A calibration, both spreads of a pair's log ratio: (the pairs' own SD in
     %, why the calibration is overruled) when they disagree beyond their sampling error (`disagreement`), else
     None — also when the calibration rests on fewer than MIN_RUNS pairs (a thin calibration is not used alone anyway)

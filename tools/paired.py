@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -46,7 +46,7 @@ def gmean_pct(ratios: Sequence[float]) -> float:
     return (math.exp(statistics.fmean(math.log(r) for r in ratios)) - 1) * 100
 
 
-def pair_noise(calibration: dict[str, Any] | None, ratios: Sequence[float]) -> Noise:
+def pair_noise(calibration: Mapping[str, Any] | None, ratios: Sequence[float]) -> Noise:
     """The per-run noise a paired comparison is judged by: the A/A calibration with MIN_RUNS pairs or more
     unless the A/B's own pairs disagree with it beyond their sampling error (`tools.noise.disagreement`), else
     the spread of the A/B's own paired differences (per run: their SD over √2)."""

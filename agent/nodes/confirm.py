@@ -24,7 +24,7 @@ from agent.journal import events as ev
 from agent.ledger import Effect
 from agent.nodes.benchmark import bench_once, measure_level
 from agent.nodes.gating import option_hosts
-from agent.state import State
+from agent.state import Confirmation, State
 from tools.abstats import Arm, BenchRun
 from tools.goal import Interaction, Single, interaction, judge_goal
 
@@ -203,9 +203,9 @@ def summarize(
     error: str | None,
     rounds: int,
     level: float | None,
-) -> dict[str, Any]:
+) -> Confirmation:
     """The confirmation as the state, the gate and the journal keep it."""
-    out: dict[str, Any] = {"kept": order, "rounds": rounds}
+    out: Confirmation = {"kept": order, "rounds": rounds}
     if level is not None:
         out["level"] = level
     result = results.get(final)

@@ -150,7 +150,9 @@ CONFIRM_PAIRS_MAX = 50  # a policy's "measure again" without a number runs at mo
 
 
 def goal_gate(state: State, runtime: Runtime[RunContext]) -> Command[Literal["confirm", "report", "goal_gate"]]:
-    c = state.get("confirmation") or {}
+    c = state.get("confirmation")
+    if c is None or "goal" not in c or "summary" not in c:
+        raise RuntimeError("the goal gate ran with no goal measured (a routing bug in agent/nodes/confirm.py)")
     # As confirm's summarize wrote them: the goal's verdict and each interaction, with the words it had then.
     goal = GoalVerdict.model_validate(c["goal"])
     found = [(Interaction.model_validate(i), i["words"]) for i in c.get("interactions") or []]

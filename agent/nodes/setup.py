@@ -17,7 +17,7 @@ from agent.exec.execute import run_spec, upload
 from agent.exec.planning import upload_class, upload_command
 from agent.journal import events as ev
 from agent.nodes.benchmark import bench_once
-from agent.state import State
+from agent.state import CalibratedOption, Calibration, State
 from tools.abstats import t975
 from tools.noise import MIN_RUNS
 from tools.transport import CommandResult
@@ -75,7 +75,7 @@ def _failed(message: str) -> Command[Literal["plan", "confirm"]]:
     return Command(goto="confirm", update={"stopping": True, "report": {"error": message}})
 
 
-def calibrate(ctx: RunContext, approved: list[str]) -> dict[str, Any] | None:
+def calibrate(ctx: RunContext, approved: list[str]) -> Calibration | None:
     """Optional A/A pairs on the untouched baseline: how noisy is this benchmark here, and can the
     hoped-for effects be told from that noise with the pairs we plan to run?"""
     spec = ctx.campaign.benchmark
@@ -93,12 +93,12 @@ def calibrate(ctx: RunContext, approved: list[str]) -> dict[str, Any] | None:
         if a.valid and b.valid
     ]
     if len(logs) < 2:
-        result: dict[str, Any] = {"pairs": len(logs), "error": "too few valid A/A pairs to estimate the noise"}
-        ctx.journal.append(ev.CalibrationEvent(**result))
-        return result
+        failed: Calibration = {"pairs": len(logs), "error": "too few valid A/A pairs to estimate the noise"}
+        ctx.journal.append(ev.CalibrationEvent.model_validate(failed))
+        return failed
     sd = statistics.stdev(logs)
     floor = t975(spec.max_pairs - 1) * sd / math.sqrt(spec.max_pairs) * 100
-    per_option = {}
+    per_option: dict[str, CalibratedOption] = {}
     for o in ctx.campaign.options:
         if o.expected_gain_pct is None:
             continue
@@ -109,7 +109,7 @@ def calibrate(ctx: RunContext, approved: list[str]) -> dict[str, Any] | None:
             "pairs_needed": max(5, needed) if needed else None,
             "below_noise_floor": margin <= floor,
         }
-    result = {
+    result: Calibration = {
         "pairs": len(logs),
         "sd_pct": round(sd * 100, 3),
         "noise_floor_pct": round(floor, 3),
@@ -122,7 +122,7 @@ def calibrate(ctx: RunContext, approved: list[str]) -> dict[str, Any] | None:
             f"the noise estimate rests on {len(logs)} A/A pair(s); at least {MIN_RUNS} are needed to trust it "
             "(set benchmark.calibrate_pairs ≥ 4), so verdicts judge by the spread of the A/B's own readings"
         )
-    ctx.journal.append(ev.CalibrationEvent(**result))
+    ctx.journal.append(ev.CalibrationEvent.model_validate(result))
     return result
 
 
