@@ -14,6 +14,8 @@ from langgraph.types import Command, Send
 from agent.context import RunContext
 from agent.models import Assessment, Finding
 from agent.nodes.gating import as_run, host_lines, make_gate, option_hosts, requeue, resolve, undo_plan
+from agent.nodes.investigate import fan_out, pending_requests
+from agent.nodes.pick import pending_commands
 from agent.state import State, current, updated
 from policies.facts import (
     BrainUnavailableFacts,
@@ -34,8 +36,6 @@ from tools.goal import GoalVerdict, Interaction
 
 
 def plan_gate(state: State, runtime: Runtime[RunContext]) -> Command[Literal["investigate", "plan_gate", "confirm"]]:
-    from agent.nodes.investigate import fan_out
-
     ctx = runtime.context
     plan = state.get("plan", [])
     options = state.get("options", {})
@@ -447,9 +447,6 @@ def rollback_gate(
 def command_gate(
     state: State, runtime: Runtime[RunContext]
 ) -> Command[Literal["setup", "apply", "pick_next", "confirm", "command_gate", "investigate", "review"]]:
-    from agent.nodes.investigate import pending_requests
-    from agent.nodes.pick import pending_commands  # pick imports gates' helpers
-
     scope = state.get("command_scope") or "campaign"
     pending = pending_commands(state, runtime.context, scope)
     host, command, klass = pending[0]
@@ -526,7 +523,5 @@ def command_gate(
 def _reinvestigate(state: State) -> list[Send]:
     """The investigation subagents to run again: one per option whose requests are still open, each with every
     command approved so far (`state` as the command gate's update leaves it)."""
-    from agent.nodes.investigate import fan_out
-
     asked = [int(k) for k, reqs in (state.get("permission_requests") or {}).items() if reqs]
     return fan_out(state, only=sorted(asked))

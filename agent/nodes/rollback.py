@@ -18,6 +18,7 @@ from agent.exec.verification import judge, judge_paired, recent, settled, slower
 from agent.journal import events as ev
 from agent.journal.events.option import rollback_verdict
 from agent.models import Assessment, Option, Verification
+from agent.nodes.abandon import abandoning
 from agent.nodes.benchmark import Arms, bench_once
 from agent.nodes.gating import option_hosts
 from agent.nodes.stress import ab_ratios
@@ -210,8 +211,6 @@ def rollback(
     """Revert the current option and verify it; a revert the rollback gate asked for "up to N times" goes round
     again while it does not verify and attempts are left. Verified, the run goes on: to the abandon's next rollback,
     to the end when stopping, else to the continue gate; not verified, to the rollback gate."""
-    from agent.nodes.abandon import abandoning
-
     update = _revert_and_verify(state, runtime)
     left = state.get("reverts_left") or 0
     verified = bool((update.get("verification") or {}).get("verified"))
