@@ -10,6 +10,7 @@ from typing import Annotated, Any, Required, TypedDict, cast, get_type_hints
 
 from langgraph.channels.delta import DeltaChannel
 
+from agent.models import Assessment
 from agent.models.verification import Verification
 from policies.facts import BrainCause, Outcome
 
@@ -215,6 +216,13 @@ def current(state: State) -> int:
     if option is None:
         raise RuntimeError("an option-scoped node ran with no current option (a node went to it before choosing one)")
     return option
+
+
+def assessed(state: State, option: str) -> Assessment | None:
+    """An option's assessment as `assess` wrote it (`Assessment`'s JSON), read back through the model; None before
+    the option was assessed."""
+    written = state.get("assessments", {}).get(option)
+    return Assessment.model_validate(written) if written else None
 
 
 def updated(state: State, update: State) -> State:

@@ -16,7 +16,7 @@ from agent.models import Assessment, Finding
 from agent.nodes.gating import as_run, host_lines, make_gate, option_hosts, requeue, resolve, undo_plan
 from agent.nodes.investigate import fan_out, pending_requests
 from agent.nodes.pick import pending_commands
-from agent.state import State, current, updated
+from agent.state import State, assessed, current, updated
 from policies.facts import (
     BrainUnavailableFacts,
     BudgetFacts,
@@ -375,8 +375,7 @@ def continue_gate(
     options = state.get("options", {})
     last = state.get("current")
     last_key = str(last) if last is not None else None
-    written = state.get("assessments", {}).get(last_key or "")
-    assessment = Assessment.model_validate(written) if written else None
+    assessment = assessed(state, last_key or "")
     kept = [k for k, o in options.items() if o.get("outcome") == "kept"]
     last_outcome = options.get(last_key, {}).get("outcome", "none") if last_key else "none"
     facts = ContinueFacts(

@@ -8,9 +8,8 @@ from langgraph.runtime import Runtime
 
 from agent.context import RunContext
 from agent.journal import events as ev
-from agent.models import Assessment
 from agent.report.figures import effect_of, noise_figure
-from agent.state import State
+from agent.state import State, assessed
 from tools.failures import FAILED_REQUESTS
 
 
@@ -69,8 +68,7 @@ def build_report(state: State, campaign_name: str) -> dict[str, Any]:
         reasons = list(o.get("reasons", []))
         if o.get("outcome") == "no-go":
             reasons = [f"blocker: {b}" for b in finding.get("blockers", [])] + reasons
-        written = state.get("assessments", {}).get(key)
-        assessment = Assessment.model_validate(written) if written else None
+        assessment = assessed(state, key)
         ab = state.get("ab", {}).get(key)
         sweep = (ab or {}).get("sweep")
         effect = effect_of(ab, var=sweep.get("var") if isinstance(sweep, dict) else None)

@@ -22,7 +22,7 @@ from agent.nodes.abandon import abandoning
 from agent.nodes.benchmark import Arms, bench_once
 from agent.nodes.gating import option_hosts
 from agent.nodes.stress import ab_ratios
-from agent.state import State, current
+from agent.state import State, assessed, current
 from tools.noise import noise_of
 from tools.paired import pair_noise, rollback_pairs
 
@@ -331,10 +331,10 @@ def _revert_and_verify(state: State, runtime: Runtime[RunContext]) -> State:
 def _no_reapply(state: State, key: str) -> str | None:
     """Why the option may not be applied again to pair the rollback's readings (None: it may). Only an option the
     assessment found no harm in (its stress clean, no hazard, no failing requests): the A/B ran it already."""
-    written = state.get("assessments", {}).get(key)
-    if not written:
+    assessment = assessed(state, key)
+    if assessment is None:
         return "the option was never assessed"
-    if Assessment.model_validate(written).verdict == "unsafe":
+    if assessment.verdict == "unsafe":
         return "the option was judged unsafe, so it is not applied again to compare with"
     return None
 
