@@ -133,7 +133,7 @@ def _revert_on(state: State, runtime: Runtime[RunContext], hosts: list[str]) -> 
         v: Verification = {"verified": False, "health_ok": False, "delta_pct": None, "detail": str(exc), "hosts": hosts}
         if isinstance(exc, MutationInDoubt):
             v["in_doubt"] = True
-        ctx.journal.append(ev.RollbackEvent.model_validate({"option": option.id, **v}))
+        _journaled(ctx, option.id, v)
         return v
     health_ok = all(r.ok for r in reverted) and all(r.ok for r in health)
     state_ok, state_detail, said = state_check(ctx, option.id, hosts, approved) if health_ok else (None, "", {})
@@ -201,7 +201,7 @@ def _revert_on(state: State, runtime: Runtime[RunContext], hosts: list[str]) -> 
         if not health_ok
         else "; ".join(problems or details),
     }
-    ctx.journal.append(ev.RollbackEvent.model_validate({"option": option.id, **v}))
+    _journaled(ctx, option.id, v)
     return v
 
 
@@ -245,7 +245,7 @@ def _revert_and_verify(state: State, runtime: Runtime[RunContext]) -> State:
         v: Verification = {"verified": False, "health_ok": False, "delta_pct": None, "detail": str(exc)}
         if isinstance(exc, MutationInDoubt):
             v["in_doubt"] = True
-        ctx.journal.append(ev.RollbackEvent.model_validate({"option": option.id, **v}))
+        _journaled(ctx, option.id, v)
         return {"verification": v}
     revert_ok = all(r.ok for r in results)
     health_ok = revert_ok and all(r.ok for r in health)
@@ -256,7 +256,7 @@ def _revert_and_verify(state: State, runtime: Runtime[RunContext]) -> State:
             "delta_pct": None,
             "detail": "revert or health check failed" if revert_ok else "revert command failed",
         }
-        ctx.journal.append(ev.RollbackEvent.model_validate({"option": option.id, **v}))
+        _journaled(ctx, option.id, v)
         return _noted(state, option.id, v)
     hosts = option_hosts(ctx, option.id)
     state_ok, state_detail, _ = state_check(ctx, option.id, hosts, approved)
@@ -277,7 +277,7 @@ def _revert_and_verify(state: State, runtime: Runtime[RunContext]) -> State:
             + ("; " + state_detail if state_ok else "")
             + "; there is no valid baseline measurement to compare the metric with",
         }
-        ctx.journal.append(ev.RollbackEvent.model_validate({"option": option.id, **v}))
+        _journaled(ctx, option.id, v)
         return _noted(state, option.id, v)
     readings: list[float] = []
     verdict: list[Verification] = []  # the final window's, once measure_back is done
@@ -323,7 +323,7 @@ def _revert_and_verify(state: State, runtime: Runtime[RunContext]) -> State:
     if state_ok:
         detail = f"{state_detail}; {detail}"
     v = {**j, "health_ok": True, "detail": detail}
-    ctx.journal.append(ev.RollbackEvent.model_validate({"option": option.id, **v}))
+    _journaled(ctx, option.id, v)
     update = _noted(state, option.id, v)
     return {**update, "baseline_now": after} if v["verified"] else update
 
@@ -415,6 +415,12 @@ def measure_back(
 def settle_pause(k: int, run_s: float, cap_s: float) -> float:
     """The pause before the k-th settling run (from 0): one benchmark run's length, doubling, at most cap_s."""
     return round(min(max(run_s, 0.1) * 2**k, cap_s), 3)
+
+
+def _journaled(ctx: RunContext, option_id: int, v: Verification) -> None:
+    """The `rollback` journal line of a verification: every key it has (the event declares only some of them, so it
+    is validated from the dict rather than passed as keywords)."""
+    ctx.journal.append(ev.RollbackEvent.model_validate({"option": option_id, **v}))
 
 
 def _noted(state: State, option_id: int, v: Verification) -> State:
